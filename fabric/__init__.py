@@ -1,0 +1,1 @@
+"""fedemu fabric: virtual time, message order, network faults, journal and replay."""
