@@ -1,0 +1,126 @@
+"""Seeded random streams: counter-based splitmix64 of (run seed, stream name, counter).
+
+A stream is cheap (three ints), so every actor, link and generator gets its own, derived from the run
+seed and a stable name. Nothing here depends on ``hash()``, ``id()``, the module ``random`` or order of
+creation: the n-th draw of stream ``name`` under seed ``s`` is always the same number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+_MASK = (1 << 64) - 1
+_GOLDEN = 0x9E3779B97F4A7C15
+_TWO_64 = float(1 << 64)
+_TWO_53 = float(1 << 53)
+
+
+def mix64(z: int) -> int:
+    """The splitmix64 finalizer: a bijective scramble of a 64-bit integer."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+def name_key(seed: int, name: str) -> int:
+    """A stable 64-bit key for stream ``name`` under run seed ``seed`` (blake2b, not ``hash()``)."""
+    digest = hashlib.blake2b(f"{seed}\x00{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+def draw(key: int, counter: int) -> int:
+    """The 64-bit value number ``counter`` of the stream with ``key``; pure function, no state."""
+    return mix64((key + (counter + 1) * _GOLDEN) & _MASK)
+
+
+def unit(key: int, counter: int) -> float:
+    """A float in [0, 1) from draw ``counter`` of stream ``key`` (53 random bits)."""
+    return (draw(key, counter) >> 11) / _TWO_53
+
+
+class Stream:
+    """A named random stream: each call consumes the next counter value.
+
+    ``Stream(seed, "gm-3/choice")`` gives the same sequence in every process. Use ``child`` to derive
+    sub-streams with stable names instead of sharing one stream between unrelated decisions.
+    """
+
+    __slots__ = ("seed", "name", "key", "counter")
+
+    def __init__(self, seed: int, name: str) -> None:
+        self.seed = seed
+        self.name = name
+        self.key = name_key(seed, name)
+        self.counter = 0
+
+    def child(self, name: str) -> "Stream":
+        """A new stream named ``<self.name>/<name>`` under the same seed."""
+        return Stream(self.seed, f"{self.name}/{name}")
+
+    def bits64(self) -> int:
+        """The next raw 64-bit value."""
+        c = self.counter
+        self.counter = c + 1
+        return mix64((self.key + (c + 1) * _GOLDEN) & _MASK)
+
+    def random(self) -> float:
+        """A float in [0, 1)."""
+        return (self.bits64() >> 11) / _TWO_53
+
+    def randrange(self, n: int) -> int:
+        """An integer in [0, n), n >= 1 (multiply-shift; bias below 2**-40 for n < 2**24)."""
+        if n <= 0:
+            raise ValueError(f"randrange needs n >= 1, got {n}")
+        return (self.bits64() * n) >> 64
+
+    def uniform(self, lo: float, hi: float) -> float:
+        """A float in [lo, hi)."""
+        return lo + (hi - lo) * self.random()
+
+    def choice(self, seq):
+        """One element of a non-empty sequence."""
+        return seq[self.randrange(len(seq))]
+
+    def shuffle(self, items: list) -> None:
+        """Shuffle a list in place (Fisher-Yates)."""
+        for i in range(len(items) - 1, 0, -1):
+            j = self.randrange(i + 1)
+            items[i], items[j] = items[j], items[i]
+
+    def sample(self, seq, k: int) -> list:
+        """``k`` distinct elements of ``seq`` in random order."""
+        pool = list(seq)
+        if not 0 <= k <= len(pool):
+            raise ValueError(f"sample size {k} out of range 0..{len(pool)}")
+        for i in range(k):
+            j = i + self.randrange(len(pool) - i)
+            pool[i], pool[j] = pool[j], pool[i]
+        return pool[:k]
+
+    def expovariate(self, mean: float) -> float:
+        """An exponential variate with the given mean."""
+        return -mean * math.log(1.0 - self.random())
+
+    def lognormal(self, mu: float, sigma: float) -> float:
+        """A lognormal variate exp(N(mu, sigma)) (Box-Muller, two draws)."""
+        u1 = 1.0 - self.random()
+        u2 = self.random()
+        z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+        return math.exp(mu + sigma * z)
+
+    def weighted_index(self, weights) -> int:
+        """An index i with probability weights[i] / sum(weights); weights non-negative, sum > 0."""
+        total = sum(weights)
+        if total <= 0:
+            raise ValueError("weighted_index needs a positive total weight")
+        x = self.random() * total
+        acc = 0.0
+        last = 0
+        for i, w in enumerate(weights):
+            if w > 0:
+                acc += w
+                last = i
+                if x < acc:
+                    return i
+        return last
