@@ -1,0 +1,145 @@
+"""Streaming loader for ``.tr`` workload traces (the Megha/Eagle simulator format).
+
+One job per line: ``arrival_s num_tasks mean_task_duration_s dur_1 ... dur_n`` in seconds; blank lines
+are skipped. Times become integer microseconds; a malformed line raises ``TraceError("FILE:LINE: ...")``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from fabric.errors import ConfigError, TraceError
+from scenarios.jobs import Job, seconds_to_us
+
+# A task whose duration rounds to 0 us is stretched to this: a zero-length task would finish at the
+# instant it starts, tying its completion with its own launch, and that tie would decide event order.
+MIN_TASK_US = 1
+
+_HEAD = ("arrival_s", "num_tasks", "mean_task_duration_s")
+
+
+def _field_name(index: int) -> str:
+    """The name of 0-based field ``index``: arrival_s, num_tasks, mean_task_duration_s, dur_1, ..."""
+    return _HEAD[index] if index < 3 else f"dur_{index - 2}"
+
+
+def _check_count(value, what: str, minimum: int) -> None:
+    """Reject a count parameter that is not an int >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{what} is {value!r}, expected an integer >= {minimum}")
+
+
+def _check_file(path: str | os.PathLike) -> None:
+    """Raise a TraceError naming ``path`` unless it is an existing regular file."""
+    p = Path(path)
+    if not p.exists():
+        raise TraceError(f"{path}: no such trace file")
+    if not p.is_file():
+        raise TraceError(f"{path}: is not a regular file")
+
+
+def _open(path):
+    """Open a trace for reading text; undecodable bytes become U+FFFD so they fail as bad numbers."""
+    try:
+        return open(path, encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read trace: {exc.strerror}") from None
+
+
+def _num_tasks(path, lineno: int, fields: list[str]) -> int:
+    """Parse field 2 and check the line has exactly that many durations."""
+    if len(fields) < 3:
+        raise TraceError(
+            f"{path}:{lineno}: the line has {len(fields)} field{'s' if len(fields) != 1 else ''}, "
+            "expected arrival_s num_tasks mean_task_duration_s dur_1 ... dur_n"
+        )
+    tok = fields[1]
+    n = int(tok) if tok.isascii() and tok.isdigit() else 0
+    if n < 1:
+        raise TraceError(f"{path}:{lineno}: field 2 (num_tasks) is {tok!r}, expected a positive integer")
+    if len(fields) != n + 3:
+        raise TraceError(f"{path}:{lineno}: num_tasks is {n} but the line has {len(fields) - 3} durations")
+    return n
+
+
+def _seconds(path, lineno: int, fields: list[str], index: int) -> float:
+    """Parse field ``index`` as a finite number of seconds >= 0."""
+    tok = fields[index]
+    try:
+        if "_" in tok:  # float() would accept Python's digit separators; a trace never has them
+            raise ValueError(tok)
+        value = float(tok)
+    except ValueError:
+        raise TraceError(
+            f"{path}:{lineno}: field {index + 1} ({_field_name(index)}) is {tok!r}, expected a number"
+        ) from None
+    if not math.isfinite(value) or value < 0:
+        raise TraceError(
+            f"{path}:{lineno}: field {index + 1} ({_field_name(index)}) is {tok!r}, "
+            "expected a finite number >= 0"
+        )
+    return value
+
+
+def _parse_line(path, lineno: int, fields: list[str]) -> tuple[int, tuple[int, ...]]:
+    """Validate one split line and return (arrival_us, durations_us)."""
+    n = _num_tasks(path, lineno, fields)
+    arrival_us = seconds_to_us(_seconds(path, lineno, fields, 0))
+    _seconds(path, lineno, fields, 2)  # the trace's own mean is checked but not used: Job derives it
+    durations = tuple(
+        max(MIN_TASK_US, seconds_to_us(_seconds(path, lineno, fields, i))) for i in range(3, n + 3)
+    )
+    return arrival_us, durations
+
+
+def _jobs(path, limit: int | None, first_job_id: int) -> Iterator[Job]:
+    """The generator behind ``read_trace``: reads lazily and closes the file when done."""
+    if limit == 0:
+        return
+    made = 0
+    prev_us = -1
+    prev_tok = ""
+    with _open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            fields = line.split()
+            if not fields:
+                continue
+            arrival_us, durations = _parse_line(path, lineno, fields)
+            if arrival_us < prev_us:
+                raise TraceError(
+                    f"{path}:{lineno}: field 1 (arrival_s) is {fields[0]!r}, before the previous "
+                    f"job's {prev_tok!r}; arrivals must be non-decreasing"
+                )
+            prev_us, prev_tok = arrival_us, fields[0]
+            yield Job(job_id=first_job_id + made, arrival_us=arrival_us, durations_us=durations)
+            made += 1
+            if made == limit:
+                return
+
+
+def read_trace(path: str | os.PathLike, *, jobs: int | None = None, first_job_id: int = 0) -> Iterator[Job]:
+    """Stream the jobs of trace ``path`` in file order, ids from ``first_job_id``; ``jobs=N`` stops after N.
+
+    Arguments and the file's existence are checked now; lines are parsed and checked as they are read.
+    """
+    if jobs is not None:
+        _check_count(jobs, "jobs", 0)
+    _check_count(first_job_id, "first_job_id", 0)
+    _check_file(path)
+    return _jobs(path, jobs, first_job_id)
+
+
+def count_trace(path: str | os.PathLike) -> tuple[int, int]:
+    """(jobs, tasks) of trace ``path``, checking only num_tasks and the field count (no float parsing)."""
+    _check_file(path)
+    jobs = tasks = 0
+    with _open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            fields = line.split()
+            if fields:
+                tasks += _num_tasks(path, lineno, fields)
+                jobs += 1
+    return jobs, tasks
