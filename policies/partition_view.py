@@ -1,0 +1,277 @@
+"""The matching structure one scheduler keeps for one partition (Megha) or cluster (Pigeon) of workers.
+
+Per constraint id a packed bit vector of the machines providing it (built once), a free-capacity
+matrix and an availability bit vector for the unit demand; ``suitable`` is Algorithm 1 of 000.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from fabric.errors import ConfigError
+from policies import bitvec
+from scenarios.cluster import WorkerSpec
+
+NUM_CONSTRAINTS = 21
+_EMPTY = np.empty(0, dtype=np.intp)
+_CACHE_LIMIT = 4096
+
+
+class _Demand:
+    """A parsed demand: padded to R entries, and how it relates to the unit demand."""
+
+    __slots__ = ("vec", "first", "is_unit", "covers_unit")
+
+    def __init__(self, vec: np.ndarray, unit: np.ndarray) -> None:
+        self.vec = vec
+        self.first = int(vec[0])
+        self.is_unit = bool((vec == unit).all())
+        self.covers_unit = bool((vec >= unit).all())
+
+
+class PartitionView:
+    """n workers (local indices 0..n-1) with constraint vectors, free capacity and availability.
+
+    Policies get it read-only; the owning scheduler mutates it through allocate/release/set_free.
+    """
+
+    def __init__(
+        self,
+        workers: Sequence[WorkerSpec],
+        *,
+        num_constraints: int = NUM_CONSTRAINTS,
+        num_resources: int | None = None,
+        unit_demand: tuple[int, ...] = (1,),
+    ) -> None:
+        workers = tuple(workers)
+        n = len(workers)
+        if num_resources is None:
+            num_resources = len(workers[0].capacity) if workers else len(unit_demand)
+        if num_resources < 1:
+            raise ConfigError(f"num_resources must be >= 1, got {num_resources}")
+        self.n = n
+        self.num_constraints = num_constraints
+        self.num_resources = num_resources
+        self.worker_ids = np.array([w.worker_id for w in workers], dtype=np.int64)
+        self._local_of = {w.worker_id: i for i, w in enumerate(workers)}
+        if len(self._local_of) != n:
+            raise ConfigError(f"duplicate worker ids in a partition: {self.worker_ids.tolist()}")
+
+        capacity = np.zeros((n, num_resources), dtype=np.int64)
+        per_constraint: list[list[int]] = [[] for _ in range(num_constraints)]
+        counts = np.zeros(n, dtype=np.int64)
+        for i, w in enumerate(workers):
+            if len(w.capacity) != num_resources:
+                raise ConfigError(
+                    f"worker {w.worker_id}: capacity {w.capacity} has {len(w.capacity)} entries; "
+                    f"expected {num_resources}"
+                )
+            if min(w.capacity) < 0:
+                raise ConfigError(f"worker {w.worker_id}: capacity {w.capacity} has a negative entry")
+            capacity[i] = w.capacity
+            distinct = sorted(dict.fromkeys(w.constraints))
+            for c in distinct:
+                if not 0 <= c < num_constraints:
+                    raise ConfigError(
+                        f"worker {w.worker_id}: constraint id {c} out of range; "
+                        f"expected 0..{num_constraints - 1}"
+                    )
+                per_constraint[c].append(i)
+            counts[i] = len(distinct)
+        self.capacity = capacity
+        self.free = capacity.copy()
+        self.constraint_counts = counts
+        vectors = np.zeros((num_constraints, bitvec.num_words(n)), dtype=np.uint64)
+        for c, members in enumerate(per_constraint):
+            vectors[c] = bitvec.from_indices(n, members)
+        self.constraint_vectors = vectors
+        for arr in (self.worker_ids, capacity, counts, self.constraint_vectors):
+            arr.flags.writeable = False
+
+        self._all = bitvec.full(n)
+        self._unit_tuple = tuple(unit_demand)
+        self._demands: dict[tuple, _Demand] = {}
+        self._masks: dict[tuple, np.ndarray | None] = {(): None}
+        unit = np.zeros(num_resources, dtype=np.int64)
+        if len(unit_demand) > num_resources or min(unit_demand, default=0) < 0 or not any(unit_demand):
+            raise ConfigError(
+                f"unit demand {unit_demand} is invalid; expected 1..{num_resources} "
+                "non-negative entries, not all zero"
+            )
+        unit[: len(unit_demand)] = unit_demand
+        self._unit = unit
+        self._unit_first = int(unit[0])
+        self._single = num_resources == 1
+        ok = (self.free >= unit).all(axis=1)
+        self._flags = bytearray(ok.astype(np.uint8).tobytes())
+        self.available = bitvec.from_indices(n, np.flatnonzero(ok))
+        self._free_count = int(ok.sum())
+
+    # --- read side -------------------------------------------------------------------------------
+
+    @property
+    def free_count(self) -> int:
+        """Workers that can take the unit demand now (O(1); lets callers skip full partitions)."""
+        return self._free_count
+
+    def local_of(self, worker_id: int) -> int:
+        """The local index of a global worker id."""
+        try:
+            return self._local_of[worker_id]
+        except KeyError:
+            raise KeyError(f"worker {worker_id} is not in this partition") from None
+
+    def is_available(self, local: int) -> bool:
+        """Whether worker ``local`` can take the unit demand now."""
+        return bool(self._flags[local])
+
+    def suitable(self, constraints: tuple[int, ...] = (), demand: tuple[int, ...] = (1,)) -> np.ndarray:
+        """Local indices (ascending) having every constraint and free capacity >= demand."""
+        d = self._demands.get(demand)
+        if d is None:
+            d = self._parse_demand(demand)
+        mask = self._masks.get(constraints, False)
+        if mask is False:
+            mask = self._build_mask(constraints)
+        if d.covers_unit:
+            if self._free_count == 0:
+                return _EMPTY
+            v = self.available if mask is None else mask & self.available
+        else:
+            v = self._all if mask is None else mask
+        idx = bitvec.indices(v)
+        if d.is_unit or idx.size == 0:
+            return idx
+        if self._single:
+            return idx[self.free[idx, 0] >= d.first]
+        return idx[(self.free[idx] >= d.vec).all(axis=1)]
+
+    def any_suitable(self, constraints: tuple[int, ...] = (), demand: tuple[int, ...] = (1,)) -> bool:
+        """Whether ``suitable`` would be non-empty (cheaper for the unit demand: no unpacking)."""
+        if demand == self._unit_tuple:
+            if self._free_count == 0:
+                return False
+            mask = self._masks.get(constraints, False)
+            if mask is False:
+                mask = self._build_mask(constraints)
+            return self._free_count > 0 if mask is None else bool((mask & self.available).any())
+        return self.suitable(constraints, demand).size > 0
+
+    # --- write side (the owning scheduler only) ---------------------------------------------------
+
+    def allocate(self, local: int, demand: tuple[int, ...] = (1,)) -> None:
+        """Take ``demand`` from worker ``local``; AssertionError if free capacity would go negative."""
+        d = self._demands.get(demand)
+        if d is None:
+            d = self._parse_demand(demand)
+        free = self.free
+        if self._single:
+            f = int(free[local, 0]) - d.first
+            if f < 0:
+                raise AssertionError(
+                    f"over-allocation of worker {self.worker_ids[local]}: free {f + d.first}, demand {demand}"
+                )
+            free[local, 0] = f
+            self._set_flag(local, f >= self._unit_first)
+            return
+        new = free[local] - d.vec
+        if (new < 0).any():
+            raise AssertionError(
+                f"over-allocation of worker {self.worker_ids[local]}: free {free[local].tolist()}, "
+                f"demand {demand}"
+            )
+        free[local] = new
+        self._set_flag(local, bool((new >= self._unit).all()))
+
+    def release(self, local: int, demand: tuple[int, ...] = (1,)) -> None:
+        """Give ``demand`` back to worker ``local``; AssertionError if that exceeds its capacity."""
+        d = self._demands.get(demand)
+        if d is None:
+            d = self._parse_demand(demand)
+        free = self.free
+        if self._single:
+            f = int(free[local, 0]) + d.first
+            if f > self.capacity[local, 0]:
+                raise AssertionError(
+                    f"release beyond capacity on worker {self.worker_ids[local]}: free would be {f}, "
+                    f"capacity {self.capacity[local, 0]}"
+                )
+            free[local, 0] = f
+            self._set_flag(local, f >= self._unit_first)
+            return
+        new = free[local] + d.vec
+        if (new > self.capacity[local]).any():
+            raise AssertionError(
+                f"release beyond capacity on worker {self.worker_ids[local]}: free would be "
+                f"{new.tolist()}, capacity {self.capacity[local].tolist()}"
+            )
+        free[local] = new
+        self._set_flag(local, bool((new >= self._unit).all()))
+
+    def set_free(self, local: int, free_vector) -> None:
+        """Overwrite worker ``local``'s free capacity (a state update learnt from elsewhere)."""
+        new = np.asarray(free_vector, dtype=np.int64).reshape(-1)
+        if new.size != self.num_resources or (new < 0).any() or (new > self.capacity[local]).any():
+            raise AssertionError(
+                f"free {new.tolist()} for worker {self.worker_ids[local]} is not within "
+                f"0..{self.capacity[local].tolist()}"
+            )
+        self.free[local] = new
+        self._set_flag(local, bool((new >= self._unit).all()))
+
+    def replace_free(self, free: np.ndarray) -> None:
+        """Overwrite the whole free matrix (a full snapshot) and rebuild availability in one pass."""
+        free = np.asarray(free, dtype=np.int64)
+        if free.shape != self.capacity.shape or (free < 0).any() or (free > self.capacity).any():
+            raise AssertionError(f"free snapshot of shape {free.shape} is not within 0..capacity")
+        self.free[:] = free
+        ok = (free >= self._unit).all(axis=1)
+        self._flags[:] = ok.astype(np.uint8).tobytes()
+        self.available[:] = bitvec.from_indices(self.n, np.flatnonzero(ok))
+        self._free_count = int(ok.sum())
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _set_flag(self, local: int, now: bool) -> None:
+        if self._flags[local] != now:
+            self._flags[local] = now
+            if now:
+                bitvec.set_bit(self.available, local)
+                self._free_count += 1
+            else:
+                bitvec.clear_bit(self.available, local)
+                self._free_count -= 1
+
+    def _parse_demand(self, demand) -> _Demand:
+        key = demand
+        demand = tuple(demand)
+        if not 1 <= len(demand) <= self.num_resources or min(demand) < 0 or not any(demand):
+            raise ConfigError(
+                f"task demand {demand} is invalid; expected 1..{self.num_resources} "
+                "non-negative entries, not all zero"
+            )
+        vec = np.zeros(self.num_resources, dtype=np.int64)
+        vec[: len(demand)] = demand
+        vec.flags.writeable = False
+        d = _Demand(vec, self._unit)
+        if len(self._demands) >= _CACHE_LIMIT:
+            self._demands.clear()
+        self._demands[key] = d
+        return d
+
+    def _build_mask(self, constraints) -> np.ndarray | None:
+        key = constraints
+        ids = sorted(dict.fromkeys(constraints))
+        for c in ids:
+            if not 0 <= c < self.num_constraints:
+                raise ConfigError(
+                    f"task constraint id {c} out of range; expected 0..{self.num_constraints - 1}"
+                )
+        mask = bitvec.and_all(self.constraint_vectors[c] for c in ids) if ids else None
+        if len(self._masks) >= _CACHE_LIMIT:
+            self._masks.clear()
+            self._masks[()] = None
+        self._masks[key] = mask
+        return mask

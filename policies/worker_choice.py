@@ -1,0 +1,67 @@
+"""Worker-choice policies: pick one of a PartitionView's suitable candidates (000, 4.3); stateless.
+
+Later policies fit the same call: D-choices ranks ``view.free[candidates]`` and draws among the D least
+loaded; balance-aware spreading weighs candidates by ``view.free / view.capacity`` with the stream.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from fabric.rand import Stream
+from policies.partition_view import PartitionView
+from policies.registry import Registry
+
+
+class WorkerChoice(Protocol):
+    """``choose`` returns one local index from a non-empty ascending candidate array."""
+
+    name: str
+
+    def choose(self, view: PartitionView, candidates: np.ndarray, stream: Stream) -> int: ...
+
+
+class RandomChoice:
+    """000 4.3.1 Random: uniform among the candidates (spreads parallel GMs, fewer conflicts)."""
+
+    name = "random"
+
+    def choose(self, view: PartitionView, candidates: np.ndarray, stream: Stream) -> int:
+        n = len(candidates)
+        if n == 0:
+            raise ValueError("choose needs at least one candidate")
+        return int(candidates[stream.randrange(n) if n > 1 else 0])
+
+
+class MinConstraintsChoice:
+    """000 4.3.2 Minimum Constraints: a candidate with the fewest machine constraints (best fit).
+
+    Ties are broken uniformly by the stream; a unique minimum consumes no draw.
+    """
+
+    name = "min-constraints"
+
+    def choose(self, view: PartitionView, candidates: np.ndarray, stream: Stream) -> int:
+        n = len(candidates)
+        if n == 0:
+            raise ValueError("choose needs at least one candidate")
+        if n == 1:
+            return int(candidates[0])
+        counts = view.constraint_counts[candidates]
+        best = candidates[counts == counts.min()]
+        m = len(best)
+        return int(best[stream.randrange(m) if m > 1 else 0])
+
+
+_REGISTRY: Registry[WorkerChoice] = Registry("policy")
+_REGISTRY.register(RandomChoice.name, RandomChoice)
+_REGISTRY.register(MinConstraintsChoice.name, MinConstraintsChoice)
+
+WORKER_CHOICE_NAMES: tuple[str, ...] = _REGISTRY.names
+
+
+def get_worker_choice(name: str) -> WorkerChoice:
+    """The policy called ``name``; ConfigError ``unknown policy 'x'; known: ...`` otherwise."""
+    return _REGISTRY.get(name)

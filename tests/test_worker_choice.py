@@ -1,0 +1,80 @@
+"""Worker-choice policies: random and min-constraints, determinism, and the name registry."""
+
+import numpy as np
+import pytest
+
+from fabric.errors import ConfigError, FedemuError
+from fabric.rand import Stream
+from policies.partition_view import PartitionView
+from policies.worker_choice import WORKER_CHOICE_NAMES, MinConstraintsChoice, RandomChoice, get_worker_choice
+from scenarios.cluster import WorkerSpec
+
+
+def view_of(constraint_lists):
+    return PartitionView([WorkerSpec(100 + i, 0, (1,), tuple(c)) for i, c in enumerate(constraint_lists)])
+
+
+def test_names_and_unknown_policy_message():
+    assert WORKER_CHOICE_NAMES == ("min-constraints", "random")
+    assert isinstance(get_worker_choice("random"), RandomChoice)
+    assert isinstance(get_worker_choice("min-constraints"), MinConstraintsChoice)
+    with pytest.raises(ConfigError) as err:
+        get_worker_choice("minconstraint")
+    assert str(err.value) == "unknown policy 'minconstraint'; known: min-constraints, random"
+    assert isinstance(err.value, FedemuError)
+
+
+def test_paper_example_min_constraints_keeps_the_versatile_worker():
+    # 000, 4.3.2: worker A (1,2,3,4), worker B (1,2); a task needing (1,2) should go to B.
+    view = view_of([(1, 2, 3, 4), (1, 2)])
+    candidates = view.suitable((1, 2))
+    assert candidates.tolist() == [0, 1]
+    assert get_worker_choice("min-constraints").choose(view, candidates, Stream(1, "t")) == 1
+
+
+def test_min_constraints_returns_a_minimum_and_is_deterministic():
+    s = Stream(3, "test/build")
+    view = view_of([[c for c in range(21) if s.random() < 0.5] for _ in range(200)])
+    policy = get_worker_choice("min-constraints")
+    for trial in range(50):
+        cands = np.array(sorted(s.sample(range(200), 1 + s.randrange(60))), dtype=np.intp)
+        a = policy.choose(view, cands, Stream(trial, "choice"))
+        b = policy.choose(view, cands, Stream(trial, "choice"))
+        assert a == b and a in cands.tolist() and isinstance(a, int)
+        assert view.constraint_counts[a] == view.constraint_counts[cands].min()
+
+
+def test_min_constraints_breaks_ties_uniformly_with_the_stream():
+    view = view_of([(1,), (1, 2), (3,), (4,), (1, 2, 3)])
+    cands = np.arange(5)
+    stream = Stream(5, "ties")
+    picks = [get_worker_choice("min-constraints").choose(view, cands, stream) for _ in range(3000)]
+    counts = np.bincount(picks, minlength=5)
+    assert counts[[1, 4]].sum() == 0
+    assert all(850 < c < 1150 for c in counts[[0, 2, 3]])
+
+
+def test_unique_minimum_consumes_no_draw():
+    view = view_of([(1, 2), (1,), (2, 3)])
+    stream = Stream(0, "x")
+    assert get_worker_choice("min-constraints").choose(view, np.array([0, 1, 2]), stream) == 1
+    assert stream.counter == 0
+
+
+def test_random_is_uniform_and_reproducible():
+    view = view_of([()] * 10)
+    cands = np.array([2, 5, 7])
+    policy = get_worker_choice("random")
+    picks = [policy.choose(view, cands, Stream(9, "r")) for _ in range(2)]
+    assert picks[0] == picks[1]
+    stream = Stream(9, "uniform")
+    many = [policy.choose(view, cands, stream) for _ in range(3000)]
+    assert sorted(set(many)) == [2, 5, 7]
+    assert all(850 < many.count(w) < 1150 for w in (2, 5, 7))
+    assert policy.choose(view, np.array([4]), stream) == 4
+
+
+@pytest.mark.parametrize("name", WORKER_CHOICE_NAMES)
+def test_empty_candidates_is_an_error(name):
+    with pytest.raises(ValueError, match="at least one candidate"):
+        get_worker_choice(name).choose(view_of([()]), np.empty(0, dtype=np.intp), Stream(0, "e"))

@@ -1,0 +1,181 @@
+"""Run metrics from a ``Recorder``: job delays (000, Eq. 1), utilization (000, Eq. 2), allocation times.
+
+Pure functions of the recorder. Times come out in seconds (float); percentiles use numpy's default
+linear interpolation; statistics of an empty set are ``None`` (JSON null, never NaN).
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+
+import numpy as np
+
+from actors.records import Recorder
+from fabric.errors import unknown_name
+
+US = 1_000_000
+PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99.9", 99.9))
+JOB_KINDS = ("all", "short", "long")
+
+_JOB_FIELDS = ("job_id", "arrival_us", "num_tasks", "ideal_jrt_us", "completion_us", "short")
+_TASK_FIELDS = (
+    "job_id", "index", "arrival_us", "duration_us", "start_us", "end_us", "worker",
+    "queue_us", "processing_us", "attempts",
+)
+
+
+def _columns(records, fields: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Int64 column arrays of ``fields`` over ``records`` (one C-speed pass)."""
+    records = list(records)
+    get = operator.attrgetter(*fields)
+    flat = np.fromiter(
+        itertools.chain.from_iterable(map(get, records)), dtype=np.int64, count=len(records) * len(fields)
+    ).reshape(len(records), len(fields))
+    return {name: flat[:, i] for i, name in enumerate(fields)}
+
+
+def job_table(recorder: Recorder) -> dict[str, np.ndarray]:
+    """Per-job columns sorted by job_id; ``completion_us`` is -1 for unfinished jobs, ``short`` is bool."""
+    cols = _columns(recorder.jobs.values(), _JOB_FIELDS)
+    order = np.argsort(cols["job_id"], kind="stable")
+    out = {k: v[order] for k, v in cols.items()}
+    out["short"] = out["short"].astype(bool)
+    return out
+
+
+def task_table(recorder: Recorder) -> dict[str, np.ndarray]:
+    """Per-task columns sorted by (job_id, index); start/end/worker are -1 when it has not happened."""
+    cols = _columns(recorder.tasks.values(), _TASK_FIELDS)
+    order = np.lexsort((cols["index"], cols["job_id"]))
+    return {k: v[order] for k, v in cols.items()}
+
+
+def _kind_mask(jobs: dict[str, np.ndarray], kind: str) -> np.ndarray:
+    if kind == "all":
+        return np.ones(len(jobs["job_id"]), dtype=bool)
+    if kind == "short":
+        return jobs["short"]
+    if kind == "long":
+        return ~jobs["short"]
+    raise unknown_name("job kind", kind, JOB_KINDS)
+
+
+def job_delays_s(recorder: Recorder, kind: str = "all", jobs: dict | None = None) -> np.ndarray:
+    """Delay in JRT (actual - ideal, 000 Eq. 1) of completed jobs of ``kind`` (all/short/long), in s."""
+    jobs = job_table(recorder) if jobs is None else jobs
+    done = (jobs["completion_us"] >= 0) & _kind_mask(jobs, kind)
+    delay_us = jobs["completion_us"][done] - jobs["arrival_us"][done] - jobs["ideal_jrt_us"][done]
+    return delay_us / US
+
+
+def summarize(values) -> dict:
+    """count, p50, p90, p99, p99.9, max and mean of ``values`` (None when empty)."""
+    v = np.asarray(values, dtype=np.float64)
+    out: dict = {"count": int(v.size)}
+    if v.size == 0:
+        out.update({name: None for name, _ in PERCENTILES})
+        out.update(max=None, mean=None)
+        return out
+    qs = np.percentile(v, [q for _, q in PERCENTILES])
+    out.update({name: float(x) for (name, _), x in zip(PERCENTILES, qs)})
+    out.update(max=float(v.max()), mean=float(v.mean()))
+    return out
+
+
+def delay_stats(recorder: Recorder) -> dict[str, dict]:
+    """``summarize`` of the job delays (s) for all, short and long jobs."""
+    jobs = job_table(recorder)
+    return {kind: summarize(job_delays_s(recorder, kind, jobs)) for kind in JOB_KINDS}
+
+
+def time_window_us(recorder: Recorder) -> tuple[int, int] | None:
+    """[first job arrival, last task completion] in us, or None before any task has finished."""
+    ends = [r.end_us for r in recorder.tasks.values() if r.end_us >= 0]
+    if not ends or not recorder.jobs:
+        return None
+    start = min(j.arrival_us for j in recorder.jobs.values())
+    return start, max(ends)
+
+
+def utilization_steps(recorder: Recorder) -> tuple[np.ndarray, np.ndarray]:
+    """The busy-units step function: ``busy[k]`` units are in use from ``times[k]`` until ``times[k+1]``.
+
+    Events at equal times are merged; before ``times[0]`` nothing is busy. Times in us.
+    """
+    if not recorder.busy:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    n = len(recorder.busy)
+    ev = np.fromiter(itertools.chain.from_iterable(recorder.busy), dtype=np.int64, count=2 * n).reshape(n, 2)
+    times, inverse = np.unique(ev[:, 0], return_inverse=True)
+    delta = np.zeros(times.size, dtype=np.int64)
+    np.add.at(delta, inverse.reshape(-1), ev[:, 1])
+    return times, np.cumsum(delta)
+
+
+def _area(times: np.ndarray, busy: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The integral of the step function from -inf to each ``t`` (unit-us)."""
+    t = np.asarray(t, dtype=np.int64)
+    if times.size == 0:
+        return np.zeros(t.shape, dtype=np.float64)
+    cum = np.concatenate(([0.0], np.cumsum(busy[:-1].astype(np.float64) * np.diff(times))))
+    k = np.searchsorted(times, t, side="right") - 1
+    kc = np.maximum(k, 0)
+    return np.where(k >= 0, cum[kc] + busy[kc] * (t - times[kc]).astype(np.float64), 0.0)
+
+
+def mean_utilization(recorder: Recorder, steps: tuple | None = None) -> float | None:
+    """Time-weighted mean of R_consumed/R_total over [first arrival, last completion] (000, Eq. 2)."""
+    window = time_window_us(recorder)
+    if window is None or recorder.total_units <= 0 or window[1] <= window[0]:
+        return None
+    times, busy = utilization_steps(recorder) if steps is None else steps
+    a0, a1 = _area(times, busy, np.array(window))
+    return float((a1 - a0) / ((window[1] - window[0]) * recorder.total_units))
+
+
+def utilization_series(
+    recorder: Recorder, bucket_us: int = US, steps: tuple | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean utilization per bucket over the run window: (bucket start times in s, utilization).
+
+    Buckets start at the first arrival; the last one may be shorter and is averaged over its length.
+    ``steps`` may pass a precomputed ``utilization_steps`` to save a pass.
+    """
+    if bucket_us <= 0:
+        raise ValueError(f"bucket_us must be > 0, got {bucket_us}")
+    window = time_window_us(recorder)
+    if window is None or recorder.total_units <= 0 or window[1] <= window[0]:
+        return np.empty(0), np.empty(0)
+    start, end = window
+    edges = np.append(np.arange(start, end, bucket_us, dtype=np.int64), end)
+    times, busy = utilization_steps(recorder) if steps is None else steps
+    util = np.diff(_area(times, busy, edges)) / (np.diff(edges) * float(recorder.total_units))
+    return edges[:-1] / US, util
+
+
+def cdf(values) -> tuple[np.ndarray, np.ndarray]:
+    """The empirical CDF: sorted values and P(X <= value) = (i + 1) / n."""
+    x = np.sort(np.asarray(values, dtype=np.float64))
+    return x, np.arange(1, x.size + 1, dtype=np.float64) / max(x.size, 1)
+
+
+def allocation_components(recorder: Recorder, tasks: dict | None = None) -> dict:
+    """Mean allocation time of started tasks and its queue/processing/communication split, in s."""
+    tasks = task_table(recorder) if tasks is None else tasks
+    started = tasks["start_us"] >= 0
+    alloc = tasks["start_us"][started] - tasks["arrival_us"][started]
+    queue = tasks["queue_us"][started]
+    proc = tasks["processing_us"][started]
+    n = int(started.sum())
+
+    def mean(a):
+        return float(a.mean()) / US if n else None
+
+    return {
+        "count": n,
+        "allocation": mean(alloc),
+        "queue": mean(queue),
+        "processing": mean(proc),
+        "communication": mean(alloc - queue - proc),
+    }

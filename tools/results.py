@@ -1,0 +1,202 @@
+"""A run's result directory: summary.json, jobs/tasks/utilization CSVs and a delay CDF plot.
+
+Every file goes through ``atomic_write``, so a crash leaves old or complete files, never partial ones.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+
+from actors.records import Recorder
+from tools import metrics
+from tools.atomic import atomic_write, write_json
+
+US = metrics.US
+DELAY_FLOOR_S = 1e-6
+CDF_MAX_POINTS = 4000
+
+JOBS_HEADER = ("job_id", "arrival_s", "num_tasks", "ideal_jrt_s", "completion_s", "jrt_s", "delay_s", "short")
+TASKS_HEADER = (
+    "job_id", "index", "arrival_s", "start_s", "end_s", "worker", "allocation_s", "queue_s",
+    "processing_s", "communication_s", "attempts",
+)
+UTILIZATION_HEADER = ("time_s", "utilization")
+
+
+def summarize_run(
+    recorder: Recorder, jobs: dict | None = None, tasks: dict | None = None, steps: tuple | None = None
+) -> dict:
+    """The metric part of summary.json (delays in s, mean utilization, counts, allocation split)."""
+    jobs = metrics.job_table(recorder) if jobs is None else jobs
+    tasks = metrics.task_table(recorder) if tasks is None else tasks
+    delays = {k: metrics.summarize(metrics.job_delays_s(recorder, k, jobs)) for k in metrics.JOB_KINDS}
+    window = metrics.time_window_us(recorder)
+    return {
+        "jobs": int(jobs["job_id"].size),
+        "jobs_completed": int((jobs["completion_us"] >= 0).sum()),
+        "tasks": int(tasks["job_id"].size),
+        "tasks_completed": int((tasks["end_us"] >= 0).sum()),
+        "unschedulable": len(recorder.unschedulable),
+        "total_units": recorder.total_units,
+        "delay_s": delays["all"],
+        "delay_short_s": delays["short"],
+        "delay_long_s": delays["long"],
+        "utilization_mean": metrics.mean_utilization(recorder, steps),
+        "allocation_s": metrics.allocation_components(recorder, tasks),
+        "window_s": None if window is None else [window[0] / US, window[1] / US],
+    }
+
+
+def _json_default(obj):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"summary value of type {type(obj).__name__} is not JSON serializable")
+
+
+def _seconds(us: np.ndarray, present: np.ndarray | None = None) -> list:
+    """us -> float seconds as a list; None (an empty CSV cell) where ``present`` is False."""
+    out = (us / US).tolist()
+    if present is not None:
+        for i in np.flatnonzero(~present).tolist():
+            out[i] = None
+    return out
+
+
+def _write_csv(path: Path, header, rows) -> None:
+    with atomic_write(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def write_jobs_csv(path, jobs: dict) -> None:
+    """jobs.csv from ``metrics.job_table``; completion/jrt/delay cells are empty for unfinished jobs."""
+    done = jobs["completion_us"] >= 0
+    arrival, completion = jobs["arrival_us"], jobs["completion_us"]
+    rows = zip(
+        jobs["job_id"].tolist(),
+        _seconds(arrival),
+        jobs["num_tasks"].tolist(),
+        _seconds(jobs["ideal_jrt_us"]),
+        _seconds(completion, done),
+        _seconds(completion - arrival, done),
+        _seconds(completion - arrival - jobs["ideal_jrt_us"], done),
+        jobs["short"].astype(np.int64).tolist(),
+    )
+    _write_csv(Path(path), JOBS_HEADER, rows)
+
+
+def write_tasks_csv(path, tasks: dict) -> None:
+    """tasks.csv from ``metrics.task_table``; cells of things that have not happened are empty."""
+    started = tasks["start_us"] >= 0
+    ended = tasks["end_us"] >= 0
+    alloc = tasks["start_us"] - tasks["arrival_us"]
+    worker = tasks["worker"].tolist()
+    for i in np.flatnonzero(tasks["worker"] < 0).tolist():
+        worker[i] = None
+    rows = zip(
+        tasks["job_id"].tolist(),
+        tasks["index"].tolist(),
+        _seconds(tasks["arrival_us"]),
+        _seconds(tasks["start_us"], started),
+        _seconds(tasks["end_us"], ended),
+        worker,
+        _seconds(alloc, started),
+        _seconds(tasks["queue_us"]),
+        _seconds(tasks["processing_us"]),
+        _seconds(alloc - tasks["queue_us"] - tasks["processing_us"], started),
+        tasks["attempts"].tolist(),
+    )
+    _write_csv(Path(path), TASKS_HEADER, rows)
+
+
+def write_utilization_csv(path, times_s: np.ndarray, util: np.ndarray) -> None:
+    """utilization.csv: one row per bucket (start time in s, mean utilization in that bucket)."""
+    _write_csv(Path(path), UTILIZATION_HEADER, zip(times_s.tolist(), util.tolist()))
+
+
+def _ecdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The empirical CDF, thinned to at most CDF_MAX_POINTS points (always keeping the maximum)."""
+    x, p = metrics.cdf(values)
+    if x.size > CDF_MAX_POINTS:
+        keep = np.unique(np.linspace(0, x.size - 1, CDF_MAX_POINTS).astype(np.int64))
+        x, p = x[keep], p[keep]
+    return x, p
+
+
+def plot_cdfs(
+    path, series: dict, xlabel: str, log: bool = True, *, title: str | None = None,
+    floor: float = DELAY_FLOOR_S,
+) -> None:
+    """One figure with the empirical CDF of each labelled series (Agg backend, no pyplot state).
+
+    With ``log`` the x axis is logarithmic and values <= 0 are clipped to ``floor``.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4.5))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    plotted = 0
+    for label, values in series.items():
+        v = np.asarray(values, dtype=np.float64).reshape(-1)
+        if v.size == 0:
+            continue
+        if log:
+            v = np.maximum(v, floor)
+        x, p = _ecdf_points(v)
+        ax.step(x, p, where="post", label=f"{label} (n={v.size})")
+        plotted += 1
+    if log and plotted:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("CDF")
+    ax.set_ylim(0.0, 1.02)
+    ax.grid(True, which="major", alpha=0.4)
+    if title:
+        ax.set_title(title)
+    if plotted:
+        ax.legend(loc="lower right")
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+    fig.tight_layout()
+    fmt = Path(path).suffix.lstrip(".") or "png"
+    with atomic_write(path, "wb") as f:
+        fig.savefig(f, format=fmt, dpi=110, metadata={"Software": None} if fmt == "png" else None)
+
+
+def write_results(
+    out_dir, *, recorder: Recorder, summary_extra: dict, record_csv: bool = True, plot: bool = True,
+    bucket_us: int = US,
+) -> dict:
+    """Write summary.json (extra fields, then metrics), the CSVs (``record_csv``) and delay_cdf.png.
+
+    Returns the summary as written (plain JSON types); an extra key clashing with a metric is a ValueError.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = metrics.job_table(recorder)
+    tasks = metrics.task_table(recorder)
+    steps = metrics.utilization_steps(recorder)
+    measured = summarize_run(recorder, jobs, tasks, steps)
+    clash = sorted(set(summary_extra) & set(measured))
+    if clash:
+        raise ValueError(f"summary_extra keys {clash} clash with metric keys; rename them")
+    summary = json.loads(json.dumps({**summary_extra, **measured}, default=_json_default, allow_nan=False))
+    write_json(out / "summary.json", summary)
+    if record_csv:
+        write_jobs_csv(out / "jobs.csv", jobs)
+        write_tasks_csv(out / "tasks.csv", tasks)
+        series = metrics.utilization_series(recorder, bucket_us, steps)
+        write_utilization_csv(out / "utilization.csv", *series)
+    if plot:
+        delays = {k: metrics.job_delays_s(recorder, k, jobs) for k in metrics.JOB_KINDS}
+        plot_cdfs(out / "delay_cdf.png", delays, "delay in job response time (s)", log=True)
+    return summary
