@@ -1,0 +1,152 @@
+"""The actor: a trio task with a mailbox, private state, sends and fabric timers.
+
+Subclasses write handlers ``on_<MessageClass>(self, msg, src)`` (``src`` is the sender's actor
+index) and optionally ``on_start``. Handlers are plain methods: they read and change state and call
+``send`` / ``set_timer``; the fabric stamps, journals and routes what they emit once every actor
+woken at the same tick has gone idle. An actor never sleeps on trio itself: waiting is a fabric timer.
+"""
+
+from __future__ import annotations
+
+from bisect import insort
+
+import attrs
+import structlog
+
+from .journal import SEND, TIMER_FIRE, TIMER_SET
+from .rand import Stream
+
+RANK_FAULT, RANK_MESSAGE, RANK_TIMER = 0, 1, 2
+LOCAL = 2  # 'copy' field of a timer merged into its owner's mailbox within a window
+
+
+@attrs.frozen
+class ActorStatistics:
+    """A snapshot of what every actor counts."""
+
+    name: str
+    incarnation: int
+    received: int
+    sent: int
+
+
+class ActorCrashed(BaseException):
+    """Thrown into a parked actor's task when the fault plan crashes it; ends the task."""
+
+
+class Actor:
+    """Base class of every scheduler component. ``self.id`` is the stable actor index."""
+
+    def __init__(self) -> None:
+        # Set by Fabric._spawn before the task starts.
+        self.fabric = None
+        self.id = -1
+        self.name = ""
+        self.incarnation = 0
+        self.rng: Stream | None = None
+        self._mailbox: list = []  # heap-key-sorted entries due in the current window
+        self._pos = 0  # next mailbox entry to handle
+        self._outbox: list = []  # effects in emission order: (code, time, seq, dst, msg, delay)
+        self._now = 0
+        self._seq = 0
+        self._parked = False
+        self._task = None
+        self.received = 0
+        self.sent = 0
+
+    # ---- what handlers call -------------------------------------------------------------
+    @property
+    def now(self) -> int:
+        """Virtual time of the message being handled, in microseconds."""
+        return self._now
+
+    def send(self, dst: int, msg) -> None:
+        """Send ``msg`` to actor index ``dst`` across the network."""
+        self._seq += 1
+        self._outbox.append((SEND, self._now, self._seq, dst, msg, 0))
+
+    def set_timer(self, delay_us: int, msg) -> None:
+        """Deliver ``msg`` to this actor itself after ``delay_us`` (bypasses the network)."""
+        if delay_us < 0:
+            raise ValueError(f"{self.name}: timer delay {delay_us} us is negative")
+        self._seq += 1
+        at = self._now + delay_us
+        self._outbox.append((TIMER_SET, self._now, self._seq, self.id, msg, at))
+        if at < self.fabric._window_end:
+            # Due inside the window being handled: merge into our own sorted mailbox.
+            insort(self._mailbox, (at, RANK_TIMER, self.id, self._seq, LOCAL, self.id, msg), lo=self._pos)
+
+    def stop_run(self) -> None:
+        """Ask the fabric to end the run after the current window."""
+        self.fabric.stop()
+
+    @property
+    def log(self):
+        """A structlog logger bound to this actor and the current virtual time."""
+        return structlog.get_logger().bind(actor=self.name, vtime_us=self._now)
+
+    # ---- what subclasses override -------------------------------------------------------
+    def on_start(self) -> None:
+        """Called once when this incarnation's task starts (at time 0 or at restart)."""
+
+    def statistics(self):
+        """A frozen snapshot of this actor's state for tools (subclasses extend)."""
+        return ActorStatistics(self.name, self.incarnation, self.received + self._pos, self.sent)
+
+    def unhandled(self, msg, src: int) -> None:
+        raise TypeError(f"{type(self).__name__} {self.name} has no handler on_{type(msg).__name__}")
+
+    # ---- the task -----------------------------------------------------------------------
+    def _take(self):
+        entry = self._mailbox[self._pos]
+        self._pos += 1
+        self._now = entry[0]
+        if entry[4] == LOCAL:
+            self._outbox.append((TIMER_FIRE, entry[0], entry[3], self.id, None, 0))
+        return entry
+
+    async def receive(self):
+        """The next ``(src, msg)``, waiting (parked) until the fabric delivers one."""
+        if self._pos >= len(self._mailbox):
+            await self.fabric._park(self)
+        entry = self._take()
+        return entry[2], entry[6]
+
+    async def run(self) -> None:
+        """Default body: start, then hand each mailbox entry to its handler, parking when empty."""
+        self.on_start()
+        cache = self._handlers()
+        park = self.fabric._park
+        outbox = self._outbox
+        while True:
+            mb = self._mailbox
+            if self._pos >= len(mb):
+                await park(self)
+                mb = self._mailbox
+            while self._pos < len(mb):
+                entry = mb[self._pos]
+                self._pos += 1
+                self._now = entry[0]
+                if entry[4] == LOCAL:
+                    outbox.append((TIMER_FIRE, entry[0], entry[3], self.id, None, 0))
+                msg = entry[6]
+                handler = cache.get(msg.__class__)
+                if handler is None:
+                    handler = self._resolve(msg.__class__)
+                handler(self, msg, entry[2])
+
+    @classmethod
+    def _handlers(cls) -> dict:
+        cache = cls.__dict__.get("_fedemu_handlers")
+        if cache is None:
+            cache = {}
+            cls._fedemu_handlers = cache
+        return cache
+
+    @classmethod
+    def _resolve(cls, msg_cls):
+        fn = getattr(cls, "on_" + msg_cls.__name__, None)
+        if fn is None:
+            fn = cls.unhandled
+        cls._handlers()[msg_cls] = fn
+        return fn

@@ -1,0 +1,68 @@
+"""Fault plans: timed events a scenario or a test supplies, applied by the fabric at their time.
+
+A plan is plain data, so hypothesis can generate and shrink it: ``(at_us, kind, target, value)``.
+Kinds: crash/restart an actor; partition two sets of actors and heal all partitions; slow a link
+(latency multiplier) and restore it; set loss on a link ("*" targets every link).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from .errors import ConfigError
+
+FAULT_KINDS = ("crash", "restart", "partition", "heal", "slow", "restore", "loss")
+
+
+def _tupleize(target):
+    if isinstance(target, str):
+        return (target,)
+    return tuple(tuple(t) if isinstance(t, (list, tuple)) else t for t in target)
+
+
+@attrs.frozen
+class Fault:
+    """One fault event. ``target``: (actor,) for crash/restart; (names_a, names_b) for partition;
+    () for heal; (a, b) or ("*",) for slow/restore/loss. ``value``: slow factor or loss probability."""
+
+    at_us: int
+    kind: str
+    target: tuple = attrs.field(default=(), converter=_tupleize)
+    value: float = 0.0
+
+    def __attrs_post_init__(self):
+        if self.kind not in FAULT_KINDS:
+            raise ConfigError(f"unknown fault kind {self.kind!r}; known: {', '.join(FAULT_KINDS)}")
+        if self.at_us < 0:
+            raise ConfigError(f"fault {self.kind} at {self.at_us} us: time must be >= 0")
+        arity = {"crash": 1, "restart": 1, "partition": 2, "heal": 0}.get(self.kind)
+        if arity is not None and len(self.target) != arity:
+            raise ConfigError(f"fault {self.kind} needs {arity} target(s), got {self.target!r}")
+        if self.kind in ("slow", "restore", "loss") and self.target != ("*",) and len(self.target) != 2:
+            raise ConfigError(f"fault {self.kind} needs a link (a, b) or '*', got {self.target!r}")
+        if self.kind == "slow" and self.value <= 0:
+            raise ConfigError(f"fault slow needs a latency factor > 0, got {self.value}")
+        if self.kind == "loss" and not 0.0 <= self.value <= 1.0:
+            raise ConfigError(f"fault loss needs a probability in [0, 1], got {self.value}")
+
+    def names(self) -> list[str]:
+        """Every actor name the fault refers to (for validation)."""
+        if self.kind == "partition":
+            return [*self.target[0], *self.target[1]]
+        return [t for t in self.target if t != "*"]
+
+    def as_data(self) -> tuple:
+        return (self.at_us, self.kind, self.target, self.value)
+
+
+def plan(events) -> list[Fault]:
+    """A fault plan from data: Fault objects, tuples ``(at_us, kind, target[, value])`` or dicts."""
+    out = []
+    for ev in events:
+        if isinstance(ev, Fault):
+            out.append(ev)
+        elif isinstance(ev, dict):
+            out.append(Fault(**ev))
+        else:
+            out.append(Fault(*ev))
+    return out

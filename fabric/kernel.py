@@ -1,0 +1,426 @@
+"""The fabric: one event heap owns virtual time and every cross-actor effect.
+
+Heap entries are ``(time_us, rank, src, seq, copy, dst, payload)``: rank 0 faults, 1 messages,
+2 timers; ``(src, seq)`` is the sender's own counter, so the order never depends on which actor ran
+first. The fabric advances in windows ``[t, t + L)`` where L is the network's minimum latency (its
+lookahead): nothing sent inside a window can arrive inside it, so every entry due in the window is
+put in its receiver's mailbox at once, the receivers (trio tasks) are woken, and when all are parked
+again the fabric stamps, journals and routes what each emitted, actor by actor in wake order. A
+timer that falls inside the window is merged into its owner's own sorted mailbox. Faults start a new
+window. So trio's scheduling order never reaches the journal, the heap or a random draw, and the
+result is the same as delivering tick by tick.
+"""
+
+from __future__ import annotations
+
+import gc
+from heapq import heappop, heappush
+
+import attrs
+import outcome
+import trio
+
+from . import rand
+from .actor import LOCAL, RANK_FAULT, RANK_MESSAGE, RANK_TIMER, Actor, ActorCrashed
+from .errors import ConfigError
+from .faults import Fault, plan as make_plan
+from .journal import DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, Journal
+from .network import Network
+
+OUTSIDE = -1  # sender index of messages injected by the scenario
+
+
+def _abort(_raise_cancel):
+    return trio.lowlevel.Abort.SUCCEEDED
+
+
+@attrs.frozen
+class FabricStatistics:
+    """Counts the fabric keeps: messages per kind, drops per cause, timers, actors alive."""
+
+    now_us: int
+    events: int
+    windows: int
+    sent: int
+    delivered: int
+    timers: int
+    sent_by_kind: dict
+    drops_by_cause: dict
+    actors: int
+    alive: int
+
+
+class Fabric:
+    """Actors, network, fault plan and journal of one deterministic run."""
+
+    def __init__(self, seed: int = 0, *, network: Network | None = None, journal: Journal | None = None):
+        self.seed = int(seed)
+        self.now = 0
+        self.network = network or Network()
+        self.journal = journal or Journal(None)
+        self._heap: list = []
+        self._names: list[str] = []
+        self._index: dict[str, int] = {}
+        self._factories: list = []
+        self._actors: list[Actor | None] = []
+        self._seq: list[int] = []
+        self._epoch: list[int] = []
+        self._keys: list[int] = []
+        self._incarnations: list[int] = []
+        self._faults: list[Fault] = []
+        self._outside_seq = 0
+        self._window_end = 0
+        self._running = 0
+        self._driver = None
+        self._driver_waiting = False
+        self._nursery = None
+        self._stop = False
+        self._error: BaseException | None = None
+        self.events = 0
+        self.windows = 0
+        self.sent = 0
+        self.delivered = 0
+        self.timers = 0
+        self.sent_by_kind: dict[str, int] = {}
+        self.drops_by_cause: dict[str, int] = {}
+        self.progress = None  # optional callable(fabric), called every ``progress_every`` windows
+        self.progress_every = 1024
+
+    # ---- building a run -----------------------------------------------------------------
+    def add(self, name: str, factory) -> int:
+        """Register an actor built by ``factory()`` (called again on restart); returns its index."""
+        if name in self._index:
+            raise ConfigError(f"actor name {name!r} is used twice")
+        idx = len(self._names)
+        self._names.append(name)
+        self._index[name] = idx
+        self._factories.append(factory)
+        self._actors.append(None)
+        self._seq.append(0)
+        self._epoch.append(0)
+        self._keys.append(rand.name_key(self.seed, f"net/{name}"))
+        self._incarnations.append(0)
+        return idx
+
+    def addr(self, name: str) -> int:
+        try:
+            return self._index[name]
+        except KeyError:
+            raise ConfigError(f"unknown actor {name!r}") from None
+
+    def name_of(self, idx: int) -> str:
+        return "outside" if idx == OUTSIDE else self._names[idx]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._names)
+
+    def actor(self, idx: int) -> Actor | None:
+        """The live instance at ``idx`` (None while crashed)."""
+        return self._actors[idx]
+
+    def inject(self, dst: int, msg, at_us: int = 0) -> None:
+        """Schedule a message from outside the system (no network) for delivery at ``at_us``."""
+        self._outside_seq += 1
+        seq = self._outside_seq
+        self.journal.append((SEND, self.now, OUTSIDE, seq, dst, at_us, msg._fedemu_tag, msg._fedemu_fields(msg)))
+        heappush(self._heap, (at_us, RANK_MESSAGE, OUTSIDE, seq, 0, dst, msg))
+
+    def add_faults(self, events) -> None:
+        """Add fault events (Fault objects or plain tuples); names are checked against the actors."""
+        for fault in make_plan(events):
+            for n in fault.names():
+                if n not in self._index:
+                    known = ", ".join(self._names[:12]) + (", ..." if len(self._names) > 12 else "")
+                    raise ConfigError(f"fault {fault.kind} at {fault.at_us} us names unknown actor {n!r}; "
+                                      f"known: {known}")
+            if fault.kind == "slow" and fault.target == ("*",):
+                raise ConfigError("fault slow needs a link (a, b); '*' is only for loss")
+            heappush(self._heap, (fault.at_us, RANK_FAULT, OUTSIDE, len(self._faults), 0, OUTSIDE, fault))
+            self._faults.append(fault)
+
+    def stop(self) -> None:
+        """End the run once the current window is done."""
+        self._stop = True
+
+    def statistics(self) -> FabricStatistics:
+        alive = sum(1 for a in self._actors if a is not None)
+        return FabricStatistics(self.now, self.events, self.windows, self.sent, self.delivered, self.timers,
+                                dict(sorted(self.sent_by_kind.items())), dict(sorted(self.drops_by_cause.items())),
+                                len(self._actors), alive)
+
+    # ---- running ------------------------------------------------------------------------
+    def run_blocking(self, until_us: int | None = None) -> None:
+        trio.run(self.run, until_us)
+
+    async def run(self, until_us: int | None = None) -> None:
+        """Run until the heap is empty, ``stop()`` is called, or the next event is after ``until_us``."""
+        self._driver = trio.lowlevel.current_task()
+        gc_was_enabled = gc.isenabled()
+        gc.collect()
+        gc.freeze()
+        gc.disable()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                try:
+                    self._window_end = self.now + 1
+                    started = [self._spawn(idx) for idx in range(len(self._names))]
+                    await self._quiesce()
+                    self._flush(started)
+                    await self._loop(until_us)
+                except trio.Cancelled:
+                    raise
+                except BaseException as e:  # surface the driver's own error unwrapped
+                    self._error = e
+                nursery.cancel_scope.cancel()
+        finally:
+            self._nursery = None
+            gc.unfreeze()
+            if gc_was_enabled:
+                gc.enable()
+        if self._error is not None:
+            raise self._error
+
+    async def _loop(self, until_us):
+        heap = self._heap
+        progress = self.progress
+        every = self.progress_every
+        net = self.network
+        journal = self.journal
+        while heap and not self._stop and self._error is None:
+            t = heap[0][0]
+            if until_us is not None and t > until_us:
+                break
+            self.now = t
+            end = t + net.window
+            if until_us is not None and end > until_us + 1:
+                end = until_us + 1
+            self._window_end = end
+            woken = self._deliver(t, end)
+            self.windows += 1
+            if woken:
+                for actor in woken:
+                    if actor._parked:
+                        actor._parked = False
+                        self._running += 1
+                        trio.lowlevel.reschedule(actor._task)
+                await self._quiesce()
+                self._flush(woken)
+            journal.maybe_drain()
+            if progress is not None and self.windows % every == 0:
+                progress(self)
+        if until_us is not None and not self._stop and (not heap or heap[0][0] > until_us):
+            self.now = max(self.now, until_us)
+
+    def _spawn(self, idx: int) -> Actor:
+        actor = self._factories[idx]()
+        if not isinstance(actor, Actor):
+            raise TypeError(f"factory for {self._names[idx]!r} returned {type(actor).__name__}, not an Actor")
+        actor.fabric = self
+        actor.id = idx
+        actor.name = self._names[idx]
+        actor.incarnation = self._incarnations[idx]
+        actor.rng = rand.Stream(self.seed, f"actor/{actor.name}#{actor.incarnation}")
+        actor._now = self.now
+        actor._seq = self._seq[idx]
+        self._actors[idx] = actor
+        self._running += 1
+        self._nursery.start_soon(self._actor_main, actor, name=actor.name)
+        return actor
+
+    async def _actor_main(self, actor: Actor) -> None:
+        actor._task = trio.lowlevel.current_task()
+        try:
+            if self._actors[actor.id] is actor:
+                await actor.run()
+        except ActorCrashed:
+            pass
+        except trio.Cancelled:
+            raise
+        except BaseException as e:  # a bug in an actor ends the run with that error
+            if self._error is None:
+                self._error = e
+            self._nursery.cancel_scope.cancel()
+            return
+        self._running -= 1
+        self._wake_driver_if_idle()
+
+    async def _park(self, actor: Actor) -> None:
+        actor._parked = True
+        self._running -= 1
+        if self._running == 0 and self._driver_waiting:
+            self._driver_waiting = False
+            trio.lowlevel.reschedule(self._driver)
+        await trio.lowlevel.wait_task_rescheduled(_abort)
+
+    def _wake_driver_if_idle(self) -> None:
+        if self._running == 0 and self._driver_waiting:
+            self._driver_waiting = False
+            trio.lowlevel.reschedule(self._driver)
+
+    async def _quiesce(self) -> None:
+        if self._running > 0:
+            self._driver_waiting = True
+            await trio.lowlevel.wait_task_rescheduled(_abort)
+
+    def _deliver(self, t: int, end: int) -> list:
+        """Move every entry due in [t, end) into mailboxes; returns the actors to wake, in order.
+
+        A fault after ``t`` ends the window early, so it is applied at the start of the next one."""
+        heap = self._heap
+        actors = self._actors
+        append = self.journal.pack
+        net = self.network
+        epoch = self._epoch
+        woken = []
+        n = 0
+        while heap:
+            entry = heap[0]
+            at = entry[0]
+            if at >= end:
+                break
+            rank = entry[1]
+            if rank == RANK_FAULT:
+                if at > t:
+                    self._window_end = at
+                    break
+                heappop(heap)
+                n += 1
+                self._apply_fault(entry, woken)
+                end = self._window_end = min(end, t + net.window)
+                continue
+            heappop(heap)
+            n += 1
+            dst = entry[5]
+            actor = actors[dst]
+            if rank == RANK_TIMER:
+                if actor is None or entry[3] <= epoch[dst]:
+                    append((DROP, at, entry[2], entry[3], dst, "stale-timer"))
+                    self._drop("stale-timer")
+                    continue
+                append((TIMER_FIRE, at, dst, entry[3]))
+            else:
+                src = entry[2]
+                if actor is None:
+                    append((DROP, at, src, entry[3], dst, "dead"))
+                    self._drop("dead")
+                    continue
+                if net.partitions and net.blocked(src, dst):
+                    append((DROP, at, src, entry[3], dst, "partition"))
+                    self._drop("partition")
+                    continue
+                append((DELIVER, at, src, entry[3], dst, entry[4]))
+                self.delivered += 1
+            mb = actor._mailbox
+            if actor._pos:  # first entry this window: forget the handled ones
+                actor.received += actor._pos
+                actor._pos = 0
+                mb.clear()
+            if not mb:
+                woken.append(actor)
+            mb.append(entry)
+        self.events += n
+        return woken
+
+    def _drop(self, cause: str) -> None:
+        self.drops_by_cause[cause] = self.drops_by_cause.get(cause, 0) + 1
+
+    def _flush(self, actors) -> None:
+        """Stamp, journal and route what each actor emitted, in the given (deterministic) order."""
+        heap = self._heap
+        append = self.journal.pack
+        route = self.network.route
+        by_kind = self.sent_by_kind
+        n_actors = len(self._actors)
+        end = self._window_end
+        net = self.network
+        fixed = net.fixed_latency()
+        for actor in actors:
+            out = actor._outbox
+            if not out:
+                continue
+            idx = actor.id
+            if self._actors[idx] is not actor:  # crashed meanwhile: its effects die with it
+                out.clear()
+                continue
+            key = self._keys[idx]
+            sends = 0
+            for code, now, seq, dst, msg, at in out:
+                if code == SEND:
+                    if not 0 <= dst < n_actors:
+                        raise ValueError(f"{actor.name} sent {msg._fedemu_tag} to actor index {dst}; "
+                                         f"valid: 0..{n_actors - 1}")
+                    sends += 1
+                    tag = msg._fedemu_tag
+                    if fixed is not None:
+                        at = now + fixed
+                        copies = 1
+                    else:
+                        at, copies = route(idx, dst, seq, now, key)
+                    append((SEND, now, idx, seq, dst, at, tag, msg._fedemu_fields(msg)))
+                    by_kind[tag] = by_kind.get(tag, 0) + 1
+                    if copies == 0:
+                        append((DROP, now, idx, seq, dst, "loss"))
+                        self._drop("loss")
+                        continue
+                    heappush(heap, (at, RANK_MESSAGE, idx, seq, 0, dst, msg))
+                    if copies == 2:
+                        heappush(heap, (at, RANK_MESSAGE, idx, seq, 1, dst, msg))
+                elif code == TIMER_SET:
+                    append((TIMER_SET, now, idx, seq, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
+                    self.timers += 1
+                    if at >= end:
+                        heappush(heap, (at, RANK_TIMER, idx, seq, 0, idx, msg))
+                else:  # a timer merged into the mailbox fired
+                    append((TIMER_FIRE, now, idx, seq))
+            self.sent += sends
+            actor.sent += sends
+            self._seq[idx] = actor._seq
+            out.clear()
+
+    def _apply_fault(self, entry, woken: list) -> None:
+        fault: Fault = entry[6]
+        net = self.network
+        self.journal.append((FAULT, entry[0], entry[3], fault.kind, fault.target, fault.value))
+        kind = fault.kind
+        if kind == "crash":
+            idx = self._index[fault.target[0]]
+            actor = self._actors[idx]
+            if actor is None:
+                return
+            self._actors[idx] = None
+            actor._mailbox.clear()
+            actor._pos = 0
+            if actor._parked:
+                actor._parked = False
+                self._running += 1
+                trio.lowlevel.reschedule(actor._task, outcome.Error(ActorCrashed()))
+        elif kind == "restart":
+            idx = self._index[fault.target[0]]
+            if self._actors[idx] is not None:
+                return
+            self._incarnations[idx] += 1
+            self._epoch[idx] = self._seq[idx]  # timers set by earlier incarnations are stale
+            woken.append(self._spawn(idx))
+        elif kind == "partition":
+            a = frozenset(self._index[n] for n in fault.target[0])
+            b = frozenset(self._index[n] for n in fault.target[1])
+            net.partitions.append((a, b))
+        elif kind == "heal":
+            net.partitions.clear()
+        elif fault.target == ("*",):
+            if kind == "loss":
+                net.default_loss = fault.value
+            elif kind == "restore":
+                net.slow.clear()
+        else:
+            a, b = self._index[fault.target[0]], self._index[fault.target[1]]
+            for pair in ((a, b), (b, a)):
+                if kind == "slow":
+                    net.slow[pair] = fault.value
+                    net.ever_slowed = True
+                elif kind == "restore":
+                    net.slow.pop(pair, None)
+                else:
+                    net.loss[pair] = fault.value

@@ -1,0 +1,102 @@
+"""Message kinds: attrs frozen classes registered under a stable tag, encoded without pickle.
+
+``@message("gm.launch")`` makes a class a frozen, slotted attrs class and registers it, so the journal
+can write it as ``[tag, (field, ...)]`` and replay can rebuild it. Field values must be plain data
+(int, float, str, bytes, bool, None, tuples/lists of those) or other registered classes.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import attrs
+import msgpack
+
+from .errors import JournalError
+
+_BY_TAG: dict[str, type] = {}
+_NESTED_EXT = 1
+
+
+def register(cls: type, tag: str) -> type:
+    """Register an attrs class under ``tag`` (unique); returns the class."""
+    if not attrs.has(cls):
+        raise TypeError(f"{cls.__name__} is not an attrs class")
+    old = _BY_TAG.get(tag)
+    if old is not None and old.__qualname__ != cls.__qualname__:
+        raise ValueError(f"message tag {tag!r} is taken by {old.__qualname__}")
+    names = tuple(f.name for f in attrs.fields(cls))
+    if len(names) == 0:
+        getter = lambda _m: ()  # noqa: E731
+    elif len(names) == 1:
+        one = operator.attrgetter(names[0])
+        getter = lambda m: (one(m),)  # noqa: E731
+    else:
+        getter = operator.attrgetter(*names)
+    cls._fedemu_tag = tag
+    cls._fedemu_fields = staticmethod(getter)
+    _BY_TAG[tag] = cls
+    return cls
+
+
+def message(tag: str):
+    """Class decorator: a frozen slotted attrs message registered under ``tag``."""
+
+    def wrap(cls):
+        if not attrs.has(cls):
+            cls = attrs.frozen(slots=True)(cls)
+        return register(cls, tag)
+
+    return wrap
+
+
+def tag_of(msg) -> str:
+    return msg._fedemu_tag
+
+
+def encode(msg):
+    """``[tag, fields]`` for a registered message (fields as a tuple, nested kinds kept as objects)."""
+    return (msg._fedemu_tag, msg._fedemu_fields(msg))
+
+
+def _default(obj):
+    """msgpack hook: nested registered messages become ext records; numpy scalars become Python numbers."""
+    tag = getattr(obj, "_fedemu_tag", None)
+    if tag is not None:
+        return msgpack.ExtType(_NESTED_EXT, msgpack.packb((tag, obj._fedemu_fields(obj)), default=_default))
+    if isinstance(obj, (frozenset, set)):
+        return sorted(obj)
+    item = getattr(obj, "item", None)  # numpy scalar
+    if item is not None:
+        return item()
+    raise TypeError(f"cannot journal a value of type {type(obj).__name__}: {obj!r}")
+
+
+def _ext_hook(code, data):
+    if code == _NESTED_EXT:
+        tag, fields = msgpack.unpackb(data, use_list=False, ext_hook=_ext_hook)
+        return decode(tag, fields)
+    return msgpack.ExtType(code, data)
+
+
+def decode(tag: str, fields):
+    """Rebuild a registered message from its tag and field tuple."""
+    cls = _BY_TAG.get(tag)
+    if cls is None:
+        raise JournalError(f"unknown message tag {tag!r}; known: {', '.join(sorted(_BY_TAG)) or '(none)'}")
+    return cls(*fields)
+
+
+def new_packer() -> msgpack.Packer:
+    """A reusable packer that understands registered messages (autoreset off: caller drains it)."""
+    return msgpack.Packer(default=_default, autoreset=False, use_bin_type=True)
+
+
+def packb(obj) -> bytes:
+    """Pack one object on its own (headers, footers)."""
+    return msgpack.packb(obj, default=_default, use_bin_type=True)
+
+
+def new_unpacker(file=None) -> msgpack.Unpacker:
+    return msgpack.Unpacker(file, use_list=False, ext_hook=_ext_hook, raw=False, strict_map_key=False,
+                            max_buffer_size=1 << 30)

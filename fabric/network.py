@@ -1,0 +1,160 @@
+"""The network model: per-link latency, loss, duplication and ordering, plus live fault state.
+
+Each directed link uses the default ``Link`` unless overridden. Faults change the live state:
+partitions between sets of actors, latency multipliers (slow) and loss overrides on links.
+Draws come from counter-based streams keyed by (seed, "net", sender) and the send's sequence number,
+so a message's fate does not depend on what any other actor did first.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from . import rand
+from .errors import ConfigError
+
+LATENCY_KINDS = ("const", "uniform", "lognormal")
+
+
+@attrs.frozen
+class Latency:
+    """One-way latency in microseconds: ``const`` (lo), ``uniform`` [lo, hi], or ``lognormal``
+    with median ``median`` and shape ``sigma``, clipped to [lo, hi]."""
+
+    kind: str = "const"
+    lo: int = 500
+    hi: int = 500
+    median: float = 0.0
+    sigma: float = 0.0
+
+    def __attrs_post_init__(self):
+        if self.kind not in LATENCY_KINDS:
+            raise ConfigError(f"latency kind {self.kind!r} is unknown; known: {', '.join(LATENCY_KINDS)}")
+        if self.lo < 0 or self.hi < self.lo:
+            raise ConfigError(f"latency bounds [{self.lo}, {self.hi}] us are invalid; need 0 <= lo <= hi")
+        if self.kind == "lognormal" and (self.median <= 0 or self.sigma < 0):
+            raise ConfigError(f"lognormal latency needs median > 0 and sigma >= 0, got {self.median}, {self.sigma}")
+
+    @classmethod
+    def const(cls, us: int) -> "Latency":
+        return cls("const", int(us), int(us))
+
+    @classmethod
+    def uniform(cls, lo: int, hi: int) -> "Latency":
+        return cls("uniform", int(lo), int(hi))
+
+    @classmethod
+    def lognormal(cls, median: float, sigma: float, lo: int, hi: int) -> "Latency":
+        return cls("lognormal", int(lo), int(hi), float(median), float(sigma))
+
+    @property
+    def constant(self) -> bool:
+        return self.kind == "const" or self.lo == self.hi
+
+    def sample(self, key: int, counter: int) -> int:
+        """A latency for the send with counter ``counter`` of stream ``key``."""
+        if self.constant:
+            return self.lo
+        if self.kind == "uniform":
+            return self.lo + (rand.draw(key, counter) * (self.hi - self.lo + 1) >> 64)
+        u1 = 1.0 - rand.unit(key, counter)
+        u2 = rand.unit(key, counter + 1)
+        z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+        value = int(round(self.median * math.exp(self.sigma * z)))
+        return min(max(value, self.lo), self.hi)
+
+
+@attrs.frozen
+class Link:
+    """How one directed link behaves: latency, loss and duplication probabilities, FIFO or not."""
+
+    latency: Latency = Latency()
+    loss: float = 0.0
+    dup: float = 0.0
+    fifo: bool = True
+
+    def __attrs_post_init__(self):
+        for name in ("loss", "dup"):
+            p = getattr(self, name)
+            if not 0.0 <= p <= 1.0:
+                raise ConfigError(f"link {name} probability {p} is not in [0, 1]")
+
+
+# Per send, draws are taken at counters 4*seq + k: k = 0,1 latency, 2 loss, 3 duplication.
+DRAWS_PER_SEND = 4
+
+
+class Network:
+    """Default link, per-link overrides, and the live fault state the fabric consults per message."""
+
+    def __init__(self, default: Link | None = None) -> None:
+        self.default = default or Link()
+        self.links: dict[tuple[int, int], Link] = {}
+        self.slow: dict[tuple[int, int], float] = {}
+        self.loss: dict[tuple[int, int], float] = {}
+        self.default_loss: float | None = None
+        self.partitions: list[tuple[frozenset, frozenset]] = []
+        self.ever_slowed = False
+        self.last_delivery: dict[tuple[int, int], int] = {}
+
+    def set_link(self, src: int, dst: int, link: Link) -> None:
+        self.links[(src, dst)] = link
+
+    def lookahead(self) -> int:
+        """The least latency any message can have now: the fabric's safe window length."""
+        low = min([self.default.latency.lo, *(l.latency.lo for l in self.links.values())])
+        if self.slow:
+            low = min(low, *(int(low * f) for f in self.slow.values()))
+        return low
+
+    @property
+    def window(self) -> int:
+        """Window length for the fabric: the lookahead, at least one tick."""
+        return max(self.lookahead(), 1)
+
+    def fixed_latency(self) -> int | None:
+        """The latency of every send when the network is plain (one constant default link, no
+        overrides, loss, duplication or faults), so the fabric may skip routing; else None."""
+        d = self.default
+        if (self.links or self.slow or self.loss or self.default_loss is not None or self.ever_slowed
+                or d.loss or d.dup or not d.latency.constant):
+            return None
+        return d.latency.lo
+
+    def link(self, src: int, dst: int) -> Link:
+        links = self.links
+        return links.get((src, dst), self.default) if links else self.default
+
+    def blocked(self, src: int, dst: int) -> bool:
+        """True when an active partition separates src from dst."""
+        for a, b in self.partitions:
+            if (src in a and dst in b) or (src in b and dst in a):
+                return True
+        return False
+
+    def route(self, src: int, dst: int, seq: int, now: int, key: int) -> tuple[int, int]:
+        """(deliver time, copies) for send ``seq`` of ``src``; copies 0 = lost, 2 = duplicated."""
+        link = self.link(src, dst)
+        counter = seq * DRAWS_PER_SEND
+        delay = link.latency.sample(key, counter)
+        if self.slow:
+            factor = self.slow.get((src, dst))
+            if factor is not None:
+                delay = int(delay * factor)
+        loss = link.loss
+        if self.loss or self.default_loss is not None:
+            loss = self.loss.get((src, dst), self.default_loss if self.default_loss is not None else loss)
+        if loss > 0.0 and rand.unit(key, counter + 2) < loss:
+            return now + delay, 0
+        at = now + delay
+        if link.fifo and (self.ever_slowed or not link.latency.constant):
+            pair = (src, dst)
+            last = self.last_delivery.get(pair, 0)
+            if at < last:
+                at = last
+            self.last_delivery[pair] = at
+        if link.dup > 0.0 and rand.unit(key, counter + 3) < link.dup:
+            return at, 2
+        return at, 1

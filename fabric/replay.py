@@ -1,0 +1,111 @@
+"""Reading journals back: compare two record streams, and print records in readable form."""
+
+from __future__ import annotations
+
+import attrs
+
+from .errors import JournalError
+from .journal import CODE_NAMES, DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, JournalReader
+
+
+@attrs.frozen
+class Divergence:
+    """The first record where two journals differ (``expected``/``got`` None past an end)."""
+
+    index: int
+    time_us: int | None
+    expected: tuple | None
+    got: tuple | None
+    reason: str = ""
+
+
+def compare(expected_path, got_path) -> tuple[Divergence | None, int]:
+    """Walk two journals in lockstep; returns (first divergence or None, records compared).
+
+    Damage in the expected journal (truncation, corruption, digest mismatch) is a divergence too."""
+    exp = JournalReader(expected_path)
+    got = JournalReader(got_path)
+    it_got = got.records()
+    count = 0
+    try:
+        for index, _, rec in exp.records():
+            other = next(it_got, None)
+            if other is None:
+                return Divergence(index, rec[1], rec, None, "the re-run ended earlier"), count
+            if other[2] != rec:
+                return Divergence(index, rec[1], rec, other[2], "records differ"), count
+            count += 1
+        exp.check_digest()
+    except JournalError as e:
+        return Divergence(count, None, None, None, str(e)), count
+    extra = next(it_got, None)
+    if extra is not None:
+        return Divergence(extra[0], extra[2][1], None, extra[2], "the re-run has more records"), count
+    return None, count
+
+
+def _t(us) -> str:
+    return "?" if us is None else f"{us / 1e6:.6f}s"
+
+
+class Formatter:
+    """Turns records into one-line text, naming actors from the header and message kinds from sends."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.kinds: dict[tuple[int, int], str] = {}
+
+    def name(self, idx: int) -> str:
+        return "outside" if idx < 0 else (self.names[idx] if idx < len(self.names) else f"#{idx}")
+
+    def kind_of(self, rec: tuple) -> str | None:
+        """Message tag a record is about (sends and timers carry it; deliveries look it up)."""
+        code = rec[0]
+        if code in (SEND, TIMER_SET):
+            self.kinds[(rec[2], rec[3])] = rec[-2]
+            return rec[-2]
+        if code in (DELIVER, DROP):
+            return self.kinds.get((rec[2], rec[3]))
+        if code == TIMER_FIRE:
+            return self.kinds.get((rec[2], rec[3]))
+        return None
+
+    def actors_of(self, rec: tuple) -> tuple[str, ...]:
+        code = rec[0]
+        if code in (SEND, DELIVER, DROP):
+            return (self.name(rec[2]), self.name(rec[4]))
+        if code in (TIMER_SET, TIMER_FIRE):
+            return (self.name(rec[2]),)
+        if code == FAULT:
+            flat = []
+            for t in rec[4]:
+                flat.extend(t if isinstance(t, tuple) else (t,))
+            return tuple(flat)
+        return ()
+
+    def format(self, index: int, rec: tuple) -> str:
+        code = rec[0]
+        head = f"[{index:>8}] {_t(rec[1]):>16} {CODE_NAMES[code]:<7}"
+        kind = self.kind_of(rec)
+        if code == SEND:
+            return (f"{head} {self.name(rec[2])} -> {self.name(rec[4])} #{rec[3]} {kind} {list(rec[7])} "
+                    f"due {_t(rec[5])}")
+        if code == DELIVER:
+            dup = " (duplicate)" if rec[5] else ""
+            return f"{head} {self.name(rec[2])} -> {self.name(rec[4])} #{rec[3]} {kind}{dup}"
+        if code == DROP:
+            return f"{head} {self.name(rec[2])} -> {self.name(rec[4])} #{rec[3]} {kind} cause={rec[5]}"
+        if code == TIMER_SET:
+            return f"{head} {self.name(rec[2])} #{rec[3]} {kind} {list(rec[6])} fires {_t(rec[4])}"
+        if code == TIMER_FIRE:
+            return f"{head} {self.name(rec[2])} #{rec[3]} {kind}"
+        return f"{head} {rec[3]} target={list(rec[4])} value={rec[5]}"
+
+
+def describe(div: Divergence, names: list[str]) -> str:
+    """A human-readable account of a divergence."""
+    fmt = Formatter(names)
+    lines = [f"journals diverge at record {div.index} (virtual time {_t(div.time_us)}): {div.reason}"]
+    lines.append("  expected: " + (fmt.format(div.index, div.expected) if div.expected else "(nothing)"))
+    lines.append("  got:      " + (fmt.format(div.index, div.got) if div.got else "(nothing)"))
+    return "\n".join(lines)

@@ -1,0 +1,184 @@
+"""`fedemu bench fabric`: per-message cost of the fabric vs a plain heapq loop (the CPython floor).
+
+Two patterns among N actors: ping-pong (N/2 pairs bouncing a counter) and fan-out (a hub sends one
+message to every actor, each replies, repeated). Both run with 500 us +/- jitter latency, journal
+digest on (recording off), and print us/message for each implementation, their ratio and peak memory.
+"""
+
+from __future__ import annotations
+
+import gc
+import heapq
+import resource
+import time
+
+from fabric.actor import Actor
+from fabric.kernel import Fabric
+from fabric.messages import message
+from fabric.network import Latency, Link, Network
+
+
+@message("bench.ball")
+class Ball:
+    hops: int
+
+
+class Bouncer(Actor):
+    """Ping-pong: even actors serve to their odd partner; both return the ball until it is spent."""
+
+    __slots__ = ("hops",)
+
+    def __init__(self, hops: int) -> None:
+        super().__init__()
+        self.hops = hops
+
+    def on_start(self) -> None:
+        if self.id % 2 == 0:
+            self.send(self.id + 1, Ball(self.hops))
+
+    def on_Ball(self, msg, src) -> None:
+        if msg.hops > 1:
+            self.send(src, Ball(msg.hops - 1))
+
+
+class Hub(Actor):
+    def __init__(self, rounds: int, n: int) -> None:
+        super().__init__()
+        self.rounds = rounds
+        self.n = n
+        self.pending = 0
+
+    def on_start(self) -> None:
+        self._round()
+
+    def _round(self) -> None:
+        if self.rounds == 0:
+            return
+        self.rounds -= 1
+        for dst in range(1, self.n):
+            self.send(dst, Ball(1))
+        self.pending = self.n - 1
+
+    def on_Ball(self, msg, src) -> None:
+        self.pending -= 1
+        if self.pending == 0:
+            self._round()
+
+
+class Leaf(Actor):
+    def on_Ball(self, msg, src) -> None:
+        self.send(src, Ball(0))
+
+
+def _network() -> Network:
+    return Network(Link(Latency.uniform(400, 600)))
+
+
+def fabric_pingpong(n: int, hops: int) -> tuple[int, float]:
+    f = Fabric(1, network=_network())
+    for i in range(n):
+        f.add(f"a{i}", lambda: Bouncer(hops))
+    t0 = time.perf_counter()
+    f.run_blocking()
+    return f.sent, time.perf_counter() - t0
+
+
+def fabric_fanout(n: int, rounds: int) -> tuple[int, float]:
+    f = Fabric(1, network=_network())
+    f.add("hub", lambda: Hub(rounds, n))
+    for i in range(1, n):
+        f.add(f"a{i}", Leaf)
+    t0 = time.perf_counter()
+    f.run_blocking()
+    return f.sent, time.perf_counter() - t0
+
+
+def heap_pingpong(n: int, hops: int) -> tuple[int, float]:
+    """The same pattern as plain functions on a heapq loop with the same latency draws."""
+    from fabric import rand
+
+    key = rand.name_key(1, "plain")
+    heap = []
+    seq = [0]
+    state = [hops] * n
+
+    def send(now, src, dst, h):
+        seq[0] += 1
+        at = now + 400 + (rand.draw(key, seq[0]) * 201 >> 64)
+        heapq.heappush(heap, (at, src, seq[0], dst, h))
+
+    t0 = time.perf_counter()
+    for i in range(0, n, 2):
+        send(0, i, i + 1, hops)
+    sent = n // 2
+    while heap:
+        now, src, _, dst, h = heapq.heappop(heap)
+        state[dst] = h
+        if h > 1:
+            send(now, dst, src, h - 1)
+            sent += 1
+    return sent, time.perf_counter() - t0
+
+
+def heap_fanout(n: int, rounds: int) -> tuple[int, float]:
+    from fabric import rand
+
+    key = rand.name_key(1, "plain")
+    heap = []
+    seq = [0]
+    sent = 0
+
+    def send(now, src, dst):
+        seq[0] += 1
+        at = now + 400 + (rand.draw(key, seq[0]) * 201 >> 64)
+        heapq.heappush(heap, (at, src, seq[0], dst))
+
+    t0 = time.perf_counter()
+    for r in range(rounds):
+        now = 0 if not r else now
+        for dst in range(1, n):
+            send(now, 0, dst)
+            sent += 1
+        pending = n - 1
+        while pending:
+            now, src, _, dst = heapq.heappop(heap)
+            if dst == 0:
+                pending -= 1
+            else:
+                send(now, dst, 0)
+                sent += 1
+    return sent, time.perf_counter() - t0
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def idle_memory_mb(n: int) -> float:
+    """Peak RSS growth for ``n`` idle actors started and parked on the fabric."""
+    gc.collect()
+    before = peak_rss_mb()
+    f = Fabric(1)
+    for i in range(n):
+        f.add(f"i{i}", Leaf)
+    f.run_blocking()
+    return peak_rss_mb() - before
+
+
+def run(sizes=(100, 1_000, 10_000, 100_000), messages: int = 200_000, out=print) -> list[dict]:
+    """Run both patterns at each size; print and return the figures."""
+    rows = []
+    out(f"{'pattern':9} {'actors':>7} {'messages':>9} {'fabric us/msg':>14} {'heapq us/msg':>13} {'ratio':>6}")
+    for n in sizes:
+        hops = max(2, messages // max(1, n // 2))
+        rounds = max(1, messages // (2 * n))
+        for name, fab, plain, arg in (("ping-pong", fabric_pingpong, heap_pingpong, hops),
+                                      ("fan-out", fabric_fanout, heap_fanout, rounds)):
+            fm, ft = fab(n, arg)
+            pm, pt = plain(n, arg)
+            fus, pus = ft / fm * 1e6, pt / pm * 1e6
+            rows.append({"pattern": name, "actors": n, "messages": fm, "fabric_us": fus, "heapq_us": pus,
+                         "ratio": fus / pus})
+            out(f"{name:9} {n:>7} {fm:>9} {fus:>14.2f} {pus:>13.2f} {fus / pus:>6.2f}")
+    out(f"peak RSS so far: {peak_rss_mb():.0f} MB")
+    return rows

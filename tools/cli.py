@@ -1,0 +1,155 @@
+"""The `fedemu` command line: run, compare, replay and bench."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from fabric.errors import FedemuError
+
+
+def _cmd_run(args) -> int:
+    from . import params, runner
+    from .progress import progress_bar
+
+    overrides = params.parse_overrides(args.set)
+    if args.check_determinism:
+        return _check_determinism(args, overrides)
+    journal = None
+    if args.record or args.journal:
+        journal = args.journal or (os.path.join(args.out, "messages.log") if args.out else "messages.log")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+    with progress_bar(enabled=not args.quiet) as progress:
+        result = runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=journal,
+                                out_dir=args.out, progress=progress)
+    _print_summary(result.summary)
+    if journal:
+        print(f"journal: {journal}")
+    return 0
+
+
+def _print_summary(summary: dict) -> None:
+    from .report import print_summary
+
+    print_summary(summary)
+
+
+def _check_determinism(args, overrides) -> int:
+    """Run twice (the second time in a fresh process with another PYTHONHASHSEED) and compare."""
+    from fabric.journal import JournalReader
+    from fabric.replay import compare, describe
+
+    from . import runner
+
+    with tempfile.TemporaryDirectory(prefix="fedemu-det-") as tmp:
+        first, second = os.path.join(tmp, "first.fjl"), os.path.join(tmp, "second.fjl")
+        runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=first)
+        cmd = [sys.executable, "-m", "tools.cli", "run", args.scenario, "--seed", str(args.seed), "--quiet",
+               "--journal", second]
+        for item in args.set or ():
+            cmd += ["--set", item]
+        env = dict(os.environ, PYTHONHASHSEED=str((int(os.environ.get("PYTHONHASHSEED", "0") or 0) + 12345)))
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(proc.stderr.strip() or proc.stdout.strip(), file=sys.stderr)
+            return 1
+        div, count = compare(first, second)
+        if div is None:
+            print(f"deterministic: two runs (PYTHONHASHSEED differing) gave {count} identical records")
+            return 0
+        print(describe(div, JournalReader(first).header.get("actors", [])))
+        return 1
+
+
+def _cmd_replay(args) -> int:
+    from . import replay
+
+    if args.verify:
+        return replay.verify(args.log)
+    return replay.show(args.log, actor=args.actor, kind=args.kind, t_from=args.t_from, t_to=args.t_to)
+
+
+def _cmd_bench(args) -> int:
+    if args.what == "fabric":
+        from . import bench_fabric
+
+        sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else (100, 1_000, 10_000, 100_000)
+        bench_fabric.run(sizes=sizes, messages=args.messages)
+        return 0
+    from . import bench_megha
+
+    return bench_megha.main(args)
+
+
+def _cmd_compare(args) -> int:
+    from . import compare
+
+    return compare.main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fedemu", description="Deterministic emulator of federated schedulers.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run a scenario script")
+    r.add_argument("scenario", help="scenario name (e.g. default) or path to a scenario .py file")
+    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--out", help="directory for summary.json, CSVs and plots")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario parameter")
+    r.add_argument("--record", action="store_true", help="write the message journal (OUT/messages.log)")
+    r.add_argument("--journal", help="write the message journal to this path")
+    r.add_argument("--check-determinism", action="store_true",
+                   help="run twice in two processes and report the first event where they diverge")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(func=_cmd_run)
+
+    c = sub.add_parser("compare", help="run several schedulers/policies/seeds on the same scenario")
+    c.add_argument("scenario")
+    c.add_argument("--schedulers", default="megha,pigeonc,pigeon,sparrow")
+    c.add_argument("--policies", default="random")
+    c.add_argument("--seeds", default="1")
+    c.add_argument("--out", default="compare-out")
+    c.add_argument("--set", action="append", metavar="KEY=VALUE")
+    c.add_argument("--jobs", type=int, default=0, help="parallel processes (default: CPU count)")
+    c.set_defaults(func=_cmd_compare)
+
+    rp = sub.add_parser("replay", help="verify or show a recorded journal")
+    rp.add_argument("log")
+    rp.add_argument("--verify", action="store_true", help="re-run from the header and compare")
+    rp.add_argument("--show", action="store_true", help="print records (the default)")
+    rp.add_argument("--actor")
+    rp.add_argument("--kind", help="record type (send, deliver, drop, timer, fire, fault) or message tag")
+    rp.add_argument("--from", dest="t_from", metavar="SECONDS")
+    rp.add_argument("--to", dest="t_to", metavar="SECONDS")
+    rp.set_defaults(func=_cmd_replay)
+
+    b = sub.add_parser("bench", help="benchmarks: fabric or megha")
+    b.add_argument("what", choices=["fabric", "megha"])
+    b.add_argument("--sizes", help="fabric: comma-separated actor counts")
+    b.add_argument("--messages", type=int, default=200_000, help="fabric: messages per pattern and size")
+    b.add_argument("--case", action="append", help="megha: which cases (yh1, goog, syn1000); default all")
+    b.set_defaults(func=_cmd_bench)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except FedemuError as e:
+        print(f"fedemu: error: {e}", file=sys.stderr)
+        return e.exit_status
+    except KeyboardInterrupt:
+        print("fedemu: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

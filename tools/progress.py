@@ -1,0 +1,35 @@
+"""A rich progress bar on stderr: virtual time and jobs done (the only place that reads wall time)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+@contextlib.contextmanager
+def progress_bar(enabled: bool = True):
+    """Yields a callback ``(fabric, run)`` for the fabric's progress hook, or None when disabled."""
+    if not enabled or not sys.stderr.isatty() and not enabled:
+        yield None
+        return
+    console = Console(file=sys.stderr)
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[status]}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("running", total=None, status="")
+
+        def update(fabric, run):
+            done, total = getattr(run, "progress", lambda: (None, None))()
+            status = f"virtual {fabric.now / 1e6:,.1f}s  events {fabric.events:,}"
+            if total:
+                status += f"  jobs {done:,}/{total:,}"
+                bar.update(task, total=total, completed=done, status=status)
+            else:
+                bar.update(task, status=status)
+
+        yield update
+
+

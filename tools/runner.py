@@ -1,0 +1,98 @@
+"""Loads a scenario script, builds its fabric, runs it and returns what it measured.
+
+A scenario is a Python module (``scenarios/*.py`` or any file) with ``PARAMS`` (defaults of every
+parameter ``--set`` may change) and ``build(fabric, params)``, which adds actors, network and faults
+and returns an object whose ``finish(fabric, info, out_dir)`` turns the run into a summary dict.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+import attrs
+
+from fabric.errors import ConfigError
+from fabric.journal import Journal
+from fabric.kernel import Fabric
+
+from . import params as params_mod
+
+SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def scenario_ref(ref: str) -> str:
+    """A stable name for a scenario: ``scenarios.x`` for the project's own, else an absolute path."""
+    path = Path(ref)
+    if ref.endswith(".py") or os.sep in ref:
+        if not path.exists():
+            raise ConfigError(f"scenario file {ref!r} does not exist")
+        resolved = path.resolve()
+        if resolved.parent == SCENARIO_DIR:
+            return f"scenarios.{resolved.stem}"
+        return str(resolved)
+    name = ref if ref.startswith("scenarios.") else f"scenarios.{ref}"
+    if not (SCENARIO_DIR / f"{name.split('.', 1)[1]}.py").exists():
+        raise ConfigError(f"unknown scenario {ref!r}; known: {', '.join(known_scenarios())}")
+    return name
+
+
+def known_scenarios() -> list[str]:
+    """The project's scenario scripts (modules in scenarios/ that define build)."""
+    return sorted(p.stem for p in SCENARIO_DIR.glob("*.py") if "\ndef build(" in p.read_text())
+
+
+def load(ref: str):
+    """Import the scenario module named by ``scenario_ref``."""
+    if ref.startswith("scenarios."):
+        module = importlib.import_module(ref)
+    else:
+        spec = importlib.util.spec_from_file_location(f"fedemu_scenario_{abs(len(ref))}", ref)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    if not hasattr(module, "PARAMS") or not hasattr(module, "build"):
+        raise ConfigError(f"scenario {ref!r} has no PARAMS dict and build(fabric, params) function")
+    return module
+
+
+@attrs.define
+class RunResult:
+    """What ``execute`` returns: the fabric after the run, the summary, and the journal digest."""
+
+    fabric: Fabric
+    summary: dict
+    digest: str
+    wall_s: float
+
+
+def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, params: dict | None = None,
+            journal_path=None, out_dir=None, progress=None) -> RunResult:
+    """Run one scenario. ``params`` (fully resolved, e.g. from a journal header) wins over overrides."""
+    ref = scenario_ref(ref)
+    module = load(ref)
+    if params is None:
+        params = params_mod.resolve(module.PARAMS, overrides or {})
+    journal = Journal(journal_path)
+    try:
+        fabric = Fabric(seed, journal=journal)
+        run = module.build(fabric, dict(params))
+        journal.write_header({"seed": seed, "scenario": ref, "params": params, "actors": fabric.names})
+        fabric.progress = progress and (lambda f: progress(f, run))
+        t0 = time.perf_counter()
+        fabric.run_blocking()
+        wall = time.perf_counter() - t0
+        stats = fabric.statistics()
+        digest = journal.close({"events": stats.events, "sent": stats.sent, "now_us": stats.now_us})
+    except BaseException:
+        journal.abort()
+        raise
+    info = {"scenario": ref, "seed": seed, "params": params, "wall_s": round(wall, 3), "events": stats.events,
+            "messages": stats.sent, "virtual_end_s": stats.now_us / 1e6, "digest": digest,
+            "messages_by_kind": stats.sent_by_kind, "drops_by_cause": stats.drops_by_cause}
+    summary = run.finish(fabric, info, out_dir) if hasattr(run, "finish") else info
+    return RunResult(fabric, summary, digest, wall)
