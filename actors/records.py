@@ -69,6 +69,8 @@ class Recorder:
     counters: dict = attrs.Factory(dict)
     busy: list = attrs.Factory(list)
     unschedulable: list = attrs.Factory(list)
+    closed: int = 0
+    expected: int | None = None
 
     def count(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
@@ -88,16 +90,34 @@ class Recorder:
         rec.worker = worker
         self.busy.append((now, units))
 
-    def task_finished(self, job_id: int, index: int, now: int, units: int = 1) -> bool:
-        """Record a task's end; returns True when it was its job's last task."""
+    def task_finished(self, job_id: int, index: int, now: int, units: int = 1) -> None:
+        """Record a task's end on its worker."""
         rec = self.tasks[(job_id, index)]
         if rec.end_us != -1:
             raise AssertionError(f"task {job_id}.{index} finished twice")
+        if rec.start_us == -1:
+            raise AssertionError(f"task {job_id}.{index} finished without starting")
         rec.end_us = now
         self.busy.append((now, -units))
+
+    def job_completed(self, job_id: int, now: int) -> None:
+        """The scheduler learnt that the job's last task is done: its response time ends here."""
         job = self.jobs[job_id]
-        job.done += 1
-        if job.done == job.num_tasks:
-            job.completion_us = now
-            return True
-        return False
+        if job.completion_us != -1:
+            raise AssertionError(f"job {job_id} completed twice")
+        job.done = job.num_tasks
+        job.completion_us = now
+        self.closed += 1
+
+    def job_unschedulable(self, job_id: int, tasks: tuple[int, ...]) -> None:
+        """A job with tasks no machine can run: rejected at submission, never queued."""
+        self.unschedulable.append((job_id, tasks))
+        self.closed += 1
+
+    def submitted_all(self, count: int) -> None:
+        self.expected = count
+
+    @property
+    def finished(self) -> bool:
+        """Every submitted job has completed or been rejected."""
+        return self.expected is not None and self.closed >= self.expected

@@ -104,6 +104,7 @@ class PartitionView:
         self._unit = unit
         self._unit_first = int(unit[0])
         self._single = num_resources == 1
+        self._cap0 = self.capacity[:, 0].tolist()
         ok = (self.free >= unit).all(axis=1)
         self._flags = bytearray(ok.astype(np.uint8).tobytes())
         self.available = bitvec.from_indices(n, np.flatnonzero(ok))
@@ -212,6 +213,14 @@ class PartitionView:
 
     def set_free(self, local: int, free_vector) -> None:
         """Overwrite worker ``local``'s free capacity (a state update learnt from elsewhere)."""
+        if self._single and len(free_vector) == 1:  # the common one-resource case, without numpy math
+            f = free_vector[0]
+            if not 0 <= f <= self._cap0[local]:
+                raise AssertionError(f"free {list(free_vector)} for worker {self.worker_ids[local]} is not within "
+                                     f"0..{[self._cap0[local]]}")
+            self.free[local, 0] = f
+            self._set_flag(local, f >= self._unit_first)
+            return
         new = np.asarray(free_vector, dtype=np.int64).reshape(-1)
         if new.size != self.num_resources or (new < 0).any() or (new > self.capacity[local]).any():
             raise AssertionError(

@@ -25,10 +25,13 @@ def hand_recorder() -> Recorder:
     rec.task_started(0, 1, S // 2, worker=1)
     rec.task_finished(0, 0, 1 * S)
     rec.task_started(2, 0, 2 * S, worker=0)
-    assert rec.task_finished(0, 1, 5 * S // 2)
+    rec.task_finished(0, 1, 5 * S // 2)
+    rec.job_completed(0, 5 * S // 2)
     rec.task_started(1, 0, 5 * S // 2, worker=1)
     rec.task_finished(2, 0, 3 * S)
+    rec.job_completed(2, 3 * S)
     rec.task_finished(1, 0, 7 * S // 2)
+    rec.job_completed(1, 7 * S // 2)
     rec.tasks[(1, 0)].queue_us = 1 * S
     rec.tasks[(1, 0)].processing_us = S // 5
     rec.tasks[(1, 0)].attempts = 2

@@ -23,6 +23,7 @@ def small_recorder() -> Recorder:
     rec.job_arrived(Job(1, S, (2 * S,)), short=False)
     rec.task_started(0, 0, S // 4, worker=7)
     rec.task_finished(0, 0, 5 * S // 4)
+    rec.job_completed(0, 5 * S // 4)
     rec.tasks[(0, 0)].queue_us = S // 10
     rec.counters["probes"] = 3
     return rec

@@ -1,0 +1,255 @@
+"""Megha's Global Manager: an eventually consistent view of every LM, a task queue, and matching.
+
+Choices where the papers leave room (written down here as the issue asks):
+- The view holds one PartitionView per (LM, partition), seeded with the configured cluster; it is
+  changed optimistically by our own launches, and with absolute values by completions, heartbeats
+  and failure replies. A stale heartbeat can therefore undo an optimistic launch and cause an
+  invalid request, as in the real system.
+- Matching (Algorithm 1 of the 2023 paper) tries the GM's internal partitions round robin over LMs,
+  then the external partitions (round robin across LMs, partitions in GM order after our own);
+  a match in an external partition is sent as a repartition request.
+- A task that matches nowhere stays queued (a "reschedule") and is retried when the view changes,
+  never by polling. Queued tasks are grouped by (constraints, demand) signature and tried oldest
+  first; a signature that fails once is not retried until the next change, so one pass costs
+  O(signatures), not O(queued tasks). A task whose launch fails goes to the back of the queue.
+- A job with a task no machine in the whole cluster can ever run is rejected at submission.
+- Job completion is recorded when the GM receives the last task's completion.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from heapq import heappop, heappush, heapreplace
+
+import attrs
+
+from fabric.actor import Actor
+
+from .megha_messages import Heartbeat, Launch, LaunchFailed, TaskCompleted
+
+
+@attrs.frozen
+class GlobalManagerStatistics:
+    name: str
+    gm: int
+    queued: int
+    signatures: int
+    free_in_view: int
+    launches: int
+    internal: int
+    external: int
+    failures: int
+    passes: int
+    jobs_open: int
+
+
+class Pending:
+    """One queued task."""
+
+    __slots__ = ("job_id", "index", "duration_us", "constraints", "demand", "since_us")
+
+    def __init__(self, job_id, index, duration_us, constraints, demand, since_us):
+        self.job_id = job_id
+        self.index = index
+        self.duration_us = duration_us
+        self.constraints = constraints
+        self.demand = demand
+        self.since_us = since_us
+
+
+class GlobalManager(Actor):
+    def __init__(self, gm: int, lm_ids: list[int], views, worker_constraints, *, policy, feasible, recorder,
+                 num_constraints: int = 21) -> None:
+        """``views[lm][p]``: PartitionView of partition p (GM p's) in LM lm's cluster;
+        ``worker_constraints[lm][p][local]``: constraint ids of that worker."""
+        super().__init__()
+        self.gm = gm
+        self.lm_ids = lm_ids
+        self.views = views
+        self.wcons = worker_constraints
+        self.policy = policy
+        self.feasible = feasible
+        self.recorder = recorder
+        self.num_lms = len(lm_ids)
+        self.num_gms = len(views[0])
+        self.per_partition = views[0][0].n
+        self.rr_internal = 0
+        self.rr_external = 0
+        self.queues: dict[tuple, deque] = {}
+        self.heads: list = []  # (seq, signature) of every non-empty signature queue
+        self.seq = 0
+        self.queued = 0
+        self.open_jobs: dict[int, int] = {}
+        self.inflight: dict[tuple[int, int], Pending] = {}
+        self.total_free = 0
+        self.cons_free = [0] * num_constraints
+        for lm in range(self.num_lms):
+            for p in range(self.num_gms):
+                view = views[lm][p]
+                for local in range(view.n):
+                    if view.is_available(local):
+                        self._count(lm, p, local, 1)
+        self.launches = self.internal = self.external = self.failures = self.passes = 0
+        self.choice_rng = None
+
+    def on_start(self) -> None:
+        self.choice_rng = self.rng.child("choice")
+
+    # ---- the view --------------------------------------------------------------------
+    def _count(self, lm: int, p: int, local: int, delta: int) -> None:
+        self.total_free += delta
+        cons_free = self.cons_free
+        for c in self.wcons[lm][p][local]:
+            cons_free[c] += delta
+
+    def _set_free(self, lm: int, worker: int, free: tuple) -> None:
+        p, local = divmod(worker, self.per_partition)
+        view = self.views[lm][p]
+        before = view.is_available(local)
+        view.set_free(local, free)
+        after = view.is_available(local)
+        if before != after:
+            self._count(lm, p, local, 1 if after else -1)
+
+    def _apply(self, lm: int, workers: tuple, frees: tuple) -> None:
+        for w, free in zip(workers, frees):
+            self._set_free(lm, w, free)
+
+    # ---- messages --------------------------------------------------------------------
+    def on_Job(self, job, src: int) -> None:
+        bad = tuple(i for i, c in enumerate(job.constraints) if not self.feasible(c, job.demand))
+        if bad:
+            self.recorder.job_unschedulable(job.job_id, bad)
+            self.recorder.count("unschedulable_tasks", len(bad))
+            self._maybe_stop()
+            return
+        self.open_jobs[job.job_id] = job.num_tasks
+        now = self.now
+        for i, d in enumerate(job.durations_us):
+            self._enqueue(Pending(job.job_id, i, d, job.constraints[i], job.demand, now))
+        self._schedule()
+
+    def on_TaskCompleted(self, msg: TaskCompleted, src: int) -> None:
+        self._set_free(msg.lm, msg.worker, msg.free)
+        self.inflight.pop((msg.job_id, msg.index), None)
+        left = self.open_jobs[msg.job_id] - 1
+        if left:
+            self.open_jobs[msg.job_id] = left
+        else:
+            del self.open_jobs[msg.job_id]
+            self.recorder.job_completed(msg.job_id, self.now)
+            self._maybe_stop()
+        self._schedule()
+
+    def on_Heartbeat(self, msg: Heartbeat, src: int) -> None:
+        if msg.workers:
+            self._apply(msg.lm, msg.workers, msg.frees)
+            self._schedule()
+
+    def on_LaunchFailed(self, msg: LaunchFailed, src: int) -> None:
+        self.failures += 1
+        self._apply(msg.lm, msg.workers, msg.frees)
+        task = self.inflight.pop((msg.job_id, msg.index))
+        task.since_us = self.now
+        self._enqueue(task)
+        self._schedule()
+
+    def _maybe_stop(self) -> None:
+        if self.recorder.finished:
+            self.stop_run()
+
+    # ---- queue and matching ------------------------------------------------------------
+    def _enqueue(self, task: Pending) -> None:
+        sig = (task.constraints, task.demand)
+        self.seq += 1
+        q = self.queues.get(sig)
+        if q is None:
+            q = self.queues[sig] = deque()
+            heappush(self.heads, (self.seq, sig))
+        q.append((self.seq, task))
+        self.queued += 1
+
+    def _schedule(self) -> None:
+        """One pass: place queued tasks oldest first until nothing more fits the view."""
+        heads = self.heads
+        if not heads or self.total_free <= 0:
+            return
+        self.passes += 1
+        blocked = []
+        cons_free = self.cons_free
+        while heads and self.total_free > 0:
+            seq, sig = heads[0]
+            constraints, demand = sig
+            where = None
+            for c in constraints:
+                if cons_free[c] <= 0:
+                    break
+            else:
+                where = self._match(constraints, demand)
+            if where is None:
+                blocked.append(heappop(heads))
+                self.recorder.count("reschedules")
+                continue
+            q = self.queues[sig]
+            _, task = q.popleft()
+            self.queued -= 1
+            if q:
+                heapreplace(heads, (q[0][0], sig))
+            else:
+                heappop(heads)
+                del self.queues[sig]
+            self._launch(task, *where)
+        for item in blocked:
+            heappush(heads, item)
+
+    def _match(self, constraints: tuple, demand: tuple):
+        """(lm, partition, local) of a suitable worker: internal partitions first, then external."""
+        views = self.views
+        g = self.gm
+        n_lm = self.num_lms
+        for k in range(n_lm):
+            lm = (self.rr_internal + k) % n_lm
+            view = views[lm][g]
+            if view.free_count:
+                cand = view.suitable(constraints, demand)
+                if len(cand):
+                    self.rr_internal = (lm + 1) % n_lm
+                    return lm, g, self.policy.choose(view, cand, self.choice_rng)
+        n_gm = self.num_gms
+        for k in range(n_lm):
+            lm = (self.rr_external + k) % n_lm
+            row = views[lm]
+            for j in range(1, n_gm):
+                p = (g + j) % n_gm
+                view = row[p]
+                if view.free_count:
+                    cand = view.suitable(constraints, demand)
+                    if len(cand):
+                        self.rr_external = (lm + 1) % n_lm
+                        return lm, p, self.policy.choose(view, cand, self.choice_rng)
+        return None
+
+    def _launch(self, task: Pending, lm: int, p: int, local: int) -> None:
+        view = self.views[lm][p]
+        before = view.is_available(local)
+        view.allocate(local, task.demand)
+        if before and not view.is_available(local):
+            self._count(lm, p, local, -1)
+        external = p != self.gm
+        if external:
+            self.external += 1
+        else:
+            self.internal += 1
+        self.launches += 1
+        rec = self.recorder.tasks[(task.job_id, task.index)]
+        rec.queue_us += self.now - task.since_us
+        rec.attempts += 1
+        self.inflight[(task.job_id, task.index)] = task
+        worker = p * self.per_partition + local
+        self.send(self.lm_ids[lm], Launch(task.job_id, task.index, task.duration_us, task.demand, worker, self.gm,
+                                          external))
+
+    def statistics(self) -> GlobalManagerStatistics:
+        return GlobalManagerStatistics(self.name, self.gm, self.queued, len(self.queues), self.total_free,
+                                       self.launches, self.internal, self.external, self.failures, self.passes,
+                                       len(self.open_jobs))

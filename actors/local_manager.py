@@ -1,0 +1,141 @@
+"""Megha's Local Manager: the true, current state of one cluster, and validation of GM requests.
+
+The cluster's workers are split into one partition per GM (contiguous blocks). The LM holds each
+worker's free capacity; a GM's launch request is valid when the worker still has the demand free.
+A request on another GM's partition is a repartition: a logical node with just the requested
+resources moves to the requester for the task's lifetime and returns to its home partition when the
+task ends (2022 paper, IV-A4). Invalid requests are answered with every change the GM has not seen.
+
+Delta updates (2023 paper, 4.4): every change appends the worker to a change log with its cause; each
+GM has a cursor into the log. A heartbeat sends the changed workers since the cursor, leaving out
+those whose latest change the GM caused itself (its own launches, and completions of its own tasks,
+which reach it through ``TaskCompleted``). The log is trimmed once every cursor has passed.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from fabric.actor import Actor
+
+from .megha_messages import Heartbeat, HeartbeatTick, Launch, LaunchFailed, TaskCompleted
+from .protocol import RunTask, TaskFinished
+
+NO_CAUSE = -1
+
+
+@attrs.frozen
+class LocalManagerStatistics:
+    name: str
+    lm: int
+    free_units: int
+    launches: int
+    invalid_internal: int
+    invalid_external: int
+    repartitions: int
+    heartbeats: int
+    log_length: int
+
+
+class LocalManager(Actor):
+    def __init__(self, lm: int, workers, worker_ids: list[int], gm_ids: list[int], *, heartbeat_us: int,
+                 recorder) -> None:
+        super().__init__()
+        self.lm = lm
+        self.specs = list(workers)
+        self.worker_ids = worker_ids
+        self.gm_ids = gm_ids
+        self.heartbeat_us = heartbeat_us
+        self.recorder = recorder
+        n = len(self.specs)
+        self.per_partition = n // len(gm_ids)
+        self.capacity = [tuple(w.capacity) for w in self.specs]
+        self.free = [list(w.capacity) for w in self.specs]
+        self.cause = [NO_CAUSE] * n
+        self.changes: list[int] = []
+        self.base = 0
+        self.cursor = [0] * len(gm_ids)
+        self.launches = 0
+        self.invalid_internal = 0
+        self.invalid_external = 0
+        self.repartitions = 0
+        self.heartbeats = 0
+        self.first_worker = worker_ids[0]
+        if worker_ids != list(range(worker_ids[0], worker_ids[0] + n)):
+            raise ValueError(f"LM {lm}: worker actors must have consecutive ids")
+
+    def on_start(self) -> None:
+        self.set_timer(self.heartbeat_us, HeartbeatTick())
+
+    def home_gm(self, worker: int) -> int:
+        return worker // self.per_partition
+
+    def _changed(self, worker: int, cause: int) -> None:
+        self.cause[worker] = cause
+        self.changes.append(worker)
+
+    def _changes_for(self, gm: int, always: int = -1) -> tuple[tuple, tuple]:
+        """Workers changed since ``gm``'s cursor (latest value each), minus those ``gm`` caused."""
+        start = self.cursor[gm] - self.base
+        changed = dict.fromkeys(self.changes[start:])
+        self.cursor[gm] = self.base + len(self.changes)
+        cause = self.cause
+        workers = [w for w in changed if cause[w] != gm]
+        if always >= 0 and (always not in changed or cause[always] == gm):
+            workers.append(always)
+        free = self.free
+        return tuple(workers), tuple(tuple(free[w]) for w in workers)
+
+    def _trim(self) -> None:
+        low = min(self.cursor)
+        if low > self.base:
+            del self.changes[: low - self.base]
+            self.base = low
+
+    def on_Launch(self, msg: Launch, src: int) -> None:
+        w = msg.worker
+        free = self.free[w]
+        demand = msg.demand
+        if all(f >= d for f, d in zip(free, demand)):
+            for r, d in enumerate(demand):
+                free[r] -= d
+            self._changed(w, msg.gm)
+            self.launches += 1
+            if msg.external:
+                self.repartitions += 1
+                self.recorder.count("repartitions")
+            self.send(self.worker_ids[w], RunTask(msg.job_id, msg.index, msg.duration_us, demand, msg.gm,
+                                                  (self.id,)))
+            return
+        if msg.external:
+            self.invalid_external += 1
+            self.recorder.count("invalid_external")
+        else:
+            self.invalid_internal += 1
+            self.recorder.count("invalid_internal")
+        workers, frees = self._changes_for(msg.gm, always=w)
+        self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, self.lm, workers, frees))
+
+    def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
+        w = src - self.first_worker
+        free = self.free[w]
+        cap = self.capacity[w]
+        for r, d in enumerate(msg.demand):
+            free[r] += d
+            if free[r] > cap[r]:
+                raise AssertionError(f"{self.name}: worker {w} would have {free} free of capacity {cap}")
+        self._changed(w, msg.owner)
+        self.send(self.gm_ids[msg.owner], TaskCompleted(msg.job_id, msg.index, self.lm, w, tuple(free)))
+
+    def on_HeartbeatTick(self, msg, src) -> None:
+        for gm in range(len(self.gm_ids)):
+            workers, frees = self._changes_for(gm)
+            self.send(self.gm_ids[gm], Heartbeat(self.lm, workers, frees))
+        self.heartbeats += 1
+        self._trim()
+        self.set_timer(self.heartbeat_us, HeartbeatTick())
+
+    def statistics(self) -> LocalManagerStatistics:
+        return LocalManagerStatistics(self.name, self.lm, sum(f[0] for f in self.free), self.launches,
+                                      self.invalid_internal, self.invalid_external, self.repartitions,
+                                      self.heartbeats, len(self.changes))

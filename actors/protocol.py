@@ -1,0 +1,49 @@
+"""Messages shared by the schedulers: job submission, task launch on workers, completion.
+
+Scheduler-specific messages live beside their actors (``megha_messages``, ``pigeon_messages``,
+``sparrow_messages``). Every message is a frozen attrs class registered with a stable tag.
+"""
+
+from __future__ import annotations
+
+from fabric.messages import message, register
+from scenarios.jobs import Job
+
+register(Job, "job")
+
+
+@message("submit.next")
+class SubmitNext:
+    """Submitter's own timer: release the jobs arriving now."""
+
+
+@message("worker.run")
+class RunTask:
+    """Run one task on the receiving worker; ``notify`` are the actors told when it finishes.
+
+    ``owner`` is the scheduler index that placed it (a GM index in Megha, else -1)."""
+
+    job_id: int
+    index: int
+    duration_us: int
+    demand: tuple
+    owner: int
+    notify: tuple
+
+
+@message("worker.timer")
+class TaskTimer:
+    """Worker's own timer: the task's duration has elapsed."""
+
+    job_id: int
+    index: int
+
+
+@message("worker.finished")
+class TaskFinished:
+    """A worker tells ``notify`` actors that a task is done and its resources are free again."""
+
+    job_id: int
+    index: int
+    demand: tuple
+    owner: int

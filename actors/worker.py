@@ -1,0 +1,61 @@
+"""The worker: runs tasks for their duration in virtual time within its capacity vector.
+
+It is told what to run (``RunTask``) and tells the listed actors when a task ends. It never runs more
+than its capacity: a launch that would exceed it is a protocol bug and ends the run with an error.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from fabric.actor import Actor
+
+from .protocol import RunTask, TaskFinished, TaskTimer
+
+
+@attrs.frozen
+class WorkerStatistics:
+    name: str
+    worker_id: int
+    free: tuple
+    running: int
+    completed: int
+
+
+class Worker(Actor):
+    """One machine. ``spec`` is its WorkerSpec; ``recorder`` logs task starts and ends."""
+
+    def __init__(self, spec, recorder) -> None:
+        super().__init__()
+        self.spec = spec
+        self.recorder = recorder
+        self.free = list(spec.capacity)
+        self.running: dict[tuple[int, int], RunTask] = {}
+        self.completed = 0
+
+    def on_RunTask(self, msg: RunTask, src: int) -> None:
+        free = self.free
+        demand = msg.demand
+        for r, d in enumerate(demand):
+            if free[r] < d:
+                raise AssertionError(f"{self.name}: task {msg.job_id}.{msg.index} needs {demand} but only "
+                                     f"{tuple(free)} of {self.spec.capacity} is free")
+        for r, d in enumerate(demand):
+            free[r] -= d
+        self.running[(msg.job_id, msg.index)] = msg
+        self.recorder.task_started(msg.job_id, msg.index, self.now, self.spec.worker_id, demand[0])
+        self.set_timer(msg.duration_us, TaskTimer(msg.job_id, msg.index))
+
+    def on_TaskTimer(self, msg: TaskTimer, src: int) -> None:
+        task = self.running.pop((msg.job_id, msg.index))
+        for r, d in enumerate(task.demand):
+            self.free[r] += d
+        self.completed += 1
+        self.recorder.task_finished(msg.job_id, msg.index, self.now, task.demand[0])
+        done = TaskFinished(msg.job_id, msg.index, task.demand, task.owner)
+        for dst in task.notify:
+            self.send(dst, done)
+
+    def statistics(self) -> WorkerStatistics:
+        return WorkerStatistics(self.name, self.spec.worker_id, tuple(self.free), len(self.running),
+                                self.completed)
