@@ -1,0 +1,132 @@
+"""Weighted fair queuing of two task classes (a Pigeon master's queues): one LOW per W HIGH while LOW waits.
+
+Choices where the papers are silent:
+- "One low-priority task for every W high-priority tasks while the low queue is non-empty" (the 2023
+  paper's wording): a streak counts HIGH serves made while LOW holds items; once it reaches W the next
+  serve prefers LOW; any LOW serve resets it. HIGH serves while LOW is empty do not count, so a LOW item
+  arriving later waits for W fresh HIGH serves. W = ``math.inf`` is strict priority.
+- The preference is an order, not a veto: when the preferred class has nothing to serve, the other one
+  is served (work conserving; PigeonC's "long tasks that fit idle workers no short task matches").
+- Items carry a key (a task's (constraints, demand)); within a class the oldest item whose key the caller
+  accepts is served. With a single key per class this is plain FIFO (Pigeon). A key the caller rejects
+  is parked until ``reopen`` (the end of the caller's dispatch pass), so a pass costs O(keys), not
+  O(items).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from heapq import heappop, heappush, heapreplace
+
+from fabric.errors import ConfigError
+
+HIGH = 0
+LOW = 1
+CLASS_NAMES = ("high", "low")
+
+
+def check_weight(weight) -> float | int:
+    """``weight`` if it is an integer >= 1 or ``math.inf``; otherwise a ConfigError."""
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise ConfigError(f"fair queue weight is {weight!r}; expected an integer >= 1 or inf")
+    if isinstance(weight, float):
+        if math.isinf(weight) and weight > 0:
+            return math.inf
+        if not weight.is_integer():
+            raise ConfigError(f"fair queue weight is {weight!r}; expected an integer >= 1 or inf")
+        weight = int(weight)
+    if weight < 1:
+        raise ConfigError(f"fair queue weight is {weight!r}; expected an integer >= 1 or inf")
+    return weight
+
+
+class FairQueue:
+    """Two classes (HIGH, LOW) of keyed FIFO items served by weighted fair queuing with weight W."""
+
+    def __init__(self, weight) -> None:
+        self.weight = check_weight(weight)
+        self.streak = 0  # HIGH serves since the last LOW serve, counted while LOW held items
+        self.served = [0, 0]
+        self._seq = 0
+        self._size = [0, 0]
+        self._items: tuple[dict, dict] = ({}, {})  # per class: key -> deque of (seq, item)
+        self._heads: tuple[list, list] = ([], [])  # per class: heap of (seq of the key's oldest item, key)
+        self._parked: tuple[list, list] = ([], [])  # per class: heads of keys rejected in this pass
+
+    def __len__(self) -> int:
+        return self._size[HIGH] + self._size[LOW]
+
+    def size(self, cls: int) -> int:
+        """Items waiting in class ``cls``."""
+        return self._size[cls]
+
+    def push(self, cls: int, item, key=None) -> None:
+        """Append ``item`` to class ``cls`` under ``key`` (any hashable; None groups everything)."""
+        self._seq += 1
+        items = self._items[cls]
+        q = items.get(key)
+        if q is None:
+            q = items[key] = deque()
+            heappush(self._heads[cls], (self._seq, key))
+        q.append((self._seq, item))
+        self._size[cls] += 1
+
+    def low_due(self) -> bool:
+        """Whether the next serve should come from LOW (it waits and HIGH has had its W)."""
+        return self._size[LOW] > 0 and self.streak >= self.weight
+
+    def order(self) -> tuple[int, int]:
+        """The classes in the order the next serve should try them."""
+        return (LOW, HIGH) if self.low_due() else (HIGH, LOW)
+
+    def take(self, cls: int, accept=None):
+        """Remove the oldest item of ``cls`` whose key ``accept(key)`` does not map to None.
+
+        Returns ``(item, accept(key))`` (``(item, True)`` without ``accept``) and counts the serve, or
+        None when no key of the class is accepted. Rejected keys stay parked until ``reopen``.
+        """
+        heads = self._heads[cls]
+        parked = self._parked[cls]
+        while heads:
+            seq, key = heads[0]
+            placement = True if accept is None else accept(key)
+            if placement is None:
+                parked.append(heappop(heads))
+                continue
+            q = self._items[cls][key]
+            _, item = q.popleft()
+            if q:
+                heapreplace(heads, (q[0][0], key))
+            else:
+                heappop(heads)
+                del self._items[cls][key]
+            self._size[cls] -= 1
+            self._served(cls)
+            return item, placement
+        return None
+
+    def reopen(self) -> None:
+        """Make parked keys eligible again (call when what callers accept may have changed)."""
+        for cls in (HIGH, LOW):
+            parked = self._parked[cls]
+            if parked:
+                heads = self._heads[cls]
+                for entry in parked:
+                    heappush(heads, entry)
+                parked.clear()
+
+    def pop(self, accept=None):
+        """One WFQ step: ``(cls, item, placement)`` from the due class first, else the other; or None."""
+        for cls in self.order():
+            got = self.take(cls, accept)
+            if got is not None:
+                return cls, got[0], got[1]
+        return None
+
+    def _served(self, cls: int) -> None:
+        self.served[cls] += 1
+        if cls == LOW:
+            self.streak = 0
+        elif self._size[LOW] > 0:
+            self.streak += 1

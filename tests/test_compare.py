@@ -1,0 +1,103 @@
+"""`fedemu compare`: the run plan, one folder per run, compare.csv, the table, both CDF plots, parallel runs
+giving the same results as serial ones, and clear errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from fabric.errors import ConfigError
+from tools import compare
+from tools.cli import main
+
+SMALL = ["--set", "jobs=12", "--set", "lms=2", "--set", "gms=2", "--set", "workers_per_partition=4",
+         "--set", "load=0.9"]
+
+
+def read_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_plan_covers_every_combination_and_runs_sparrow_once_per_seed(tmp_path):
+    plan = compare.plan_runs("default", "megha,pigeonc,pigeon,sparrow,centralized", "random,min-constraints",
+                             "1,2", {"jobs": 5}, str(tmp_path))
+    keys = [(p["scheduler"], p["policy"], p["seed"]) for p in plan]
+    assert len(keys) == len(set(keys)) == 4 * 2 * 2 + 2
+    assert ("sparrow", "-", 1) in keys and ("sparrow", "-", 2) in keys
+    assert all(p["overrides"]["jobs"] == 5 for p in plan)
+    assert len({p["out_dir"] for p in plan}) == len(plan)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"schedulers": "megha,yarn"}, "unknown scheduler 'yarn'; known: centralized, megha, pigeon, pigeonc, sparrow"),
+    ({"policies": "best"}, "unknown policy 'best'; known: min-constraints, random"),
+    ({"seeds": "1,x"}, "--seeds '1,x': 'x' is not a whole number; expected e.g. 1,2,3"),
+    ({"schedulers": " , "}, "--schedulers is empty; known: centralized, megha, pigeon, pigeonc, sparrow"),
+    ({"overrides": {"scheduler": "megha"}}, "--set scheduler=... is chosen by compare; use --schedulers instead"),
+    ({"overrides": {"lod": 1}}, "unknown parameter 'lod'"),
+    ({"scenario": "nosuch"}, "unknown scenario 'nosuch'"),
+])
+def test_plan_errors(tmp_path, kwargs, message):
+    args = {"scenario": "default", "schedulers": "megha", "policies": "random", "seeds": "1", "overrides": {},
+            "out": str(tmp_path)}
+    args.update(kwargs)
+    with pytest.raises(ConfigError) as err:
+        compare.plan_runs(**args)
+    assert str(err.value).startswith(message)
+
+
+def test_cli_bad_scheduler_exits_2(tmp_path, capsys):
+    assert main(["compare", "default", "--schedulers", "megha,yarn", "--out", str(tmp_path)]) == 2
+    assert "unknown scheduler 'yarn'" in capsys.readouterr().err
+
+
+def test_compare_end_to_end_serial(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    rc = main(["compare", "default", "--schedulers", "megha,centralized,pigeonc,pigeon,sparrow",
+               "--policies", "random", "--seeds", "1,2", "--jobs", "1", "--out", str(out), *SMALL])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "every run" in printed and "mean over seeds" in printed
+    rows = read_rows(out / "compare.csv")
+    assert len(rows) == 10
+    for name in ("delay_cdf.png", "utilization_cdf.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for row in rows:
+        summary = json.loads(Path(row["run_dir"], "summary.json").read_text())
+        assert summary["scheduler"] == row["scheduler"] and summary["digest"] == row["digest"]
+        assert int(row["jobs_completed"]) + int(row["unschedulable"]) == int(row["jobs"]) == 12
+        assert (row["invalid_requests"] != "") == (row["scheduler"] in ("megha", "centralized"))
+    # the same cluster and workload per seed: every federated scheduler rejects the same jobs
+    for seed in ("1", "2"):
+        rejected = {r["unschedulable"] for r in rows if r["seed"] == seed and r["scheduler"] != "centralized"}
+        assert len(rejected) == 1
+    header = rows[0].keys()
+    for counter in ("counter:probes", "counter:cancels", "counter:wfq_high", "counter:repartitions"):
+        assert counter in header
+    sparrow = [r for r in rows if r["scheduler"] == "sparrow"]
+    assert len(sparrow) == 2 and {r["policy"] for r in sparrow} == {"-"}
+    assert all(int(r["counter:probes"]) > 0 for r in sparrow)
+
+
+def test_parallel_runs_match_serial_runs(tmp_path):
+    args = ["--schedulers", "pigeonc,sparrow", "--policies", "random", "--seeds", "3", *SMALL]
+    assert main(["compare", "default", *args, "--jobs", "1", "--out", str(tmp_path / "serial")]) == 0
+    assert main(["compare", "default", *args, "--jobs", "2", "--out", str(tmp_path / "parallel")]) == 0
+    serial = read_rows(tmp_path / "serial" / "compare.csv")
+    parallel = read_rows(tmp_path / "parallel" / "compare.csv")
+    assert [r["digest"] for r in serial] == [r["digest"] for r in parallel]
+    assert [r["scheduler"] for r in parallel] == ["pigeonc", "sparrow"]  # plan order, not finish order
+
+
+def test_a_failing_run_is_reported_with_its_name(tmp_path, capsys):
+    # masters=3 cannot split 16 workers: only the Pigeon runs fail, the others are still written.
+    rc = main(["compare", "default", "--schedulers", "megha,pigeon", "--jobs", "1", "--out", str(tmp_path),
+               *SMALL, "--set", "masters=3"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "run pigeon-random-s1 failed: masters=3 does not divide the 16 workers" in err
+    assert [r["scheduler"] for r in read_rows(tmp_path / "compare.csv")] == ["megha"]

@@ -1,0 +1,175 @@
+"""PigeonC: constraint-set weights (the CS1/CS2 example of 2023 paper 4.2) and the selection frequencies
+they produce, constraint-respecting masters, long tasks on idle workers no short task matches, defaults."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from actors.distributor import ConstraintSetCounts, Distributor
+from actors.master import Master
+from actors.pigeon_messages import TaskBatch
+from actors.records import Recorder
+from actors.worker import Worker
+from fabric.actor import Actor
+from fabric.kernel import Fabric
+from fabric.messages import message
+from policies.worker_choice import RandomChoice
+from scenarios import federation
+from scenarios.cluster import WorkerSpec
+from scenarios.default import PARAMS
+from scenarios.jobs import Job
+from tools.params import resolve
+from tools.runner import execute
+
+US = 1_000_000
+
+# Section 4.2 with constraint Ck written as id k: L1 = (C1,C3,C5), (C1,C2), (C4); L2 = (C2,C4), (C4), (C2,C4)
+L1 = [WorkerSpec(0, 0, (1,), (1, 3, 5)), WorkerSpec(1, 0, (1,), (1, 2)), WorkerSpec(2, 0, (1,), (4,))]
+L2 = [WorkerSpec(3, 1, (1,), (2, 4)), WorkerSpec(4, 1, (1,), (4,)), WorkerSpec(5, 1, (1,), (2, 4))]
+
+
+def test_constraint_set_occurrences_match_the_paper():
+    counts = ConstraintSetCounts([L1, L2])
+    assert counts.tables[0] == {(1, 3, 5): 1, (1, 2): 1, (4,): 1}  # CS1
+    assert counts.tables[1] == {(2, 4): 2, (4,): 1}  # CS2
+
+
+@pytest.mark.parametrize("task,weights", [
+    ((4,), (1, 3)),  # L1: (C4); L2: (C2,C4) x2 + (C4)
+    ((2,), (1, 2)),
+    ((1,), (2, 0)),
+    ((2, 4), (0, 2)),
+    ((1, 3), (1, 0)),
+    ((), (3, 3)),  # no constraints: group sizes
+    ((7,), (0, 0)),
+])
+def test_weights_are_counts_of_supersets(task, weights):
+    assert ConstraintSetCounts([L1, L2]).weights(task) == weights
+
+
+def test_weights_skip_machines_too_small_for_the_demand():
+    big = [WorkerSpec(0, 0, (4,), (1,)), WorkerSpec(1, 0, (1,), (1,))]
+    small = [WorkerSpec(2, 1, (1,), (1,))]
+    counts = ConstraintSetCounts([big, small])
+    assert counts.weights((1,), (1,)) == (2, 1)
+    assert counts.weights((1,), (2,)) == (1, 0)
+
+
+class CountingMaster(Actor):
+    """A stub master that only counts the tasks it is sent."""
+
+    def __init__(self):
+        super().__init__()
+        self.tasks = 0
+
+    def on_TaskBatch(self, msg, src):
+        self.tasks += len(msg.indices)
+
+
+@pytest.mark.parametrize("task,p_second", [((4,), 3 / 4), ((2,), 2 / 3), ((), 1 / 2), ((1,), 0.0), ((2, 4), 1.0)])
+def test_selection_frequencies_through_the_fabric(task, p_second):
+    """A real distributor actor on a fabric sends N tasks with constraints C_T; the share each stub master
+    receives must match count_i / sum(count): within 4 standard deviations of the binomial."""
+    n = 4000
+    fabric = Fabric(11)
+    counts = ConstraintSetCounts([L1, L2])
+    masters = [1, 2]
+    fabric.add("dist-0", lambda: Distributor(masters, counts=counts, short_cutoff_us=90 * US, recorder=Recorder(),
+                                             feasible=lambda c, d: True))
+    fabric.add("master-0", CountingMaster)
+    fabric.add("master-1", CountingMaster)
+    for j in range(4):  # several jobs: every task draws on its own
+        fabric.inject(0, Job(j, 0, (US,) * (n // 4), (task,) * (n // 4)), at_us=j)
+    fabric.run_blocking()
+    got = fabric.actor(2).tasks
+    assert fabric.actor(1).tasks + got == n
+    sd = math.sqrt(n * p_second * (1 - p_second))
+    assert abs(got - n * p_second) <= 4 * sd + 1e-9
+
+
+def rebuilt_jobs(seed, overrides):
+    """The run's own job stream, rebuilt from the same seed and parameters (tasks' constraints)."""
+    params = resolve(PARAMS, overrides)
+    cluster, table = federation.build_cluster(params, seed)
+    total = sum(w.capacity[0] for w in cluster.workers())
+    return {j.job_id: j for j in federation.build_workload(params, seed, total, table)}, cluster
+
+
+@pytest.mark.parametrize("policy", ["random", "min-constraints"])
+def test_pigeonc_respects_constraints_end_to_end(policy):
+    overrides = {"scheduler": "pigeonc", "policy": policy, "jobs": 200, "load": 0.9}
+    r = execute("default", seed=4, overrides=overrides)
+    s = r.summary
+    assert s["jobs_completed"] + s["unschedulable"] == 200
+    assert "constraint_violations" not in s["counters"]
+    jobs, cluster = rebuilt_jobs(4, overrides)
+    provides = {w.worker_id: set(w.constraints) for w in cluster.workers()}
+    rec = r.fabric.actor(r.fabric.addr("dist-0")).recorder
+    checked = 0
+    for (job_id, index), task in rec.tasks.items():
+        if task.worker >= 0:
+            assert set(jobs[job_id].constraints[index]) <= provides[task.worker]
+            checked += 1
+    assert checked == s["tasks_completed"] > 0
+
+
+def test_defaults_fqw_20_and_no_reserved_workers():
+    r = execute("default", overrides={"scheduler": "pigeonc", "jobs": 10, "reserved_fraction": 0.1})
+    master = r.fabric.actor(r.fabric.addr("master-0"))
+    assert master.fq.weight == 20 and master.reserved == 0
+    r = execute("default", overrides={"scheduler": "pigeon", "jobs": 10, "reserved_fraction": 0.1})
+    master = r.fabric.actor(r.fabric.addr("master-0"))
+    assert master.fq.weight == 20 and master.reserved == 8  # round(0.1 * 75)
+
+
+def test_min_constraints_differs_from_random():
+    a = execute("default", overrides={"scheduler": "pigeonc", "jobs": 150, "policy": "min-constraints"})
+    b = execute("default", overrides={"scheduler": "pigeonc", "jobs": 150, "policy": "random"})
+    assert a.digest != b.digest
+
+
+@message("test.pigeonc.go")
+class Go:
+    """The driver's timer: send the long job now."""
+
+
+class Driver(Actor):
+    """Plays the distributor: a short job of three (C1) tasks, then one unconstrained long task."""
+
+    def __init__(self, master: int):
+        super().__init__()
+        self.master = master
+
+    def on_start(self):
+        self.send(self.master, TaskBatch(0, True, (1,), (0, 1, 2), (10 * US,) * 3, ((1,),) * 3))
+        self.set_timer(US, Go())
+
+    def on_Go(self, msg, src):
+        self.send(self.master, TaskBatch(1, False, (1,), (0,), (US,), ((),)))
+
+    def on_TaskFinished(self, msg, src):
+        pass
+
+
+def test_long_task_runs_on_an_idle_worker_no_short_task_matches():
+    """Strict priority (W = inf), yet the long task starts at once on worker 1, which lacks C1: the
+    queued short tasks (all needing C1) can only use worker 0 (2023 paper, 4.2)."""
+    workers = [WorkerSpec(0, 0, (1,), (1,)), WorkerSpec(1, 0, (1,), ())]
+    rec = Recorder()
+    rec.job_arrived(Job(0, 0, (10 * US,) * 3, ((1,),) * 3))
+    rec.job_arrived(Job(1, 0, (US,), ((),)), short=False)
+    fabric = Fabric(3)
+    fabric.add("driver", lambda: Driver(1))
+    fabric.add("master-0", lambda: Master(0, workers, [2, 3], policy=RandomChoice(), weight=math.inf, reserved=0,
+                                          constraint_aware=True, num_resources=1, recorder=rec))
+    for w in workers:
+        fabric.add(f"w-{w.worker_id}", lambda w=w: Worker(w, rec))
+    fabric.run_blocking()
+    short = [rec.tasks[(0, i)] for i in range(3)]
+    long_task = rec.tasks[(1, 0)]
+    assert [t.worker for t in short] == [0, 0, 0]
+    assert long_task.worker == 1 and long_task.start_us == US + 1000  # timer + 2 hops of 0.5 ms
+    assert long_task.start_us < short[1].start_us
+    assert fabric.actor(1).statistics().served_low == 1

@@ -1,0 +1,268 @@
+"""`fedemu compare`: every scheduler x policy x seed of one scenario, run side by side and tabulated.
+
+Choices made here:
+- Every run is ``runner.execute`` with the same scenario, overrides and seed, so the cluster, workload and
+  constraint assignment are the same for every scheduler of a seed; each writes its own folder
+  ``OUT/<scheduler>-<policy>-s<seed>/`` exactly as ``fedemu run --out`` does.
+- Runs go to a pool of ``--jobs`` processes (default: the CPU count), started with ``spawn`` so no trio or
+  numpy state is inherited; with one process or one run they run here, one after another.
+- Sparrow does not use the worker-choice policy, so it runs once per seed (under the first policy) and
+  its rows show policy ``-``.
+- CDFs pool the seeds of one scheduler/policy into one curve: delays from each run's jobs.csv, utilization
+  from its utilization.csv (1 s buckets).
+- compare.csv has one row per run in plan order; "invalid_requests" (Megha's failed validations) is empty
+  where it does not apply; every counter any run kept is a ``counter:<name>`` column.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from fabric.errors import ConfigError, FedemuError, unknown_name
+
+from . import params as params_mod
+from . import runner
+from .atomic import write_text
+
+POLICY_FREE = ("sparrow",)
+INVALID = ("invalid_internal", "invalid_external")
+SHOWN = (*INVALID, "unschedulable_tasks")
+STATS = ("p50", "p90", "p99", "max", "mean")
+
+
+def _names(text: str, what: str, known) -> list[str]:
+    names = list(dict.fromkeys(n.strip() for n in str(text).split(",") if n.strip()))
+    if not names:
+        raise ConfigError(f"--{what}s is empty; known: {', '.join(sorted(known))}")
+    for n in names:
+        if n not in known:
+            raise unknown_name(what, n, known)
+    return names
+
+
+def _seeds(text: str) -> list[int]:
+    out = []
+    for part in str(text).split(","):
+        part = part.strip()
+        try:
+            out.append(int(part))
+        except ValueError:
+            raise ConfigError(f"--seeds {text!r}: {part!r} is not a whole number; expected e.g. 1,2,3") from None
+    return list(dict.fromkeys(out))
+
+
+def plan_runs(scenario: str, schedulers: str, policies: str, seeds: str, overrides: dict, out: str) -> list[dict]:
+    """The runs to make, in table order; every parameter set is checked before anything runs."""
+    from policies.worker_choice import WORKER_CHOICE_NAMES
+    from scenarios import federation
+
+    ref = runner.scenario_ref(scenario)
+    module = runner.load(ref)
+    for key in ("scheduler", "policy"):
+        if key in overrides:
+            raise ConfigError(f"--set {key}=... is chosen by compare; use --{key}s instead")
+        if key not in module.PARAMS:
+            raise ConfigError(f"scenario {scenario!r} has no {key!r} parameter, so compare cannot vary it")
+    known = getattr(module, "SCHEDULERS", federation.SCHEDULERS)
+    scheds = _names(schedulers, "scheduler", known)
+    pols = _names(policies, "policy", WORKER_CHOICE_NAMES)
+    seed_list = _seeds(seeds)
+    plan = []
+    for scheduler in scheds:
+        for policy in pols[:1] if scheduler in POLICY_FREE else pols:
+            for seed in seed_list:
+                run_overrides = {**overrides, "scheduler": scheduler, "policy": policy}
+                params_mod.resolve(module.PARAMS, run_overrides)
+                free = scheduler in POLICY_FREE
+                label = "-" if free else policy
+                name = f"{scheduler}-{'any' if free else policy}-s{seed}"
+                plan.append({"scenario": ref, "scheduler": scheduler, "policy": label, "seed": seed,
+                             "overrides": run_overrides, "out_dir": str(Path(out) / name), "name": name})
+    return plan
+
+
+def run_one(spec: dict) -> dict:
+    """One run in whatever process this is; errors come back as text, never as a lost pool worker."""
+    try:
+        result = runner.execute(spec["scenario"], seed=spec["seed"], overrides=spec["overrides"],
+                                out_dir=spec["out_dir"])
+        return {"name": spec["name"], "summary": result.summary}
+    except FedemuError as e:
+        return {"name": spec["name"], "error": str(e), "config": True}
+    except Exception:  # a bug: report it with its run instead of killing the whole comparison
+        return {"name": spec["name"], "error": traceback.format_exc(), "config": False}
+
+
+def execute_plan(plan: list[dict], jobs: int, console: Console) -> dict[str, dict]:
+    """Run every spec (in a spawn pool when jobs > 1); returns results by run name."""
+    results: dict[str, dict] = {}
+    total = len(plan)
+    t0 = time.perf_counter()
+
+    def note(res):
+        results[res["name"]] = res
+        state = "failed" if "error" in res else f"{res['summary'].get('wall_s', 0):.1f} s"
+        console.print(f"[{len(results)}/{total}] {res['name']}: {state}  (elapsed {time.perf_counter() - t0:.0f} s)")
+
+    if jobs <= 1 or total <= 1:
+        for spec in plan:
+            note(run_one(spec))
+        return results
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(processes=min(jobs, total)) as pool:
+        for res in pool.imap_unordered(run_one, plan):
+            note(res)
+    return results
+
+
+# ---- rows, table, files ------------------------------------------------------------------------
+def row_of(spec: dict, summary: dict) -> dict:
+    counters = summary.get("counters") or {}
+    row = {"scheduler": spec["scheduler"], "policy": spec["policy"], "seed": spec["seed"],
+           "jobs": summary.get("jobs"), "jobs_completed": summary.get("jobs_completed"),
+           "unschedulable": summary.get("unschedulable"), "tasks_completed": summary.get("tasks_completed")}
+    for prefix, key in (("delay", "delay_s"), ("short", "delay_short_s"), ("long", "delay_long_s")):
+        d = summary.get(key) or {}
+        if prefix != "delay":
+            row[f"{prefix}_jobs"] = d.get("count", 0)
+        for stat in STATS:
+            row[f"{prefix}_{stat}_s"] = d.get(stat)
+    row["utilization_mean"] = summary.get("utilization_mean")
+    megha = spec["scheduler"] in ("megha", "centralized")
+    row["invalid_requests"] = sum(counters.get(k, 0) for k in INVALID) if megha else None
+    for key in ("messages", "events", "wall_s", "virtual_end_s", "digest"):
+        row[key] = summary.get(key)
+    row["run_dir"] = spec["out_dir"]
+    row["counters"] = {k: v for k, v in counters.items() if k not in SHOWN}
+    return row
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    counter_names = sorted({k for r in rows for k in r["counters"]})
+    fields = [k for k in rows[0] if k != "counters"] if rows else []
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(fields + [f"counter:{c}" for c in counter_names])
+    for r in rows:
+        w.writerow(["" if r[k] is None else r[k] for k in fields] + [r["counters"].get(c, "") for c in counter_names])
+    write_text(path, buf.getvalue())
+
+
+def _fmt(value, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
+            return f"{value:.{digits - 1}e}"
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def _counters_text(counters: dict) -> str:
+    return " ".join(f"{k}={_fmt(v)}" for k, v in counters.items())
+
+
+def build_table(rows: list[dict], title: str, with_seed: bool = True) -> Table:
+    table = Table(title=title, show_lines=False, header_style="bold")
+    cols = ["scheduler", "policy"] + (["seed"] if with_seed else []) + [
+        "done", "p50 s", "p90 s", "p99 s", "max s", "short p50/p99 s", "long p50/p99 s", "util",
+        "invalid", "msgs", "wall s", "counters"]
+    for c in cols:
+        table.add_column(c, justify="left" if c in ("scheduler", "policy", "counters") else "right",
+                         overflow="fold")
+    for r in rows:
+        cells = [r["scheduler"], r["policy"]] + ([str(r["seed"])] if with_seed else [])
+        cells += [f"{_fmt(r['jobs_completed'])}/{_fmt(r['jobs'])}", _fmt(r["delay_p50_s"]), _fmt(r["delay_p90_s"]),
+                  _fmt(r["delay_p99_s"]), _fmt(r["delay_max_s"]),
+                  f"{_fmt(r['short_p50_s'])} / {_fmt(r['short_p99_s'])}",
+                  f"{_fmt(r['long_p50_s'])} / {_fmt(r['long_p99_s'])}",
+                  _fmt(r["utilization_mean"]), _fmt(r["invalid_requests"]), _fmt(r["messages"]),
+                  _fmt(r["wall_s"], 3), _counters_text(r["counters"])]
+        table.add_row(*cells)
+    return table
+
+
+def mean_rows(rows: list[dict]) -> list[dict]:
+    """One row per scheduler/policy: the mean of every number over its seeds (None stays None)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["scheduler"], r["policy"]), []).append(r)
+    out = []
+    for (scheduler, policy), members in groups.items():
+        row = {"scheduler": scheduler, "policy": policy, "seed": ",".join(str(m["seed"]) for m in members)}
+        for key, value in members[0].items():
+            if key in row or key in ("digest", "run_dir"):
+                continue
+            if key == "counters":
+                names = list(dict.fromkeys(k for m in members for k in m["counters"]))
+                row[key] = {k: sum(m["counters"].get(k, 0) for m in members) / len(members) for k in names}
+                continue
+            values = [m[key] for m in members]
+            row[key] = None if any(v is None for v in values) else sum(values) / len(values)
+        out.append(row)
+    return out
+
+
+def _column(path: Path, name: str) -> list[float]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        return [float(r[name]) for r in csv.DictReader(f) if r.get(name) not in (None, "")]
+
+
+def plot(plan: list[dict], results: dict, out: Path) -> tuple[Path, Path]:
+    from .results import plot_cdfs
+
+    delays: dict[str, list[float]] = {}
+    utils: dict[str, list[float]] = {}
+    for spec in plan:
+        if "summary" not in results.get(spec["name"], {}):
+            continue
+        label = spec["scheduler"] if spec["policy"] == "-" else f"{spec['scheduler']}/{spec['policy']}"
+        run_dir = Path(spec["out_dir"])
+        delays.setdefault(label, []).extend(_column(run_dir / "jobs.csv", "delay_s"))
+        utils.setdefault(label, []).extend(_column(run_dir / "utilization.csv", "utilization"))
+    delay_png, util_png = out / "delay_cdf.png", out / "utilization_cdf.png"
+    plot_cdfs(delay_png, delays, "delay in job response time (s)", log=True, title="Job delay, all seeds pooled")
+    plot_cdfs(util_png, utils, "utilization (1 s buckets)", log=False, title="Utilization, all seeds pooled")
+    return delay_png, util_png
+
+
+def main(args) -> int:
+    overrides = params_mod.parse_overrides(args.set)
+    out = Path(args.out)
+    plan = plan_runs(args.scenario, args.schedulers, args.policies, args.seeds, overrides, str(out))
+    jobs = args.jobs if args.jobs and args.jobs > 0 else (os.cpu_count() or 1)
+    out.mkdir(parents=True, exist_ok=True)
+    console = Console(stderr=True)
+    console.print(f"compare: {len(plan)} runs of {plan[0]['scenario']} in {min(jobs, len(plan))} process(es)")
+    results = execute_plan(plan, jobs, console)
+
+    rows = [row_of(spec, results[spec["name"]]["summary"]) for spec in plan if "summary" in results[spec["name"]]]
+    failures = [results[spec["name"]] for spec in plan if "error" in results[spec["name"]]]
+    stdout = Console(width=max(Console().width, 200))
+    if rows:
+        write_csv(out / "compare.csv", rows)
+        stdout.print(build_table(rows, f"{plan[0]['scenario']}: every run"))
+        seeds = {r["seed"] for r in rows}
+        if len(seeds) > 1:
+            stdout.print(build_table(mean_rows(rows), "mean over seeds", with_seed=False))
+        delay_png, util_png = plot(plan, results, out)
+        print(f"results: {out / 'compare.csv'}, {delay_png}, {util_png}, run folders under {out}")
+    for res in failures:
+        print(f"fedemu: run {res['name']} failed: {res['error']}", file=sys.stderr)
+    if any(not f["config"] for f in failures):
+        return 1
+    if failures:
+        raise ConfigError(f"{len(failures)} of {len(plan)} runs failed (see above)")
+    return 0
