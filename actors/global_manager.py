@@ -12,6 +12,9 @@ Choices where the papers leave room (written down here as the issue asks):
   never by polling. Queued tasks are grouped by (constraints, demand) signature and tried oldest
   first; a signature that fails once is not retried until the next change, so one pass costs
   O(signatures), not O(queued tasks). A task whose launch fails goes to the back of the queue.
+- A partition that had no suitable worker for a signature is not searched again for it until that
+  partition's state has changed upward (``gains`` counters bumped by every update that may free
+  resources); allocations only take resources away, so the memo is exact, not a heuristic.
 - A job with a task no machine in the whole cluster can ever run is rejected at submission.
 - Job completion is recorded when the GM receives the last task's completion.
 """
@@ -83,6 +86,13 @@ class GlobalManager(Actor):
         self.inflight: dict[tuple[int, int], Pending] = {}
         self.total_free = 0
         self.cons_free = [0] * num_constraints
+        self.gains = [[0] * self.num_gms for _ in range(self.num_lms)]
+        self.gain_total = 0
+        self.row_gains = [0] * self.num_lms
+        self.empty_memo: dict[tuple, list] = {}
+        # What the view believes each worker has free, as the tuples the LMs send (a cheap equality test).
+        self.known_free = [[tuple(int(x) for x in views[lm][p].free[local]) for p in range(self.num_gms)
+                            for local in range(views[lm][p].n)] for lm in range(self.num_lms)]  # signature -> [gain_total, per-partition gains when empty]
         for lm in range(self.num_lms):
             for p in range(self.num_gms):
                 view = views[lm][p]
@@ -103,13 +113,23 @@ class GlobalManager(Actor):
             cons_free[c] += delta
 
     def _set_free(self, lm: int, worker: int, free: tuple) -> None:
+        known = self.known_free[lm]
+        if known[worker] == free:
+            return  # nothing new: no search memo needs invalidating either
+        known[worker] = free
         p, local = divmod(worker, self.per_partition)
+        self.gains[lm][p] += 1
+        self.row_gains[lm] += 1
+        self.gain_total += 1
         view = self.views[lm][p]
         before = view.is_available(local)
         view.set_free(local, free)
-        after = view.is_available(local)
-        if before != after:
-            self._count(lm, p, local, 1 if after else -1)
+        if view.is_available(local) != before:
+            delta = -1 if before else 1
+            self.total_free += delta
+            cons_free = self.cons_free
+            for c in self.wcons[lm][p][local]:
+                cons_free[c] += delta
 
     def _apply(self, lm: int, workers: tuple, frees: tuple) -> None:
         for w, free in zip(workers, frees):
@@ -204,35 +224,51 @@ class GlobalManager(Actor):
 
     def _match(self, constraints: tuple, demand: tuple):
         """(lm, partition, local) of a suitable worker: internal partitions first, then external."""
-        views = self.views
+        key = (constraints, demand)
+        memo = self.empty_memo.get(key)
+        n_lm, n_gm = self.num_lms, self.num_gms
+        if memo is None:
+            memo = self.empty_memo[key] = [-1, [-1] * n_lm, [[-1] * n_gm for _ in range(n_lm)]]
+        elif memo[0] == self.gain_total:
+            return None  # nothing was freed anywhere since every partition was found empty
+        _, known_rows, known = memo
+        gains, row_gains, views = self.gains, self.row_gains, self.views
         g = self.gm
-        n_lm = self.num_lms
         for k in range(n_lm):
             lm = (self.rr_internal + k) % n_lm
+            if known_rows[lm] == row_gains[lm]:
+                continue
             view = views[lm][g]
-            if view.free_count:
+            if view.free_count and known[lm][g] != gains[lm][g]:
                 cand = view.suitable(constraints, demand)
                 if len(cand):
                     self.rr_internal = (lm + 1) % n_lm
                     return lm, g, self.policy.choose(view, cand, self.choice_rng)
-        n_gm = self.num_gms
+                known[lm][g] = gains[lm][g]
         for k in range(n_lm):
             lm = (self.rr_external + k) % n_lm
-            row = views[lm]
+            if known_rows[lm] == row_gains[lm]:
+                continue
+            row, known_row, gains_row = views[lm], known[lm], gains[lm]
             for j in range(1, n_gm):
                 p = (g + j) % n_gm
                 view = row[p]
-                if view.free_count:
+                if view.free_count and known_row[p] != gains_row[p]:
                     cand = view.suitable(constraints, demand)
                     if len(cand):
                         self.rr_external = (lm + 1) % n_lm
                         return lm, p, self.policy.choose(view, cand, self.choice_rng)
+                    known_row[p] = gains_row[p]
+            known_rows[lm] = row_gains[lm]  # every partition of this LM is known empty for the signature
+        memo[0] = self.gain_total
         return None
 
     def _launch(self, task: Pending, lm: int, p: int, local: int) -> None:
         view = self.views[lm][p]
         before = view.is_available(local)
         view.allocate(local, task.demand)
+        worker = p * self.per_partition + local
+        self.known_free[lm][worker] = tuple(a - d for a, d in zip(self.known_free[lm][worker], task.demand))
         if before and not view.is_available(local):
             self._count(lm, p, local, -1)
         external = p != self.gm
@@ -245,7 +281,6 @@ class GlobalManager(Actor):
         rec.queue_us += self.now - task.since_us
         rec.attempts += 1
         self.inflight[(task.job_id, task.index)] = task
-        worker = p * self.per_partition + local
         self.send(self.lm_ids[lm], Launch(task.job_id, task.index, task.duration_us, task.demand, worker, self.gm,
                                           external))
 

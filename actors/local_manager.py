@@ -10,6 +10,10 @@ Delta updates (2023 paper, 4.4): every change appends the worker to a change log
 GM has a cursor into the log. A heartbeat sends the changed workers since the cursor, leaving out
 those whose latest change the GM caused itself (its own launches, and completions of its own tasks,
 which reach it through ``TaskCompleted``). The log is trimmed once every cursor has passed.
+
+Heartbeats tick at multiples of the heartbeat period, but a GM with nothing new is sent nothing and
+an LM with no change since its last tick arms no timer until the next change (the next tick is then
+the next multiple of the period, as if it had ticked all along): an idle day of trace costs nothing.
 """
 
 from __future__ import annotations
@@ -60,12 +64,15 @@ class LocalManager(Actor):
         self.invalid_external = 0
         self.repartitions = 0
         self.heartbeats = 0
+        self.armed = False
         self.first_worker = worker_ids[0]
         if worker_ids != list(range(worker_ids[0], worker_ids[0] + n)):
             raise ValueError(f"LM {lm}: worker actors must have consecutive ids")
 
-    def on_start(self) -> None:
-        self.set_timer(self.heartbeat_us, HeartbeatTick())
+    def _arm(self) -> None:
+        period = self.heartbeat_us
+        self.set_timer((self.now // period + 1) * period - self.now, HeartbeatTick())
+        self.armed = True
 
     def home_gm(self, worker: int) -> int:
         return worker // self.per_partition
@@ -73,6 +80,8 @@ class LocalManager(Actor):
     def _changed(self, worker: int, cause: int) -> None:
         self.cause[worker] = cause
         self.changes.append(worker)
+        if not self.armed:
+            self._arm()
 
     def _changes_for(self, gm: int, always: int = -1) -> tuple[tuple, tuple]:
         """Workers changed since ``gm``'s cursor (latest value each), minus those ``gm`` caused."""
@@ -128,12 +137,13 @@ class LocalManager(Actor):
         self.send(self.gm_ids[msg.owner], TaskCompleted(msg.job_id, msg.index, self.lm, w, tuple(free)))
 
     def on_HeartbeatTick(self, msg, src) -> None:
+        self.armed = False
         for gm in range(len(self.gm_ids)):
             workers, frees = self._changes_for(gm)
-            self.send(self.gm_ids[gm], Heartbeat(self.lm, workers, frees))
+            if workers:
+                self.send(self.gm_ids[gm], Heartbeat(self.lm, workers, frees))
         self.heartbeats += 1
         self._trim()
-        self.set_timer(self.heartbeat_us, HeartbeatTick())
 
     def statistics(self) -> LocalManagerStatistics:
         return LocalManagerStatistics(self.name, self.lm, sum(f[0] for f in self.free), self.launches,

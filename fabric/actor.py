@@ -50,6 +50,7 @@ class Actor:
         self._now = 0
         self._seq = 0
         self._parked = False
+        self._crashed = False
         self._task = None
         self.received = 0
         self.sent = 0

@@ -73,6 +73,9 @@ class Fabric:
         self._running = 0
         self._driver = None
         self._driver_waiting = False
+        self._woken = ()
+        self._until = None
+        self._current = None
         self._nursery = None
         self._stop = False
         self._error: BaseException | None = None
@@ -154,8 +157,12 @@ class Fabric:
         trio.run(self.run, until_us)
 
     async def run(self, until_us: int | None = None) -> None:
-        """Run until the heap is empty, ``stop()`` is called, or the next event is after ``until_us``."""
+        """Run until the heap is empty, ``stop()`` is called, or the next event is after ``until_us``.
+
+        The driver task only starts the actors and waits for the end: whichever actor goes idle last
+        runs the fabric's next step (``_advance``) itself, so a window costs one trio scheduling pass."""
         self._driver = trio.lowlevel.current_task()
+        self._until = until_us
         gc_was_enabled = gc.isenabled()
         gc.collect()
         gc.freeze()
@@ -165,10 +172,12 @@ class Fabric:
                 self._nursery = nursery
                 try:
                     self._window_end = self.now + 1
-                    started = [self._spawn(idx) for idx in range(len(self._names))]
-                    await self._quiesce()
-                    self._flush(started)
-                    await self._loop(until_us)
+                    self._woken = [self._spawn(idx) for idx in range(len(self._names))]
+                    self._driver_waiting = self._running > 0
+                    if not self._driver_waiting:  # no actors at all: nothing will ever run the steps
+                        self._advance(None)
+                    if self._driver_waiting:
+                        await trio.lowlevel.wait_task_rescheduled(_abort)
                 except trio.Cancelled:
                     raise
                 except BaseException as e:  # surface the driver's own error unwrapped
@@ -182,36 +191,57 @@ class Fabric:
         if self._error is not None:
             raise self._error
 
-    async def _loop(self, until_us):
+    def _advance(self, current) -> bool:
+        """Every actor is idle: flush what the last window emitted, then deliver windows until some
+        actor has work. Returns True when ``current`` (the actor running this) was woken again."""
+        self._flush(self._woken)
+        self._woken = ()
         heap = self._heap
-        progress = self.progress
-        every = self.progress_every
         net = self.network
         journal = self.journal
-        while heap and not self._stop and self._error is None:
+        until_us = self._until
+        progress = self.progress
+        while True:
+            if self.windows & 63 == 0:
+                journal.maybe_drain()
+            if not heap or self._stop or self._error is not None or (until_us is not None and heap[0][0] > until_us):
+                if until_us is not None and not self._stop and (not heap or heap[0][0] > until_us):
+                    self.now = max(self.now, until_us)
+                self._finish()
+                return False
             t = heap[0][0]
-            if until_us is not None and t > until_us:
-                break
             self.now = t
             end = t + net.window
             if until_us is not None and end > until_us + 1:
                 end = until_us + 1
             self._window_end = end
+            self._current = current
             woken = self._deliver(t, end)
+            self._current = None
             self.windows += 1
-            if woken:
-                for actor in woken:
-                    if actor._parked:
-                        actor._parked = False
-                        self._running += 1
-                        trio.lowlevel.reschedule(actor._task)
-                await self._quiesce()
-                self._flush(woken)
-            journal.maybe_drain()
-            if progress is not None and self.windows % every == 0:
+            if progress is not None and self.windows % self.progress_every == 0:
                 progress(self)
-        if until_us is not None and not self._stop and (not heap or heap[0][0] > until_us):
-            self.now = max(self.now, until_us)
+            if not woken:
+                continue
+            self._woken = woken
+            resume = False
+            for actor in woken:
+                if actor._parked:
+                    actor._parked = False
+                    self._running += 1
+                    if actor is current:
+                        resume = True
+                    else:
+                        trio.lowlevel.reschedule(actor._task)
+            if self._running:
+                return resume
+            self._flush(woken)
+            self._woken = ()
+
+    def _finish(self) -> None:
+        if self._driver_waiting:
+            self._driver_waiting = False
+            trio.lowlevel.reschedule(self._driver)
 
     def _spawn(self, idx: int) -> Actor:
         actor = self._factories[idx]()
@@ -238,31 +268,23 @@ class Fabric:
             pass
         except trio.Cancelled:
             raise
-        except BaseException as e:  # a bug in an actor ends the run with that error
+        except BaseException as e:  # a bug in an actor (or the fabric step it ran) ends the run
             if self._error is None:
                 self._error = e
             self._nursery.cancel_scope.cancel()
             return
         self._running -= 1
-        self._wake_driver_if_idle()
+        if self._running == 0:
+            self._advance(None)
 
     async def _park(self, actor: Actor) -> None:
         actor._parked = True
         self._running -= 1
-        if self._running == 0 and self._driver_waiting:
-            self._driver_waiting = False
-            trio.lowlevel.reschedule(self._driver)
+        if self._running == 0 and self._advance(actor):
+            return  # this actor has mail in the next window: carry on without a trio round trip
+        if actor._crashed:
+            raise ActorCrashed()
         await trio.lowlevel.wait_task_rescheduled(_abort)
-
-    def _wake_driver_if_idle(self) -> None:
-        if self._running == 0 and self._driver_waiting:
-            self._driver_waiting = False
-            trio.lowlevel.reschedule(self._driver)
-
-    async def _quiesce(self) -> None:
-        if self._running > 0:
-            self._driver_waiting = True
-            await trio.lowlevel.wait_task_rescheduled(_abort)
 
     def _deliver(self, t: int, end: int) -> list:
         """Move every entry due in [t, end) into mailboxes; returns the actors to wake, in order.
@@ -288,6 +310,7 @@ class Fabric:
                 heappop(heap)
                 n += 1
                 self._apply_fault(entry, woken)
+                net.changed()
                 end = self._window_end = min(end, t + net.window)
                 continue
             heappop(heap)
@@ -334,8 +357,7 @@ class Fabric:
         by_kind = self.sent_by_kind
         n_actors = len(self._actors)
         end = self._window_end
-        net = self.network
-        fixed = net.fixed_latency()
+        fixed = self.network.fixed
         for actor in actors:
             out = actor._outbox
             if not out:
@@ -395,7 +417,10 @@ class Fabric:
             if actor._parked:
                 actor._parked = False
                 self._running += 1
-                trio.lowlevel.reschedule(actor._task, outcome.Error(ActorCrashed()))
+                if actor is self._current:  # it is running this very step: it ends itself on return
+                    actor._crashed = True
+                else:
+                    trio.lowlevel.reschedule(actor._task, outcome.Error(ActorCrashed()))
         elif kind == "restart":
             idx = self._index[fault.target[0]]
             if self._actors[idx] is not None:

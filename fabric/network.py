@@ -90,7 +90,7 @@ class Network:
     """Default link, per-link overrides, and the live fault state the fabric consults per message."""
 
     def __init__(self, default: Link | None = None) -> None:
-        self.default = default or Link()
+        self._default = default or Link()
         self.links: dict[tuple[int, int], Link] = {}
         self.slow: dict[tuple[int, int], float] = {}
         self.loss: dict[tuple[int, int], float] = {}
@@ -98,21 +98,38 @@ class Network:
         self.partitions: list[tuple[frozenset, frozenset]] = []
         self.ever_slowed = False
         self.last_delivery: dict[tuple[int, int], int] = {}
+        self.window = 1
+        self.fixed = None
+        self.changed()
+
+    @property
+    def default(self) -> Link:
+        return self._default
+
+    @default.setter
+    def default(self, link: Link) -> None:
+        self._default = link
+        self.changed()
 
     def set_link(self, src: int, dst: int, link: Link) -> None:
         self.links[(src, dst)] = link
+        self.changed()
 
     def lookahead(self) -> int:
         """The least latency any message can have now: the fabric's safe window length."""
+        return self._lookahead()
+
+    def _lookahead(self) -> int:
         low = min([self.default.latency.lo, *(l.latency.lo for l in self.links.values())])
         if self.slow:
             low = min(low, *(int(low * f) for f in self.slow.values()))
         return low
 
-    @property
-    def window(self) -> int:
-        """Window length for the fabric: the lookahead, at least one tick."""
-        return max(self.lookahead(), 1)
+    def changed(self) -> None:
+        """Recompute the cached ``window`` (lookahead, at least one tick) and ``fixed`` latency; call
+        after changing links, loss or slow factors in place (the fabric does for faults)."""
+        self.window = max(self._lookahead(), 1)
+        self.fixed = self.fixed_latency()
 
     def fixed_latency(self) -> int | None:
         """The latency of every send when the network is plain (one constant default link, no

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 @contextlib.contextmanager
 def progress_bar(enabled: bool = True):
     """Yields a callback ``(fabric, run)`` for the fabric's progress hook, or None when disabled."""
-    if not enabled or not sys.stderr.isatty() and not enabled:
+    if not enabled or not sys.stderr.isatty():
         yield None
         return
     console = Console(file=sys.stderr)
