@@ -6,6 +6,7 @@ matrix and an availability bit vector for the unit demand; ``suitable`` is Algor
 
 from __future__ import annotations
 
+import copy
 from typing import Sequence
 
 import numpy as np
@@ -109,6 +110,16 @@ class PartitionView:
         self._flags = bytearray(ok.astype(np.uint8).tobytes())
         self.available = bitvec.from_indices(n, np.flatnonzero(ok))
         self._free_count = int(ok.sum())
+
+    def clone(self) -> "PartitionView":
+        """An independent view of the same workers in the same state: the constraint vectors and
+        caches (functions of the machines only) are shared, free capacity and availability copied.
+        Cheap, so every scheduler can start from one template."""
+        other = copy.copy(self)
+        other.free = self.free.copy()
+        other._flags = bytearray(self._flags)
+        other.available = self.available.copy()
+        return other
 
     # --- read side -------------------------------------------------------------------------------
 

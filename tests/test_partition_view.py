@@ -179,3 +179,15 @@ def test_large_cluster_against_brute_force():
         cons = tuple(sorted(s.sample(range(21), s.randrange(4))))
         for demand in ((1,), (2,)):
             assert view.suitable(cons, demand).tolist() == brute(view, workers, cons, demand)
+
+
+def test_clone_is_independent_but_shares_machine_data():
+    from scenarios.cluster import WorkerSpec
+
+    view = PartitionView([WorkerSpec(i, 0, (1,), (i % 3,)) for i in range(70)])
+    twin = view.clone()
+    twin.allocate(5)
+    assert view.is_available(5) and not twin.is_available(5)
+    assert view.free_count == 70 and twin.free_count == 69
+    assert view.constraint_vectors is twin.constraint_vectors
+    assert 5 not in twin.suitable((2,)).tolist() and 5 in view.suitable((2,)).tolist()

@@ -181,4 +181,6 @@ def run(sizes=(100, 1_000, 10_000, 100_000), messages: int = 200_000, out=print)
                          "ratio": fus / pus})
             out(f"{name:9} {n:>7} {fm:>9} {fus:>14.2f} {pus:>13.2f} {fus / pus:>6.2f}")
     out(f"peak RSS so far: {peak_rss_mb():.0f} MB")
+    idle = max(sizes)
+    out(f"{idle:,} idle actors started and parked: +{idle_memory_mb(idle):.0f} MB peak RSS")
     return rows
