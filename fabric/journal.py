@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import os
 
+import msgpack
+
 from . import messages
 from .errors import JournalError
 
@@ -18,6 +20,22 @@ VERSION = 1
 
 SEND, DELIVER, DROP, TIMER_SET, TIMER_FIRE, FAULT = range(6)
 CODE_NAMES = ("send", "deliver", "drop", "timer", "fire", "fault")
+ARITY = (8, 6, 6, 7, 4, 6)  # record length per code
+INT_FIELDS = ((1, 2, 3, 4, 5), (1, 2, 3, 4, 5), (1, 2, 3, 4), (1, 2, 3, 4), (1, 2, 3), (1, 2))
+
+
+def well_formed(item) -> bool:
+    """Whether ``item`` has the shape of a record: a known code, its arity, integers where due."""
+    if not isinstance(item, tuple) or not item or type(item[0]) is not int or not 0 <= item[0] < len(ARITY):
+        return False
+    code = item[0]
+    if len(item) != ARITY[code] or any(type(item[i]) is not int for i in INT_FIELDS[code]):
+        return False
+    if code in (SEND, TIMER_SET) and not (isinstance(item[-2], str) and isinstance(item[-1], tuple)):
+        return False
+    if code == FAULT and not (isinstance(item[3], str) and isinstance(item[4], tuple)):
+        return False
+    return True
 FLUSH_BYTES = 1 << 20
 
 
@@ -113,7 +131,7 @@ class JournalReader:
         offset = self._unpacker.tell()
         try:
             return self._unpacker.unpack()
-        except StopIteration:
+        except (StopIteration, msgpack.OutOfData):
             raise JournalError(f"{self.path}: journal truncated at byte {offset}: expected {what}") from None
         except Exception as e:  # msgpack raises several types for damaged input
             raise JournalError(f"{self.path}: journal corrupted at byte {offset}: {type(e).__name__}: {e}") from None
@@ -130,8 +148,7 @@ class JournalReader:
                 self.footer = item
                 self.records_end = offset
                 return
-            if not isinstance(item, tuple) or len(item) < 2 or not isinstance(item[0], int) \
-                    or not 0 <= item[0] < len(CODE_NAMES):
+            if not well_formed(item):
                 raise JournalError(f"{self.path}: journal corrupted at byte {offset}: record {index} is {item!r}")
             yield index, offset, item
             index += 1

@@ -74,6 +74,7 @@ class Fabric:
         self._driver = None
         self._driver_waiting = False
         self._woken = ()
+        self._last_event = 0
         self._until = None
         self._current = None
         self._nursery = None
@@ -172,7 +173,8 @@ class Fabric:
                 self._nursery = nursery
                 try:
                     self._window_end = self.now + 1
-                    self._woken = [self._spawn(idx) for idx in range(len(self._names))]
+                    dead = self._start_faults()
+                    self._woken = [self._spawn(idx) for idx in range(len(self._names)) if idx not in dead]
                     self._driver_waiting = self._running > 0
                     if not self._driver_waiting:  # no actors at all: nothing will ever run the steps
                         self._advance(None)
@@ -191,6 +193,28 @@ class Fabric:
         if self._error is not None:
             raise self._error
 
+    def _start_faults(self) -> set:
+        """Apply the faults due at the start time before any actor starts (as faults precede
+        everything else at any later time); returns the actors that start crashed."""
+        heap = self._heap
+        dead = set()
+        while heap and heap[0][1] == RANK_FAULT and heap[0][0] <= self.now:
+            entry = heappop(heap)
+            fault = entry[6]
+            self.events += 1
+            if fault.kind in ("crash", "restart"):
+                idx = self._index[fault.target[0]]
+                self.journal.append((FAULT, entry[0], entry[3], fault.kind, fault.target, fault.value))
+                if fault.kind == "crash":
+                    dead.add(idx)
+                elif idx in dead:
+                    dead.discard(idx)
+                    self._incarnations[idx] += 1
+            else:
+                self._apply_fault(entry, [])
+                self.network.changed()
+        return dead
+
     def _advance(self, current) -> bool:
         """Every actor is idle: flush what the last window emitted, then deliver windows until some
         actor has work. Returns True when ``current`` (the actor running this) was woken again."""
@@ -205,6 +229,7 @@ class Fabric:
             if self.windows & 63 == 0:
                 journal.maybe_drain()
             if not heap or self._stop or self._error is not None or (until_us is not None and heap[0][0] > until_us):
+                self.now = self._last_event
                 if until_us is not None and not self._stop and (not heap or heap[0][0] > until_us):
                     self.now = max(self.now, until_us)
                 self._finish()
@@ -297,6 +322,7 @@ class Fabric:
         epoch = self._epoch
         woken = []
         n = 0
+        last = self._last_event
         while heap:
             entry = heap[0]
             at = entry[0]
@@ -309,12 +335,14 @@ class Fabric:
                     break
                 heappop(heap)
                 n += 1
+                last = at
                 self._apply_fault(entry, woken)
                 net.changed()
                 end = self._window_end = min(end, t + net.window)
                 continue
             heappop(heap)
             n += 1
+            last = at
             dst = entry[5]
             actor = actors[dst]
             if rank == RANK_TIMER:
@@ -344,6 +372,7 @@ class Fabric:
                 woken.append(actor)
             mb.append(entry)
         self.events += n
+        self._last_event = last
         return woken
 
     def _drop(self, cause: str) -> None:
@@ -435,8 +464,9 @@ class Fabric:
         elif kind == "heal":
             net.partitions.clear()
         elif fault.target == ("*",):
-            if kind == "loss":
+            if kind == "loss":  # the most recent loss fault wins, for every link
                 net.default_loss = fault.value
+                net.loss.clear()
             elif kind == "restore":
                 net.slow.clear()
         else:

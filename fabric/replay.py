@@ -19,10 +19,12 @@ class Divergence:
     reason: str = ""
 
 
-def compare(expected_path, got_path) -> tuple[Divergence | None, int]:
+def compare(expected_path, got_path, formatter: "Formatter | None" = None) -> tuple[Divergence | None, int]:
     """Walk two journals in lockstep; returns (first divergence or None, records compared).
 
-    Damage in the expected journal (truncation, corruption, digest mismatch) is a divergence too."""
+    Damage in the expected journal (truncation, corruption, digest mismatch) is a divergence too, and
+    so are different footers. ``formatter`` (if given) learns message kinds along the way, so the
+    divergence can be described with them."""
     exp = JournalReader(expected_path)
     got = JournalReader(got_path)
     it_got = got.records()
@@ -34,6 +36,8 @@ def compare(expected_path, got_path) -> tuple[Divergence | None, int]:
                 return Divergence(index, rec[1], rec, None, "the re-run ended earlier"), count
             if other[2] != rec:
                 return Divergence(index, rec[1], rec, other[2], "records differ"), count
+            if formatter is not None:
+                formatter.kind_of(rec)
             count += 1
         exp.check_digest()
     except JournalError as e:
@@ -41,6 +45,10 @@ def compare(expected_path, got_path) -> tuple[Divergence | None, int]:
     extra = next(it_got, None)
     if extra is not None:
         return Divergence(extra[0], extra[2][1], None, extra[2], "the re-run has more records"), count
+    if exp.footer != got.footer:
+        diff = sorted(k for k in set(exp.footer) | set(got.footer) if exp.footer.get(k) != got.footer.get(k))
+        detail = ", ".join(f"{k}: expected {exp.footer.get(k)!r}, got {got.footer.get(k)!r}" for k in diff)
+        return Divergence(count, None, None, None, f"footers differ ({detail})"), count
     return None, count
 
 
@@ -84,6 +92,12 @@ class Formatter:
         return ()
 
     def format(self, index: int, rec: tuple) -> str:
+        try:
+            return self._format(index, rec)
+        except (TypeError, IndexError, ValueError):  # a damaged record: show it raw
+            return f"[{index:>8}] (malformed) {rec!r}"
+
+    def _format(self, index: int, rec: tuple) -> str:
         code = rec[0]
         head = f"[{index:>8}] {_t(rec[1]):>16} {CODE_NAMES[code]:<7}"
         kind = self.kind_of(rec)
@@ -102,9 +116,9 @@ class Formatter:
         return f"{head} {rec[3]} target={list(rec[4])} value={rec[5]}"
 
 
-def describe(div: Divergence, names: list[str]) -> str:
-    """A human-readable account of a divergence."""
-    fmt = Formatter(names)
+def describe(div: Divergence, names: list[str], formatter: "Formatter | None" = None) -> str:
+    """A human-readable account of a divergence (``formatter``: one that saw the records before it)."""
+    fmt = formatter or Formatter(names)
     lines = [f"journals diverge at record {div.index} (virtual time {_t(div.time_us)}): {div.reason}"]
     lines.append("  expected: " + (fmt.format(div.index, div.expected) if div.expected else "(nothing)"))
     lines.append("  got:      " + (fmt.format(div.index, div.got) if div.got else "(nothing)"))

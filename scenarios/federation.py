@@ -50,7 +50,7 @@ PARAMS = {
     "distributors": 3,
     "reserved_fraction": 0.02,
     "fqw": 0,
-    "probe_ratio": 2,
+    "probe_ratio": 2.0,
     "schedulers": 3,
 }
 
@@ -68,13 +68,12 @@ def _vector(text, key: str) -> tuple[int, ...]:
 
 
 def shape(params: dict) -> tuple[int, int, int]:
-    """(gms, lms, workers_per_partition) after applying ``workers`` and the centralized case."""
+    """(gms, lms, workers_per_partition) of the cluster description (``workers`` > 0 derives the last).
+
+    The machines are the same for every scheduler: the centralized baseline runs one GM and one LM
+    over all of them (``centralize``), not a differently drawn cluster."""
     gms, lms, wpp = int(params["gms"]), int(params["lms"]), int(params["workers_per_partition"])
     total = int(params["workers"])
-    if params["scheduler"] == "centralized" and total <= 0:
-        total = gms * lms * wpp
-    if params["scheduler"] == "centralized":
-        gms, lms = 1, 1
     for key, value in (("gms", gms), ("lms", lms)):
         if value < 1:
             raise ConfigError(f"parameter {key!r} is {value}; expected at least 1")
@@ -85,6 +84,16 @@ def shape(params: dict) -> tuple[int, int, int]:
     if wpp < 1:
         raise ConfigError(f"workers_per_partition is {wpp}; expected at least 1")
     return gms, lms, wpp
+
+
+def centralize(cluster):
+    """The same machines as one cluster (one LM), keeping every worker's id and constraints."""
+    import attrs
+
+    profiles = "+".join(c.profile for c in cluster.clusters)
+    workers = tuple(w for c in cluster.clusters for w in c.workers)
+    return attrs.evolve(cluster, clusters=(attrs.evolve(cluster.clusters[0], index=0, profile=profiles,
+                                                        workers=workers),))
 
 
 def build_cluster(params: dict, seed: int):
@@ -179,6 +188,8 @@ def _build_scheduler(fabric, scheduler, params, cluster, policy, recorder, feasi
     if scheduler in ("megha", "centralized"):
         from actors import megha
 
+        if scheduler == "centralized":
+            cluster, gms = centralize(cluster), 1
         return megha.build(fabric, cluster, gms=gms, policy=policy, recorder=recorder, feasible=feasible,
                            heartbeat_us=seconds_to_us(float(params["heartbeat_s"])))
     if scheduler in ("pigeon", "pigeonc"):

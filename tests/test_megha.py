@@ -116,3 +116,14 @@ def test_property_exactly_once_and_capacity(gms, lms, wpp, slots, fanout, load, 
         if name.startswith("lm-"):
             lm = r.fabric.actor(r.fabric.addr(name))
             assert all(f == list(c) for f, c in zip(lm.free, lm.capacity))
+
+
+def test_centralized_runs_on_the_same_machines_as_megha():
+    """The cluster is described once: centralized Megha merges the LMs' clusters, same ids and constraints."""
+    a = run(scheduler="centralized", jobs=50)
+    b = run(scheduler="megha", jobs=50)
+    workers = lambda r: sorted(  # noqa: E731
+        (a.spec.worker_id, a.spec.constraints) for a in map(r.fabric.actor, range(len(r.fabric.names)))
+        if a is not None and hasattr(a, "spec"))
+    assert workers(a) == workers(b)
+    assert a.summary["unschedulable"] == b.summary["unschedulable"]

@@ -111,7 +111,7 @@ def test_section4_example_pigeon_36_units_vs_centralized_45(tmp_path):
     assert seen == HAND_WORKED
     assert sum(seen[(0, 1)]) == 36  # the paper's Pigeon total
 
-    central = run(trace=trace, scheduler="centralized", workers=4, **EXAMPLE_SET)
+    central = run(trace=trace, scheduler="centralized", lms=2, gms=1, workers_per_partition=2, **EXAMPLE_SET)
     assert jcts(central, "gm-0") == (20, 12, 13)
     assert sum(jcts(central, "gm-0")) == 45  # the paper's centralized total: head-of-line blocking by A
 

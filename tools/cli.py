@@ -42,7 +42,7 @@ def _print_summary(summary: dict) -> None:
 def _check_determinism(args, overrides) -> int:
     """Run twice (the second time in a fresh process with another PYTHONHASHSEED) and compare."""
     from fabric.journal import JournalReader
-    from fabric.replay import compare, describe
+    from fabric.replay import Formatter, compare, describe
 
     from . import runner
 
@@ -58,11 +58,12 @@ def _check_determinism(args, overrides) -> int:
         if proc.returncode != 0:
             print(proc.stderr.strip() or proc.stdout.strip(), file=sys.stderr)
             return 1
-        div, count = compare(first, second)
+        fmt = Formatter(JournalReader(first).header.get("actors", []))
+        div, count = compare(first, second, fmt)
         if div is None:
             print(f"deterministic: two runs (PYTHONHASHSEED differing) gave {count} identical records")
             return 0
-        print(describe(div, JournalReader(first).header.get("actors", [])))
+        print(describe(div, fmt.names, fmt))
         return 1
 
 

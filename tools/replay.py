@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 
+from fabric.errors import JournalError
 from fabric.journal import CODE_NAMES, JournalReader
 from fabric.replay import Formatter, compare, describe
 
@@ -12,8 +13,15 @@ from . import runner
 
 
 def rerun(header: dict, journal_path) -> runner.RunResult:
-    """Run again the scenario a journal header describes, recording to ``journal_path``."""
-    return runner.execute(header["scenario"], seed=header["seed"], params=header["params"],
+    """Run again the scenario a journal header describes, recording to ``journal_path``.
+
+    The header is checked like user input: a damaged one is a JournalError, and its parameters go
+    through the scenario's own validation (an unknown or mistyped key is a ConfigError)."""
+    for key, kind in (("scenario", str), ("seed", int), ("params", dict)):
+        if not isinstance(header.get(key), kind):
+            raise JournalError(f"journal header has no valid {key!r} ({kind.__name__}); found keys: "
+                               f"{', '.join(sorted(map(str, header)))}")
+    return runner.execute(header["scenario"], seed=header["seed"], overrides=header["params"],
                           journal_path=journal_path)
 
 
@@ -25,11 +33,13 @@ def verify(log_path, out=print) -> int:
     with tempfile.TemporaryDirectory(prefix="fedemu-replay-") as tmp:
         again = os.path.join(tmp, "again.fjl")
         rerun(header, again)
-        div, count = compare(log_path, again)
+        names = header.get("actors", [])
+        fmt = Formatter(list(names) if isinstance(names, (list, tuple)) else [])
+        div, count = compare(log_path, again, fmt)
     if div is None:
         out(f"identical: {count} records, digest matches")
         return 0
-    out(describe(div, header.get("actors", [])))
+    out(describe(div, fmt.names, fmt))
     return 1
 
 
