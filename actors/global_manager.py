@@ -121,11 +121,8 @@ class GlobalManager(Actor):
         self.gains[lm][p] += 1
         self.row_gains[lm] += 1
         self.gain_total += 1
-        view = self.views[lm][p]
-        before = view.is_available(local)
-        view.set_free(local, free)
-        if view.is_available(local) != before:
-            delta = -1 if before else 1
+        delta = self.views[lm][p].update(local, free)
+        if delta:
             self.total_free += delta
             cons_free = self.cons_free
             for c in self.wcons[lm][p][local]:

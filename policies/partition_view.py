@@ -241,6 +241,13 @@ class PartitionView:
         self.free[local] = new
         self._set_flag(local, bool((new >= self._unit).all()))
 
+    def update(self, local: int, free_vector) -> int:
+        """``set_free`` that returns how availability changed: +1 became available, -1 became
+        unavailable, 0 unchanged (what a scheduler's free counters need, in one call)."""
+        before = self._flags[local]
+        self.set_free(local, free_vector)
+        return self._flags[local] - before
+
     def replace_free(self, free: np.ndarray) -> None:
         """Overwrite the whole free matrix (a full snapshot) and rebuild availability in one pass."""
         free = np.asarray(free, dtype=np.int64)

@@ -191,3 +191,12 @@ def test_clone_is_independent_but_shares_machine_data():
     assert view.free_count == 70 and twin.free_count == 69
     assert view.constraint_vectors is twin.constraint_vectors
     assert 5 not in twin.suitable((2,)).tolist() and 5 in view.suitable((2,)).tolist()
+
+
+def test_update_reports_the_availability_change():
+    from scenarios.cluster import WorkerSpec
+
+    view = PartitionView([WorkerSpec(i, 0, (2,), ()) for i in range(3)])
+    assert view.update(1, (1,)) == 0 and view.update(1, (0,)) == -1
+    assert view.update(1, (0,)) == 0 and view.update(1, (2,)) == 1
+    assert view.free_count == 3
