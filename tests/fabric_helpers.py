@@ -1,0 +1,572 @@
+"""Shared test actors, a tick-by-tick reference simulator and journal invariant checks for the
+fabric test suite (tests/test_fabric_*.py).
+
+Nothing here imports pytest: the helpers raise AssertionError with a precise message, so they can be
+used from plain tests and from hypothesis properties alike.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+from collections import Counter, defaultdict
+from heapq import heappop, heappush
+
+from fabric import messages, rand
+from fabric.actor import RANK_FAULT, RANK_MESSAGE, RANK_TIMER, Actor
+from fabric.faults import plan as make_plan
+from fabric.journal import DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, Journal, JournalReader
+from fabric.kernel import OUTSIDE, Fabric
+from fabric.messages import message
+from fabric.network import Latency, Link, Network
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ---- messages -----------------------------------------------------------------------------
+@message("fabtest.note")
+class Note:
+    """A labelled message (scripted actors): the label says what the receiver does."""
+
+    label: str
+
+
+@message("fabtest.hop")
+class Hop:
+    """A token travelling between actors; ``hops`` is the remaining budget."""
+
+    origin: int
+    uid: int
+    hops: int
+
+
+@message("fabtest.wake")
+class Wake:
+    """A timer an actor sets for itself before forwarding a token later."""
+
+    uid: int
+    hops: int
+
+
+@message("fabtest.probe")
+class Probe:
+    n: int
+
+
+@message("fabtest.box")
+class Box:
+    """A message nesting another registered message (journal encoding of nested kinds)."""
+
+    inner: object
+    note: str
+
+
+# ---- actors -------------------------------------------------------------------------------
+class Logger(Actor):
+    """Logs every handler call into a shared list as (name, incarnation, now, kind, src, payload)."""
+
+    def __init__(self, trace: list) -> None:
+        super().__init__()
+        self.trace = trace
+
+    def log_call(self, kind: str, src: int, payload) -> None:
+        self.trace.append((self.name, self.incarnation, self.now, kind, src, payload))
+
+
+class Scripted(Logger):
+    """Reacts to ``Note(label)`` per ``script[label]``: a list of actions
+    ("send", dst_index, label) | ("timer", delay_us, label) | ("stop",). ``script["start"]`` runs in
+    on_start. Every handler call (and on_start) is logged with the label as payload."""
+
+    def __init__(self, trace: list, script: dict) -> None:
+        super().__init__(trace)
+        self.script = script
+        self.seen: list[str] = []  # volatile state: reset by a restart
+
+    def _act(self, label: str) -> None:
+        for action in self.script.get(label, ()):
+            if action[0] == "send":
+                self.send(action[1], Note(action[2]))
+            elif action[0] == "timer":
+                self.set_timer(action[1], Note(action[2]))
+            elif action[0] == "stop":
+                self.stop_run()
+            else:  # pragma: no cover - a typo in a test script
+                raise AssertionError(f"unknown action {action!r}")
+
+    def on_start(self) -> None:
+        self.log_call("start", -1, len(self.seen))
+        self._act("start")
+
+    def on_Note(self, msg, src) -> None:
+        self.seen.append(msg.label)
+        self.log_call("note", src, msg.label)
+        self._act(msg.label)
+
+
+class Forwarder(Logger):
+    """Random traffic for property tests: on start, sends ``fanout`` tokens to random peers and a burst of
+    ``burst`` tokens to one random peer (same link, same time: FIFO matters); on each
+    token with hops left, forwards it (to one peer, or to two with probability ``branch``), or with
+    probability ``timer_p`` first waits on a fabric timer of a random delay and forwards on wake.
+    All choices come from ``self.rng``. ``self.count`` is volatile state (reset by restart)."""
+
+    def __init__(self, trace: list, n: int, fanout: int, hops: int, timer_p: float = 0.0,
+                 branch: float = 0.0, max_wait: int = 3000, burst: int = 0) -> None:
+        super().__init__(trace)
+        self.burst = burst
+        self.n = n
+        self.fanout = fanout
+        self.hops = hops
+        self.timer_p = timer_p
+        self.branch = branch
+        self.max_wait = max_wait
+        self.count = 0
+
+    def on_start(self) -> None:
+        self.log_call("start", -1, self.count)
+        for _ in range(self.fanout):
+            self._emit(self.hops)
+        if self.burst:
+            peer = self.rng.randrange(self.n)
+            for _ in range(self.burst):
+                self._emit(self.hops, peer)
+
+    def _emit(self, hops: int, dst: int | None = None) -> None:
+        self.count += 1
+        self.send(self.rng.randrange(self.n) if dst is None else dst, Hop(self.id, self.count, hops))
+
+    def on_Hop(self, msg, src) -> None:
+        self.log_call("hop", src, (msg.origin, msg.uid, msg.hops))
+        if msg.hops <= 0:
+            return
+        if self.timer_p and self.rng.random() < self.timer_p:
+            self.count += 1
+            self.set_timer(self.rng.randrange(self.max_wait + 1), Wake(self.count, msg.hops - 1))
+            return
+        self._emit(msg.hops - 1)
+        if self.branch and self.rng.random() < self.branch:
+            self._emit(msg.hops - 1)
+
+    def on_Wake(self, msg, src) -> None:
+        self.log_call("wake", src, (msg.uid, msg.hops))
+        self._emit(msg.hops)
+
+
+class Sink(Logger):
+    """Counts what it receives; sets a periodic timer of ``period`` us ``ticks`` times from on_start."""
+
+    def __init__(self, trace: list, period: int = 0, ticks: int = 0) -> None:
+        super().__init__(trace)
+        self.period = period
+        self.ticks = ticks
+        self.got = 0
+
+    def on_start(self) -> None:
+        self.log_call("start", -1, self.got)
+        if self.ticks:
+            self.set_timer(self.period, Note("tick"))
+
+    def on_Note(self, msg, src) -> None:
+        self.log_call("note", src, msg.label)
+        if msg.label == "tick":
+            self.ticks -= 1
+            if self.ticks:
+                self.set_timer(self.period, Note("tick"))
+
+    def on_Probe(self, msg, src) -> None:
+        self.got += 1
+        self.log_call("probe", src, msg.n)
+
+
+class Sender(Logger):
+    """Sends probe n = 1..count to ``dst`` (an index or a list of them) every ``every`` us from its start
+    (all at once if every == 0); logs the probes it receives."""
+
+    def __init__(self, trace: list, dst, count: int, every: int = 0) -> None:
+        super().__init__(trace)
+        self.dsts = list(dst) if isinstance(dst, (list, tuple)) else [dst]
+        self.count = count
+        self.every = every
+        self.n = 0
+
+    def on_start(self) -> None:
+        self.log_call("start", -1, 0)
+        if self.every == 0:
+            for _ in range(self.count):
+                self._one()
+        elif self.count:
+            self.set_timer(0, Note("next"))
+
+    def _one(self) -> None:
+        self.n += 1
+        for dst in self.dsts:
+            self.send(dst, Probe(self.n))
+
+    def on_Note(self, msg, src) -> None:
+        self._one()
+        if self.n < self.count:
+            self.set_timer(self.every, Note("next"))
+
+    def on_Probe(self, msg, src) -> None:
+        self.log_call("probe", src, msg.n)
+
+
+# ---- running and reading ------------------------------------------------------------------
+def run_fabric(seed: int, build, *, path=None, until_us=None) -> tuple[Fabric, str]:
+    """Build (``build(fabric)``), run to the end and close the journal; returns (fabric, digest)."""
+    journal = Journal(path)
+    fabric = Fabric(seed, journal=journal)
+    build(fabric)
+    journal.write_header({"seed": seed, "scenario": "test", "params": {}, "actors": fabric.names})
+    try:
+        fabric.run_blocking(until_us)
+    except BaseException:
+        journal.abort()
+        raise
+    stats = fabric.statistics()
+    digest = journal.close({"events": stats.events, "sent": stats.sent, "now_us": stats.now_us})
+    return fabric, digest
+
+
+def read_journal(path) -> tuple[dict, list[tuple], dict]:
+    """(header, records in journal order, footer) of a journal; also checks its digest."""
+    reader = JournalReader(path)
+    try:
+        records = [rec for _, _, rec in reader.records()]
+        reader.check_digest()
+        return reader.header, records, reader.footer
+    finally:
+        reader.close()
+
+
+def normalize(records) -> list[tuple]:
+    """Records as they read back from a journal (msgpack round trip: lists become tuples)."""
+    packer = messages.new_packer()
+    for rec in records:
+        packer.pack(rec)
+    return _unpack_all(packer.bytes())
+
+
+def _unpack_all(data: bytes) -> list:
+    unpacker = messages.new_unpacker()
+    unpacker.feed(data)
+    return list(unpacker)
+
+
+def by_code(records, code) -> list[tuple]:
+    return [r for r in records if r[0] == code]
+
+
+def per_actor(trace) -> dict:
+    """A trace grouped by actor name, each actor's calls in the order it made them."""
+    out = defaultdict(list)
+    for entry in trace:
+        out[entry[0]].append(entry[1:])
+    return dict(out)
+
+
+def multiset_diff(expected, got, limit: int = 8) -> str:
+    e, g = Counter(expected), Counter(got)
+    missing = list((e - g).elements())[:limit]
+    extra = list((g - e).elements())[:limit]
+    return f"missing from fabric: {missing}\nextra in fabric: {extra}"
+
+
+# ---- the reference: one event at a time, in heap-key order ---------------------------------
+def reference_run(seed: int, names: list[str], factories: list, network: Network, faults=(),
+                  injects=()) -> list[tuple]:
+    """Run the same actors tick by tick, one heap event at a time, without trio or windows.
+
+    Event keys are the fabric's documented ``(time, rank, src, seq, copy)``; handlers are called
+    directly. The network's ``route`` is reused (the thing under test here is the kernel). Returns the
+    records it would journal (in its own order; compare as multisets)."""
+    n = len(names)
+    index = {name: i for i, name in enumerate(names)}
+    heap: list = []
+    records: list = []
+    actors: list = [None] * n
+    seqs = [0] * n
+    epochs = [0] * n
+    incs = [0] * n
+    keys = [rand.name_key(seed, f"net/{name}") for name in names]
+    fake_fabric = types.SimpleNamespace(_window_end=-1, stop=lambda: None)  # no timer is ever merged
+
+    for k, (dst, msg, at) in enumerate(injects, start=1):
+        records.append((SEND, 0, OUTSIDE, k, dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
+        heappush(heap, (at, RANK_MESSAGE, OUTSIDE, k, 0, dst, msg))
+    for k, fault in enumerate(make_plan(faults)):
+        heappush(heap, (fault.at_us, RANK_FAULT, OUTSIDE, k, 0, OUTSIDE, fault))
+
+    def flush(actor) -> None:
+        for code, now, seq, dst, msg, at in actor._outbox:
+            if code == SEND:
+                at, copies = network.route(actor.id, dst, seq, now, keys[actor.id])
+                records.append((SEND, now, actor.id, seq, dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
+                if copies == 0:
+                    records.append((DROP, now, actor.id, seq, dst, "loss"))
+                for copy in range(copies):
+                    heappush(heap, (at, RANK_MESSAGE, actor.id, seq, copy, dst, msg))
+            else:
+                assert code == TIMER_SET, code
+                records.append((TIMER_SET, now, actor.id, seq, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
+                heappush(heap, (at, RANK_TIMER, actor.id, seq, 0, actor.id, msg))
+        actor._outbox.clear()
+        seqs[actor.id] = actor._seq
+
+    def spawn(i: int, now: int) -> None:
+        actor = actors[i] = _fresh(i, now)
+        actor.on_start()
+        flush(actor)
+
+    def _fresh(i: int, now: int):
+        actor = factories[i]()
+        actor.fabric = fake_fabric
+        actor.id, actor.name, actor.incarnation = i, names[i], incs[i]
+        actor.rng = rand.Stream(seed, f"actor/{names[i]}#{incs[i]}")
+        actor._now, actor._seq = now, seqs[i]
+        return actor
+
+    def handle(actor, at: int, src: int, msg) -> None:
+        actor._now = at
+        getattr(actor, "on_" + type(msg).__name__)(msg, src)
+        flush(actor)
+
+    partitions: list = []
+
+    def apply(at: int, k: int, f, starting: bool) -> None:
+        records.append((FAULT, at, k, f.kind, f.target, f.value))
+        if f.kind in ("crash", "restart"):
+            i = index[f.target[0]]
+            if f.kind == "crash":
+                if starting:
+                    dead_at_start.add(i)
+                actors[i] = None
+            elif starting and i in dead_at_start:  # restarted before it ever started
+                dead_at_start.discard(i)
+                incs[i] += 1
+            elif not starting and actors[i] is None:
+                incs[i] += 1
+                epochs[i] = seqs[i]
+                actors[i] = _fresh(i, at)  # it starts once every fault due now is applied
+                pending_starts.append(actors[i])
+        elif f.kind == "partition":
+            partitions.append(({index[x] for x in f.target[0]}, {index[x] for x in f.target[1]}))
+            network.partitions.append((frozenset(partitions[-1][0]), frozenset(partitions[-1][1])))
+        elif f.kind == "heal":
+            partitions.clear()
+            network.partitions.clear()
+        elif f.target == ("*",):
+            if f.kind == "loss":  # the latest loss fault wins on every link
+                network.default_loss = f.value
+                network.loss.clear()
+            elif f.kind == "restore":
+                network.slow.clear()
+        else:
+            a, b = index[f.target[0]], index[f.target[1]]
+            for pair in ((a, b), (b, a)):
+                if f.kind == "slow":
+                    network.slow[pair] = f.value
+                    network.ever_slowed = True
+                elif f.kind == "restore":
+                    network.slow.pop(pair, None)
+                else:
+                    network.loss[pair] = f.value
+
+    # Faults due at a time come before everything else at that time, including the start of the actors they
+    # restart (and the first start, at 0): an actor restarted and crashed again at t never runs.
+    pending_starts: list = []
+    dead_at_start: set = set()
+    while heap and heap[0][1] == RANK_FAULT and heap[0][0] <= 0:
+        at, _, _, k, _, _, f = heappop(heap)
+        apply(at, k, f, True)
+    for i in range(n):
+        if i not in dead_at_start:
+            spawn(i, 0)
+    while heap:
+        at, rank, src, seq, copy, dst, payload = heappop(heap)
+        if rank == RANK_FAULT:
+            apply(at, seq, payload, False)
+            if not (heap and heap[0][1] == RANK_FAULT and heap[0][0] == at):
+                for actor in pending_starts:
+                    if actors[actor.id] is actor:
+                        actor.on_start()
+                        flush(actor)
+                pending_starts.clear()
+        elif rank == RANK_TIMER:
+            actor = actors[dst]
+            if actor is None or seq <= epochs[dst]:
+                records.append((DROP, at, src, seq, dst, "stale-timer"))
+                continue
+            records.append((TIMER_FIRE, at, dst, seq))
+            handle(actor, at, src, payload)
+        else:
+            actor = actors[dst]
+            if actor is None:
+                records.append((DROP, at, src, seq, dst, "dead"))
+                continue
+            if any((src in a and dst in b) or (src in b and dst in a) for a, b in partitions):
+                records.append((DROP, at, src, seq, dst, "partition"))
+                continue
+            records.append((DELIVER, at, src, seq, dst, copy))
+            handle(actor, at, src, payload)
+    return records
+
+
+# ---- invariants read from a journal --------------------------------------------------------
+def check_invariants(names: list[str], records: list[tuple], link_of, *, dup_allowed: bool = False) -> dict:
+    """Check the fabric's invariants on a journal's records (in journal order).
+
+    ``link_of(src, dst)`` gives the configured Link of a directed link (before faults). Checks:
+    deliveries happen at their SEND's ``deliver_at`` and never before send time + minimum latency
+    (times the slow factor in force at the send), never after the maximum unless FIFO held them back;
+    nothing is delivered to (and no timer fires at) a dead actor; partition drops only across an
+    active partition, and nothing crosses one; per-link FIFO where configured; every send ends in
+    exactly one delivery or one drop, every timer in one fire or one stale-timer drop.
+    Returns counts by outcome for the caller's own assertions."""
+    index = {name: i for i, name in enumerate(names)}
+    alive = [True] * len(names)
+    max_seq = [0] * len(names)
+    epoch = [0] * len(names)
+    slow: dict = {}
+    partitions: list = []
+    sends: dict = {}
+    timers: dict = {}
+    outcomes: Counter = Counter()
+    timer_outcomes: Counter = Counter()
+    last_deliver_at: dict = {}  # (src, dst) -> latest deliver_at of the sends not lost (FIFO bound)
+    delivered_seq: dict = {}  # (src, dst) -> seq of the previous delivery (FIFO order)
+    counts: Counter = Counter()
+    lost = {(r[2], r[3]) for r in records if r[0] == DROP and r[5] == "loss"}
+
+    def blocked(s, d):
+        return any((s in a and d in b) or (s in b and d in a) for a, b in partitions)
+
+    for i, rec in enumerate(records):
+        code, t = rec[0], rec[1]
+        where = f"record {i} {rec}"
+        if code == SEND:
+            _, _, src, seq, dst, at, _tag, _fields = rec
+            assert (src, seq) not in sends, f"{where}: (src, seq) sent twice"
+            sends[(src, seq)] = rec
+            if src == OUTSIDE:
+                continue
+            assert seq > max_seq[src], f"{where}: sender seq not increasing"
+            max_seq[src] = seq
+            link = link_of(src, dst)
+            factor = slow.get((src, dst), 1.0)
+            lo, hi = int(link.latency.lo * factor), int(link.latency.hi * factor)
+            assert at - t >= lo, f"{where}: latency {at - t} below the minimum {lo}"
+            if link.fifo:
+                assert at - t <= hi or at == last_deliver_at.get((src, dst)), \
+                    f"{where}: latency {at - t} above the maximum {hi} and not held back by FIFO"
+                if at - t > hi:
+                    counts["fifo_held"] += 1
+            else:
+                assert at - t <= hi, f"{where}: latency {at - t} above the maximum {hi}"
+        elif code == TIMER_SET:
+            _, _, owner, seq, at, _tag, _fields = rec
+            assert seq > max_seq[owner], f"{where}: timer seq not increasing"
+            max_seq[owner] = seq
+            assert at >= t, f"{where}: timer fires before it was set"
+            timers[(owner, seq)] = rec
+        elif code == DELIVER:
+            _, _, src, seq, dst, copy = rec
+            send = sends.get((src, seq))
+            assert send is not None, f"{where}: delivery of a message never sent"
+            assert send[4] == dst, f"{where}: delivered to {dst}, sent to {send[4]}"
+            assert t == send[5], f"{where}: delivered at {t}, SEND said {send[5]}"
+            assert alive[dst], f"{where}: delivered to dead actor {names[dst]}"
+            assert src == OUTSIDE or not blocked(src, dst), f"{where}: delivered across a partition"
+            assert copy in ((0, 1) if dup_allowed else (0,)), f"{where}: unexpected copy {copy}"
+            if copy == 0:
+                outcomes[(src, seq)] += 1
+                if src != OUTSIDE and link_of(src, dst).fifo:
+                    prev = delivered_seq.get((src, dst), 0)
+                    assert seq > prev, f"{where}: FIFO broken on {names[src]}->{names[dst]}: #{seq} after #{prev}"
+                    delivered_seq[(src, dst)] = seq
+            counts["deliver"] += 1
+        elif code == DROP:
+            _, _, src, seq, dst, cause = rec
+            counts[cause] += 1
+            if cause == "stale-timer":
+                timer = timers.get((src, seq))
+                assert timer is not None and src == dst, f"{where}: stale-timer drop of no timer"
+                assert t == timer[4], f"{where}: timer dropped at {t}, due at {timer[4]}"
+                assert not alive[dst] or seq <= epoch[dst], f"{where}: live timer of a live actor dropped"
+                timer_outcomes[(src, seq)] += 1
+                continue
+            send = sends.get((src, seq))
+            assert send is not None, f"{where}: drop of a message never sent"
+            assert send[4] == dst, f"{where}: dropped for {dst}, sent to {send[4]}"
+            outcomes[(src, seq)] += 1
+            if cause == "loss":
+                assert t == send[1], f"{where}: loss journaled at {t}, sent at {send[1]}"
+            elif cause == "dead":
+                assert t == send[5], f"{where}: dropped at {t}, due at {send[5]}"
+                assert not alive[dst], f"{where}: 'dead' drop for live actor {names[dst]}"
+            elif cause == "partition":
+                assert t == send[5], f"{where}: dropped at {t}, due at {send[5]}"
+                assert alive[dst], f"{where}: a message to a dead actor must be dropped as 'dead'"
+                assert blocked(src, dst), f"{where}: 'partition' drop with no partition between them"
+            else:
+                raise AssertionError(f"{where}: unknown drop cause {cause!r}")
+        elif code == TIMER_FIRE:
+            _, _, owner, seq = rec
+            timer = timers.get((owner, seq))
+            assert timer is not None, f"{where}: fire of a timer never set"
+            assert t == timer[4], f"{where}: timer fired at {t}, due at {timer[4]}"
+            assert alive[owner], f"{where}: timer fired at dead actor {names[owner]}"
+            assert seq > epoch[owner], f"{where}: a timer of an earlier incarnation fired"
+            timer_outcomes[(owner, seq)] += 1
+            counts["fire"] += 1
+        elif code == FAULT:
+            _, _, _k, kind, target, value = rec
+            counts["fault:" + kind] += 1
+            if kind == "crash":
+                alive[index[target[0]]] = False
+            elif kind == "restart":
+                i_ = index[target[0]]
+                if not alive[i_]:
+                    alive[i_] = True
+                    epoch[i_] = max_seq[i_]
+                    counts["restarts"] += 1
+            elif kind == "partition":
+                partitions.append(({index[x] for x in target[0]}, {index[x] for x in target[1]}))
+            elif kind == "heal":
+                partitions.clear()
+            elif kind == "slow":
+                a, b = index[target[0]], index[target[1]]
+                slow[(a, b)] = slow[(b, a)] = value
+            elif kind == "restore":
+                if tuple(target) == ("*",):
+                    slow.clear()
+                else:
+                    a, b = index[target[0]], index[target[1]]
+                    slow.pop((a, b), None)
+                    slow.pop((b, a), None)
+        else:
+            raise AssertionError(f"{where}: unknown record code")
+        if code == SEND and rec[2] != OUTSIDE and (rec[2], rec[3]) not in lost:
+            pair = (rec[2], rec[4])
+            last_deliver_at[pair] = max(rec[5], last_deliver_at.get(pair, 0)) if link_of(*pair).fifo else rec[5]
+    for key in sends:
+        assert outcomes[key] == 1, f"send {key} ({sends[key]}) ended in {outcomes[key]} deliveries/drops, not 1"
+    for key in timers:
+        assert timer_outcomes[key] == 1, f"timer {key} ended in {timer_outcomes[key]} fires/drops, not 1"
+    counts["sends"] = len(sends)
+    counts["timers"] = len(timers)
+    return counts
+
+
+def static_links(network: Network):
+    """``link_of`` for check_invariants from a network's configured (not live) links."""
+    default, links = network.default, dict(network.links)
+    return lambda s, d: links.get((s, d), default)
+
+
+__all__ = [
+    "Box", "Sink", "Forwarder", "Hop", "Latency", "Link", "Logger", "Network", "Note", "Probe",
+    "Scripted", "Sender", "Wake", "by_code", "check_invariants", "multiset_diff", "normalize", "per_actor",
+    "read_journal", "reference_run", "run_fabric", "static_links",
+]

@@ -1,0 +1,115 @@
+"""The `fedemu run` front door for the fabric: journals, parameters, --check-determinism."""
+
+import textwrap
+
+import pytest
+
+from tools.cli import main
+
+from fabric_helpers import read_journal
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_run_writes_a_journal_whose_digest_the_summary_prints(capsys, tmp_path):
+    path = tmp_path / "demo.fjl"
+    code, out, err = run_cli(capsys, "run", "demo", "--journal", str(path), "--quiet", "--set", "duration_ms=200")
+    assert code == 0 and err == ""
+    header, records, footer = read_journal(path)
+    assert footer["digest"] in out
+    assert out.rstrip().endswith(f"journal: {path}")
+    assert header["params"]["duration_ms"] == 200 and header["seed"] == 1
+    assert f"messages        {footer['sent']}" in out or str(footer["sent"]) in out
+
+
+def test_record_writes_messages_log_into_out(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(capsys, "run", "demo", "--record", "--out", "o", "--quiet", "--set", "duration_ms=50")
+    assert code == 0 and (tmp_path / "o" / "messages.log").exists()
+    read_journal(tmp_path / "o" / "messages.log")
+
+
+def test_unknown_parameter_is_named_with_the_known_ones(capsys):
+    code, out, err = run_cli(capsys, "run", "demo", "--set", "nope=1")
+    assert code == 2 and out == ""
+    assert err == ("fedemu: error: unknown parameter 'nope'; known: duration_ms, faults, jitter_ms, latency_ms, "
+                   "loss, peers, period_ms\n")
+
+
+@pytest.mark.parametrize("item, message", [
+    ("peers", "--set 'peers' is not key=value"),
+    ("=3", "--set '=3' is not key=value"),
+    ("peers=x", "parameter 'peers' expects a number, got 'x'"),
+    ("peers=2.5", "parameter 'peers' expects a whole number, got 2.5"),
+    ("faults=1", "parameter 'faults' expects true or false, got 1"),
+])
+def test_malformed_parameters(capsys, item, message):
+    code, out, err = run_cli(capsys, "run", "demo", "--set", item)
+    assert (code, err) == (2, f"fedemu: error: {message}\n")
+
+
+def test_unknown_scenario(capsys):
+    code, _, err = run_cli(capsys, "run", "nosuch")
+    assert code == 2 and err.startswith("fedemu: error: unknown scenario 'nosuch'; known: ") and "demo" in err
+
+
+def test_check_determinism_on_the_demo(capsys, tmp_path):
+    main(["run", "demo", "--journal", str(tmp_path / "j"), "--quiet", "--set", "duration_ms=300"])
+    capsys.readouterr()
+    n = len(read_journal(tmp_path / "j")[1])
+    code, out, err = run_cli(capsys, "run", "demo", "--check-determinism", "--set", "duration_ms=300")
+    assert code == 0 and err == ""
+    assert out == f"deterministic: two runs (PYTHONHASHSEED differing) gave {n} identical records\n"
+
+
+NONDETERMINISTIC = textwrap.dedent('''
+    import os
+    from fabric.actor import Actor
+    from fabric.messages import message
+
+    PARAMS = {"n": 3}
+
+    @message("fabtest.cli.pid")
+    class Pid:
+        pid: int
+
+    class A(Actor):
+        def on_start(self):
+            self.set_timer(10, Pid(0))
+
+        def on_Pid(self, msg, src):
+            if src == self.id and self.id != 0:
+                self.send(0, Pid(os.getpid() if self.id == 1 else 0))
+
+    def build(fabric, params):
+        for i in range(params["n"]):
+            fabric.add(f"a{i}", A)
+''')
+
+
+def test_check_determinism_finds_the_first_divergence(capsys, tmp_path):
+    """Actor a1 leaks its process id into a message: the second (subprocess) run differs exactly there."""
+    scen = tmp_path / "leaky.py"
+    scen.write_text(NONDETERMINISTIC)
+    main(["run", str(scen), "--journal", str(tmp_path / "j"), "--quiet"])
+    capsys.readouterr()
+    _, records, _ = read_journal(tmp_path / "j")
+    first = next(i for i, r in enumerate(records) if r[0] == 0 and r[2] == 1)
+    code, out, _ = run_cli(capsys, "run", str(scen), "--check-determinism")
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == f"journals diverge at record {first} (virtual time 0.000010s): records differ"
+    assert "a1 -> a0" in lines[1] and "fabtest.cli.pid" in lines[1] and lines[1] != lines[2]
+
+
+def test_check_determinism_reports_a_failing_second_run(capsys, tmp_path):
+    scen = tmp_path / "fails_in_child.py"
+    scen.write_text(NONDETERMINISTIC.replace("PARAMS = {\"n\": 3}", "import sys\nPARAMS = {\"n\": 3}\n"
+                                             "if 'tools.cli' in ' '.join(sys.argv) or sys.argv[0].endswith"
+                                             "('cli.py'):\n    raise SystemExit('child refuses')"))
+    code, out, err = run_cli(capsys, "run", str(scen), "--check-determinism")
+    assert code == 1 and "child refuses" in err

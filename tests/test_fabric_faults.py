@@ -1,0 +1,246 @@
+"""Fault plans: crash, restart, partitions and heal, validation of plans as data."""
+
+import pytest
+
+from fabric.errors import ConfigError
+from fabric.faults import FAULT_KINDS, Fault, plan
+from fabric.journal import DELIVER, DROP, FAULT, TIMER_FIRE, TIMER_SET
+from fabric.kernel import Fabric
+from fabric.network import Latency, Link, Network
+
+from fabric_helpers import (Logger, Note, Sender, Sink, by_code, check_invariants, per_actor, read_journal,
+                            run_fabric, static_links)
+
+
+class Ticker(Logger):
+    """Ticks every ``period`` us up to ``until``; at start also sets a 'late' timer 3000 us ahead. Counts the
+    probes it gets in volatile state ``got``."""
+
+    def __init__(self, trace, period=300, until=6000):
+        super().__init__(trace)
+        self.period = period
+        self.until = until
+        self.got = 0
+
+    def on_start(self):
+        self.log_call("start", -1, self.got)
+        self.set_timer(self.period, Note("tick"))
+        self.set_timer(3000, Note("late"))
+
+    def on_Note(self, msg, src):
+        self.log_call(msg.label, src, self.got)
+        if msg.label == "tick" and self.now + self.period <= self.until:
+            self.set_timer(self.period, Note("tick"))
+
+    def on_Probe(self, msg, src):
+        self.got += 1
+        self.log_call("probe", src, msg.n)
+
+
+def crash_restart_run(tmp_path, faults, seed=0):
+    """x (0) ticks; y (1) sends x a probe every 200 us, 25 of them (const 100 us: arrivals 100, 300, ..., 4900)."""
+    trace = []
+    net = lambda: Network(Link(Latency.const(100)))  # noqa: E731
+
+    def build(f):
+        f.network = net()
+        f.add("x", lambda: Ticker(trace))
+        f.add("y", lambda: Sender(trace, 0, 25, every=200))
+        f.add_faults(faults)
+
+    fabric, _ = run_fabric(seed, build, path=tmp_path / "j")
+    header, records, _ = read_journal(tmp_path / "j")
+    check_invariants(header["actors"], records, static_links(net()))
+    return fabric, records, per_actor(trace)["x"]
+
+
+def test_a_crashed_actor_receives_nothing_and_restart_gives_a_fresh_instance(tmp_path):
+    fabric, records, x = crash_restart_run(tmp_path, [(1000, "crash", "x"), (2500, "restart", "x")])
+    # No handler of x runs while it is dead, and each call belongs to the incarnation alive at that time.
+    assert all(not 1000 <= now < 2500 for _, now, *_ in x)
+    assert all(inc == (0 if now < 1000 else 1) for inc, now, *_ in x)
+    # Incarnation 0: start, probes at 100..900, ticks at 300, 600, 900.
+    assert x[:7] == [(0, 0, "start", -1, 0), (0, 100, "probe", 1, 1), (0, 300, "probe", 1, 2),
+                     (0, 300, "tick", 0, 2), (0, 500, "probe", 1, 3), (0, 600, "tick", 0, 3),
+                     (0, 700, "probe", 1, 4)]
+    assert x[7:9] == [(0, 900, "probe", 1, 5), (0, 900, "tick", 0, 5)]
+    # Incarnation 1: on_start again at 2500 with its state reset (got == 0), then the probe due at 2500.
+    assert x[9:11] == [(1, 2500, "start", -1, 0), (1, 2500, "probe", 1, 13)]
+    late = [c for c in x if c[2] == "late"]
+    assert late == [(1, 5500, "late", 0, 13)]  # the old incarnation's late timer (3000) never ran
+    # Messages due while x was dead are journaled as 'dead' drops, at their delivery time.
+    dead = [(r[1], r[2]) for r in by_code(records, DROP) if r[5] == "dead"]
+    assert dead == [(t, 1) for t in range(1100, 2500, 200)]
+    # Timers of the old incarnation: 'tick' at 1200 (dead then) and 'late' at 3000 (after the restart).
+    stale = [(r[1], r[2]) for r in by_code(records, DROP) if r[5] == "stale-timer"]
+    assert stale == [(1200, 0), (3000, 0)]
+    faults = [(r[1], r[3], r[4]) for r in by_code(records, FAULT)]
+    assert faults == [(1000, "crash", ("x",)), (2500, "restart", ("x",))]
+    actor = fabric.actor(0)
+    assert actor.incarnation == 1 and actor.rng.name == "actor/x#1" and actor.got == 13
+    assert fabric.statistics().drops_by_cause == {"dead": 7, "stale-timer": 2}
+
+
+def test_timers_set_before_a_restart_are_stale_even_if_due_later(tmp_path):
+    _, records, x = crash_restart_run(tmp_path, [(1000, "crash", "x"), (1000, "restart", "x")])
+    sets = {(r[2], r[3]): r for r in by_code(records, TIMER_SET)}
+    fired = {(r[2], r[3]) for r in by_code(records, TIMER_FIRE)}
+    stale = {(r[2], r[3]) for r in by_code(records, DROP) if r[5] == "stale-timer"}
+    for key, rec in sets.items():
+        if key[0] != 0:
+            continue
+        if rec[1] < 1000:
+            assert key in stale or rec[4] < 1000 and key in fired, rec
+        else:
+            assert key in fired, rec
+    assert [c[:3] for c in x if c[2] == "start"] == [(0, 0, "start"), (1, 1000, "start")]
+    assert [r for r in by_code(records, DROP) if r[5] == "dead"] == []
+
+
+def test_crash_of_a_dead_actor_and_restart_of_a_live_one_do_nothing(tmp_path):
+    fabric, records, x = crash_restart_run(tmp_path, [(500, "restart", "x"), (1000, "crash", "x"),
+                                                      (1200, "crash", "x"), (2500, "restart", "x"),
+                                                      (2600, "restart", "x")])
+    assert [c[:3] for c in x if c[2] == "start"] == [(0, 0, "start"), (1, 2500, "start")]
+    assert fabric.actor(0).incarnation == 1
+    assert len(by_code(records, FAULT)) == 5  # every fault is journaled, effective or not
+
+
+def test_crash_without_restart_leaves_the_actor_dead(tmp_path):
+    fabric, records, x = crash_restart_run(tmp_path, [(1000, "crash", "x")])
+    assert max(now for _, now, *_ in x) < 1000
+    assert fabric.actor(0) is None
+    assert fabric.statistics().alive == 1
+    assert len([r for r in by_code(records, DROP) if r[5] == "dead"]) == 20  # arrivals 1100..4900
+
+
+def test_messages_sent_before_a_crash_are_still_delivered(tmp_path):
+    """y (1) sends x (0) a burst at 0 with latency 500, then y crashes at 100: x gets all of it."""
+    trace = []
+
+    def build(f):
+        f.network = Network(Link(Latency.const(500)))
+        f.add("x", lambda: Sink(trace))
+        f.add("y", lambda: Sender(trace, 0, 5))
+        f.add_faults([(100, "crash", "y")])
+
+    run_fabric(0, build, path=tmp_path / "j")
+    assert [(c[1], c[4]) for c in per_actor(trace)["x"] if c[2] == "probe"] == [(500, n) for n in range(1, 6)]
+
+
+def test_crash_at_the_time_of_a_delivery_comes_first(tmp_path):
+    """Faults have rank 0: a crash at 300 precedes the probe due at 300, which is dropped."""
+    _, records, x = crash_restart_run(tmp_path, [(300, "crash", "x")])
+    assert [(c[1], c[2]) for c in x] == [(0, "start"), (100, "probe")]
+    assert [r[1] for r in by_code(records, DROP) if r[5] == "dead"][0] == 300
+
+
+def test_heal_clears_every_partition(tmp_path):
+    """a (0), b (1), c (2): two partitions a|b and a|c from 1000, healed together at 2000."""
+    trace = []
+
+    def build(f):
+        f.network = Network(Link(Latency.const(100)))
+        f.add("a", lambda: Sender(trace, [1, 2], 30, every=100))
+        f.add("b", lambda: Sink(trace))
+        f.add("c", lambda: Sink(trace))
+        f.add_faults([(1000, "partition", (["a"], ["b"])), (1000, "partition", ("a", ("c",))),
+                      (2000, "heal", ())])
+
+    run_fabric(0, build, path=tmp_path / "j")
+    _, records, _ = read_journal(tmp_path / "j")
+    drops = sorted((r[4], r[1]) for r in by_code(records, DROP))
+    assert drops == [(d, t) for d in (1, 2) for t in range(1000, 2000, 100)]
+    assert {r[5] for r in by_code(records, DROP)} == {"partition"}
+    assert len(by_code(records, DELIVER)) == 60 - 20
+
+
+# ---- plans as data -------------------------------------------------------------------------------
+def test_plans_accept_tuples_dicts_and_faults():
+    events = [(5, "crash", "a"), {"at_us": 7, "kind": "restart", "target": "a"},
+              Fault(9, "partition", (["a", "b"], ["c"])), (11, "heal", ()), (12, "slow", ("a", "b"), 2.5),
+              (13, "restore", "*"), (14, "loss", ("a", "c"), 0.5)]
+    faults = plan(events)
+    assert [f.as_data() for f in faults] == [
+        (5, "crash", ("a",), 0.0), (7, "restart", ("a",), 0.0), (9, "partition", (("a", "b"), ("c",)), 0.0),
+        (11, "heal", (), 0.0), (12, "slow", ("a", "b"), 2.5), (13, "restore", ("*",), 0.0),
+        (14, "loss", ("a", "c"), 0.5)]
+    assert plan([f.as_data() for f in faults]) == faults
+    assert faults[2].names() == ["a", "b", "c"] and faults[5].names() == []
+    assert FAULT_KINDS == ("crash", "restart", "partition", "heal", "slow", "restore", "loss")
+
+
+@pytest.mark.parametrize("event, message", [
+    ((1, "explode", "a"), "unknown fault kind 'explode'; known: crash, restart, partition, heal, slow, restore, loss"),
+    ((-1, "crash", "a"), "fault crash at -1 us: time must be >= 0"),
+    ((1, "crash", ("a", "b")), r"fault crash needs 1 target\(s\), got \('a', 'b'\)"),
+    ((1, "partition", ("a",)), r"fault partition needs 2 target\(s\)"),
+    ((1, "heal", ("a",)), r"fault heal needs 0 target\(s\)"),
+    ((1, "slow", ("a", "b"), 0.0), "fault slow needs a latency factor > 0, got 0.0"),
+    ((1, "loss", ("a", "b"), 1.5), r"fault loss needs a probability in \[0, 1\], got 1.5"),
+    ((1, "restore", ("a",)), r"fault restore needs a link \(a, b\) or '\*', got \('a',\)"),
+])
+def test_fault_validation(event, message):
+    with pytest.raises(ConfigError, match=message):
+        plan([event])
+
+
+def test_faults_must_name_known_actors():
+    fabric = Fabric(0)
+    fabric.add("a", lambda: Sink([]))
+    fabric.add("b", lambda: Sink([]))
+    with pytest.raises(ConfigError, match="fault crash at 5 us names unknown actor 'zz'; known: a, b"):
+        fabric.add_faults([(5, "crash", "zz")])
+    with pytest.raises(ConfigError, match="fault partition at 1 us names unknown actor 'q'"):
+        fabric.add_faults([(1, "partition", (("a",), ("q",)))])
+    with pytest.raises(ConfigError, match=r"fault slow needs a link \(a, b\); '\*' is only for loss"):
+        fabric.add_faults([(1, "slow", "*", 2.0)])
+    fabric.add_faults([(1, "loss", "*", 0.5), (2, "restore", "*")])  # '*' is fine for these
+
+
+def test_unknown_actor_list_is_abbreviated_after_twelve_names():
+    fabric = Fabric(0)
+    for i in range(14):
+        fabric.add(f"n{i}", lambda: Sink([]))
+    with pytest.raises(ConfigError, match=r"known: n0, n1, .*, n11, \.\.\.$"):
+        fabric.add_faults([(5, "crash", "zz")])
+
+
+def test_a_fault_plan_alone_keeps_time_moving(tmp_path):
+    """Faults are heap events: with idle actors the run still walks through every fault, in plan order at
+    equal times, journaling each with its plan index."""
+    def build(f):
+        f.add("a", lambda: Sink([]))
+        f.add("b", lambda: Sink([]))
+        f.add_faults([(700, "heal", ()), (300, "crash", "a"), (300, "restart", "a"), (50, "slow", ("a", "b"), 2.0)])
+
+    fabric, _ = run_fabric(0, build, path=tmp_path / "j")
+    _, records, _ = read_journal(tmp_path / "j")
+    assert [(r[1], r[2], r[3]) for r in records] == [(50, 3, "slow"), (300, 1, "crash"), (300, 2, "restart"),
+                                                     (700, 0, "heal")]
+    assert fabric.actor(0).incarnation == 1
+
+
+def test_faults_due_at_time_zero_apply_before_the_start(tmp_path):
+    trace = []
+
+    def build(f):
+        f.network = Network(Link(Latency.const(100)))
+        f.add("x", lambda: Sink(trace))
+        f.add("y", lambda: Sender(trace, 0, 3))  # a burst from on_start, at time 0
+        f.add_faults([(0, "crash", "y"), (50, "restart", "y")])
+
+    run_fabric(0, build, path=tmp_path / "j")
+    starts = [(c[0], c[1], c[2]) for c in trace if c[3] == "start"]
+    assert ("y", 0, 0) not in starts and ("y", 1, 50) in starts
+
+
+def test_faults_due_together_all_precede_the_restarted_actors_start(tmp_path):
+    """Faults due at one time are applied before anything else at that time, the start of an actor they
+    restart included: restarted then crashed again at 500, x's new incarnation never runs; restarted at 900
+    it starts as incarnation 2."""
+    _, records, x = crash_restart_run(tmp_path, [(200, "crash", "x"), (500, "restart", "x"), (500, "crash", "x"),
+                                                 (900, "restart", "x")])
+    assert [c[:3] for c in x if c[2] == "start"] == [(0, 0, "start"), (2, 900, "start")]
+    assert all(not 200 <= now < 900 for _, now, *_ in x)
+    assert [r[1] for r in by_code(records, DROP) if r[5] == "dead"] == [300, 500, 700]
