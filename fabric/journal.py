@@ -147,7 +147,14 @@ class JournalReader:
                     raise JournalError(f"{self.path}: journal corrupted at byte {offset}: unexpected map")
                 self.footer = item
                 self.records_end = offset
-                return
+                end = self._unpacker.tell()
+                try:
+                    self._unpacker.unpack()
+                except (StopIteration, msgpack.OutOfData):
+                    return
+                except Exception:  # noqa: BLE001 - any trailing bytes are damage
+                    pass
+                raise JournalError(f"{self.path}: journal corrupted at byte {end}: unexpected data after the footer")
             if not well_formed(item):
                 raise JournalError(f"{self.path}: journal corrupted at byte {offset}: record {index} is {item!r}")
             yield index, offset, item

@@ -9,6 +9,10 @@ again the fabric stamps, journals and routes what each emitted, actor by actor i
 timer that falls inside the window is merged into its owner's own sorted mailbox. Faults start a new
 window. So trio's scheduling order never reaches the journal, the heap or a random draw, and the
 result is the same as delivering tick by tick.
+
+Zero latency is allowed (then windows are one tick long): a message sent with latency 0 is delivered
+in a later window of the same tick, after the receiver's own timers due at that tick, so at equal
+times the (time, rank, sender, seq) order holds only among entries already in the heap.
 """
 
 from __future__ import annotations
@@ -425,6 +429,8 @@ class Fabric:
                         heappush(heap, (at, RANK_TIMER, idx, seq, 0, idx, msg))
                 else:  # a timer merged into the mailbox fired
                     append((TIMER_FIRE, now, idx, seq))
+                    if now > self._last_event:
+                        self._last_event = now
             self.sent += sends
             actor.sent += sends
             self._seq[idx] = actor._seq

@@ -46,7 +46,7 @@ def compare(expected_path, got_path, formatter: "Formatter | None" = None) -> tu
     if extra is not None:
         return Divergence(extra[0], extra[2][1], None, extra[2], "the re-run has more records"), count
     if exp.footer != got.footer:
-        diff = sorted(k for k in set(exp.footer) | set(got.footer) if exp.footer.get(k) != got.footer.get(k))
+        diff = sorted((k for k in set(exp.footer) | set(got.footer) if exp.footer.get(k) != got.footer.get(k)), key=repr)
         detail = ", ".join(f"{k}: expected {exp.footer.get(k)!r}, got {got.footer.get(k)!r}" for k in diff)
         return Divergence(count, None, None, None, f"footers differ ({detail})"), count
     return None, count

@@ -348,8 +348,6 @@ def test_now_after_a_run_is_the_time_of_the_last_event():
     assert fabric.statistics().now_us == 900
 
 
-@pytest.mark.xfail(strict=True, reason="kernel.Fabric._last_event is only updated in _deliver (heap entries), not for "
-                   "timers merged into a mailbox and fired inside the window, which _flush journals as TIMER_FIRE")
 def test_now_after_a_run_counts_timers_fired_inside_a_window():
     """Const 1000 us (window [100, 1100)): m at 100 sets a timer for 600, the run's last event."""
     trace = []
