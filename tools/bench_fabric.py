@@ -182,5 +182,14 @@ def run(sizes=(100, 1_000, 10_000, 100_000), messages: int = 200_000, out=print)
             out(f"{name:9} {n:>7} {fm:>9} {fus:>14.2f} {pus:>13.2f} {fus / pus:>6.2f}")
     out(f"peak RSS so far: {peak_rss_mb():.0f} MB")
     idle = max(sizes)
-    out(f"{idle:,} idle actors started and parked: +{idle_memory_mb(idle):.0f} MB peak RSS")
+    out(f"{idle:,} idle actors started and parked: +{idle_memory_in_subprocess(idle):.0f} MB peak RSS")
     return rows
+
+
+def idle_memory_in_subprocess(n: int) -> float:
+    """``idle_memory_mb`` in a fresh process, so earlier cases' peak does not hide it."""
+    import subprocess
+    import sys
+
+    code = f"from tools.bench_fabric import idle_memory_mb; print(idle_memory_mb({n}))"
+    return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
