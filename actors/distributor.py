@@ -22,6 +22,7 @@ import attrs
 
 from fabric.actor import Actor
 
+from .front_end import JobFrontEnd
 from .pigeon_messages import TaskBatch
 from .protocol import TaskFinished
 
@@ -91,7 +92,7 @@ class DistributorStatistics:
     rejected: int
 
 
-class Distributor(Actor):
+class Distributor(JobFrontEnd, Actor):
     """One of Ns distributors; ``counts`` (a ConstraintSetCounts) makes it PigeonC's, None Pigeon's."""
 
     def __init__(self, master_ids: list[int], *, counts: ConstraintSetCounts | None, short_cutoff_us: int,
@@ -111,12 +112,8 @@ class Distributor(Actor):
 
     def on_Job(self, job, src: int) -> None:
         self.jobs += 1
-        bad = tuple(i for i, c in enumerate(job.constraints) if not self.feasible(c, job.demand))
-        if bad:
+        if not self.admit(job):
             self.rejected += 1
-            self.recorder.job_unschedulable(job.job_id, bad)
-            self.recorder.count("unschedulable_tasks", len(bad))
-            self._maybe_stop()
             return
         self.open_jobs[job.job_id] = job.num_tasks
         self.tasks += job.num_tasks
@@ -143,12 +140,7 @@ class Distributor(Actor):
             self.open_jobs[msg.job_id] = left
             return
         del self.open_jobs[msg.job_id]
-        self.recorder.job_completed(msg.job_id, self.now)
-        self._maybe_stop()
-
-    def _maybe_stop(self) -> None:
-        if self.recorder.finished:
-            self.stop_run()
+        self.close_job(msg.job_id)
 
     def statistics(self) -> DistributorStatistics:
         return DistributorStatistics(self.name, self.jobs, self.tasks, len(self.open_jobs), self.rejected)

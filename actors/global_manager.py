@@ -28,6 +28,7 @@ import attrs
 
 from fabric.actor import Actor
 
+from .front_end import JobFrontEnd, Pending
 from .megha_messages import Heartbeat, Launch, LaunchFailed, TaskCompleted
 
 
@@ -46,21 +47,7 @@ class GlobalManagerStatistics:
     jobs_open: int
 
 
-class Pending:
-    """One queued task."""
-
-    __slots__ = ("job_id", "index", "duration_us", "constraints", "demand", "since_us")
-
-    def __init__(self, job_id, index, duration_us, constraints, demand, since_us):
-        self.job_id = job_id
-        self.index = index
-        self.duration_us = duration_us
-        self.constraints = constraints
-        self.demand = demand
-        self.since_us = since_us
-
-
-class GlobalManager(Actor):
+class GlobalManager(JobFrontEnd, Actor):
     def __init__(self, gm: int, lm_ids: list[int], views, worker_constraints, *, policy, feasible, recorder,
                  num_constraints: int = 21) -> None:
         """``views[lm][p]``: PartitionView of partition p (GM p's) in LM lm's cluster;
@@ -134,11 +121,7 @@ class GlobalManager(Actor):
 
     # ---- messages --------------------------------------------------------------------
     def on_Job(self, job, src: int) -> None:
-        bad = tuple(i for i, c in enumerate(job.constraints) if not self.feasible(c, job.demand))
-        if bad:
-            self.recorder.job_unschedulable(job.job_id, bad)
-            self.recorder.count("unschedulable_tasks", len(bad))
-            self._maybe_stop()
+        if not self.admit(job):
             return
         self.open_jobs[job.job_id] = job.num_tasks
         now = self.now
@@ -154,8 +137,7 @@ class GlobalManager(Actor):
             self.open_jobs[msg.job_id] = left
         else:
             del self.open_jobs[msg.job_id]
-            self.recorder.job_completed(msg.job_id, self.now)
-            self._maybe_stop()
+            self.close_job(msg.job_id)
         self._schedule()
 
     def on_Heartbeat(self, msg: Heartbeat, src: int) -> None:
@@ -170,10 +152,6 @@ class GlobalManager(Actor):
         task.since_us = self.now
         self._enqueue(task)
         self._schedule()
-
-    def _maybe_stop(self) -> None:
-        if self.recorder.finished:
-            self.stop_run()
 
     # ---- queue and matching ------------------------------------------------------------
     def _enqueue(self, task: Pending) -> None:

@@ -30,6 +30,7 @@ from fabric.actor import Actor
 from policies.fair_queue import HIGH, LOW, FairQueue
 from policies.partition_view import PartitionView
 
+from .front_end import Pending
 from .pigeon_messages import TaskBatch
 from .protocol import RunTask, TaskFinished
 
@@ -46,21 +47,6 @@ class MasterStatistics:
     served_low: int
     idle_workers: int
     reserved: int
-
-
-class Pending:
-    """One queued task and the distributor that sent it."""
-
-    __slots__ = ("job_id", "index", "duration_us", "constraints", "demand", "since_us", "distributor")
-
-    def __init__(self, job_id, index, duration_us, constraints, demand, since_us, distributor):
-        self.job_id = job_id
-        self.index = index
-        self.duration_us = duration_us
-        self.constraints = constraints
-        self.demand = demand
-        self.since_us = since_us
-        self.distributor = distributor
 
 
 class Master(Actor):

@@ -23,6 +23,7 @@ import attrs
 
 from fabric.actor import Actor
 
+from .front_end import JobFrontEnd
 from .protocol import TaskFinished
 from .sparrow_messages import Assign, Cancel, GetTask, Probe
 
@@ -67,7 +68,7 @@ class SparrowSchedulerStatistics:
     cancels: int
 
 
-class SparrowScheduler(Actor):
+class SparrowScheduler(JobFrontEnd, Actor):
     """``node_ids[p]`` is the node actor of the p-th worker of ``view`` (a PartitionView of every worker,
     used read-only to find the workers satisfying a task's constraints and demand)."""
 
@@ -95,11 +96,7 @@ class SparrowScheduler(Actor):
         return pool
 
     def on_Job(self, job, src: int) -> None:
-        bad = tuple(i for i, c in enumerate(job.constraints) if not self.feasible(c, job.demand))
-        if bad:
-            self.recorder.job_unschedulable(job.job_id, bad)
-            self.recorder.count("unschedulable_tasks", len(bad))
-            self._maybe_stop()
+        if not self.admit(job):
             return
         index_of: dict[tuple, int] = {}
         groups: list[deque] = []
@@ -147,12 +144,7 @@ class SparrowScheduler(Actor):
         state.left -= 1
         if state.left == 0:
             del self.jobs[msg.job_id]
-            self.recorder.job_completed(msg.job_id, self.now)
-            self._maybe_stop()
-
-    def _maybe_stop(self) -> None:
-        if self.recorder.finished:
-            self.stop_run()
+            self.close_job(msg.job_id)
 
     def statistics(self) -> SparrowSchedulerStatistics:
         return SparrowSchedulerStatistics(self.name, len(self.jobs), self.probes, self.requests, self.assigns,

@@ -42,9 +42,9 @@ def _print_summary(summary: dict) -> None:
 def _check_determinism(args, overrides) -> int:
     """Run twice (the second time in a fresh process with another PYTHONHASHSEED) and compare."""
     from fabric.journal import JournalReader
-    from fabric.replay import Formatter, compare, describe
 
     from . import runner
+    from .replay import report_comparison
 
     with tempfile.TemporaryDirectory(prefix="fedemu-det-") as tmp:
         first, second = os.path.join(tmp, "first.fjl"), os.path.join(tmp, "second.fjl")
@@ -58,13 +58,8 @@ def _check_determinism(args, overrides) -> int:
         if proc.returncode != 0:
             print(proc.stderr.strip() or proc.stdout.strip(), file=sys.stderr)
             return 1
-        fmt = Formatter(JournalReader(first).header.get("actors", []))
-        div, count = compare(first, second, fmt)
-        if div is None:
-            print(f"deterministic: two runs (PYTHONHASHSEED differing) gave {count} identical records")
-            return 0
-        print(describe(div, fmt.names, fmt))
-        return 1
+        return report_comparison(first, second, JournalReader(first).header,
+                                 "deterministic: two runs (PYTHONHASHSEED differing) gave {count} identical records")
 
 
 def _cmd_replay(args) -> int:

@@ -33,11 +33,16 @@ def verify(log_path, out=print) -> int:
     with tempfile.TemporaryDirectory(prefix="fedemu-replay-") as tmp:
         again = os.path.join(tmp, "again.fjl")
         rerun(header, again)
-        names = header.get("actors", [])
-        fmt = Formatter(list(names) if isinstance(names, (list, tuple)) else [])
-        div, count = compare(log_path, again, fmt)
+        return report_comparison(log_path, again, header, "identical: {count} records, digest matches", out)
+
+
+def report_comparison(expected, got, header: dict, same: str, out=print) -> int:
+    """Compare two journals; print ``same`` (with {count}) and return 0, or the divergence and 1."""
+    names = header.get("actors", [])
+    fmt = Formatter(list(names) if isinstance(names, (list, tuple)) else [])
+    div, count = compare(expected, got, fmt)
     if div is None:
-        out(f"identical: {count} records, digest matches")
+        out(same.format(count=count))
         return 0
     out(describe(div, fmt.names, fmt))
     return 1
