@@ -100,24 +100,30 @@ class GlobalManager(JobFrontEnd, Actor):
             cons_free[c] += delta
 
     def _set_free(self, lm: int, worker: int, free: tuple) -> None:
-        known = self.known_free[lm]
-        if known[worker] == free:
-            return  # nothing new: no search memo needs invalidating either
-        known[worker] = free
-        p, local = divmod(worker, self.per_partition)
-        self.gains[lm][p] += 1
-        self.row_gains[lm] += 1
-        self.gain_total += 1
-        delta = self.views[lm][p].update(local, free)
-        if delta:
-            self.total_free += delta
-            cons_free = self.cons_free
-            for c in self.wcons[lm][p][local]:
-                cons_free[c] += delta
+        self._apply(lm, (worker,), (free,))
 
     def _apply(self, lm: int, workers: tuple, frees: tuple) -> None:
+        """Learn absolute free vectors of LM ``lm``'s workers; bump the search memo's counters."""
+        known = self.known_free[lm]
+        per = self.per_partition
+        views, gains, wcons = self.views[lm], self.gains[lm], self.wcons[lm]
+        cons_free = self.cons_free
+        changed = 0
         for w, free in zip(workers, frees):
-            self._set_free(lm, w, free)
+            if known[w] == free:
+                continue  # nothing new: no search memo needs invalidating either
+            known[w] = free
+            p, local = divmod(w, per)
+            gains[p] += 1
+            changed += 1
+            delta = views[p].update(local, free)
+            if delta:
+                self.total_free += delta
+                for c in wcons[p][local]:
+                    cons_free[c] += delta
+        if changed:
+            self.row_gains[lm] += changed
+            self.gain_total += changed
 
     # ---- messages --------------------------------------------------------------------
     def on_Job(self, job, src: int) -> None:

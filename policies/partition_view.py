@@ -244,6 +244,23 @@ class PartitionView:
     def update(self, local: int, free_vector) -> int:
         """``set_free`` that returns how availability changed: +1 became available, -1 became
         unavailable, 0 unchanged (what a scheduler's free counters need, in one call)."""
+        if self._single and len(free_vector) == 1:  # the hot one-resource case, inlined
+            f = free_vector[0]
+            if not 0 <= f <= self._cap0[local]:
+                raise AssertionError(f"free {list(free_vector)} for worker {self.worker_ids[local]} is not within "
+                                     f"0..{[self._cap0[local]]}")
+            self.free[local, 0] = f
+            now = f >= self._unit_first
+            if self._flags[local] == now:
+                return 0
+            self._flags[local] = now
+            if now:
+                bitvec.set_bit(self.available, local)
+                self._free_count += 1
+                return 1
+            bitvec.clear_bit(self.available, local)
+            self._free_count -= 1
+            return -1
         before = self._flags[local]
         self.set_free(local, free_vector)
         return self._flags[local] - before
