@@ -11,9 +11,8 @@ from __future__ import annotations
 from bisect import insort
 
 import attrs
-import structlog
-
 from .journal import SEND, TIMER_FIRE, TIMER_SET
+from .log import get_logger
 from .rand import Stream
 
 RANK_FAULT, RANK_MESSAGE, RANK_TIMER = 0, 1, 2
@@ -84,7 +83,7 @@ class Actor:
     @property
     def log(self):
         """A structlog logger bound to this actor and the current virtual time."""
-        return structlog.get_logger().bind(actor=self.name, vtime_us=self._now)
+        return get_logger(actor=self.name, vtime_us=self._now)
 
     # ---- what subclasses override -------------------------------------------------------
     def on_start(self) -> None:

@@ -469,3 +469,34 @@ def test_logs_are_bound_to_actor_and_virtual_time_without_wall_clock():
     with capture_logs() as logs:
         fabric.run_blocking()
     assert logs == [{"actor": "chatty", "vtime_us": 250, "label": "hello", "event": "greeting", "log_level": "info"}]
+
+
+def test_actor_log_lines_carry_actor_and_virtual_time_but_no_wall_clock():
+    import io
+    import re
+
+    from fabric import log
+    from fabric.messages import message as _message
+
+    @_message("fabtest.kernel.say")
+    class Say:
+        pass
+
+    class Talker(Actor):
+        def on_start(self):
+            self.set_timer(1234, Say())
+
+        def on_Say(self, msg, src):
+            self.log.info("hello", n=1)
+
+    buf = io.StringIO()
+    log.configure(buf)
+    try:
+        f = Fabric(1)
+        f.add("talker", Talker)
+        f.run_blocking()
+    finally:
+        log.configure()
+    line = buf.getvalue().strip()
+    assert "hello" in line and "actor=talker" in line and "vtime_us=1234" in line and "n=1" in line
+    assert not re.search(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}:\d{2}", line)
