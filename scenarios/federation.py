@@ -8,6 +8,8 @@ Scenario scripts import ``PARAMS`` and ``build`` from here and change the defaul
 
 from __future__ import annotations
 
+import attrs
+
 from fabric.errors import ConfigError, unknown_name
 from fabric.network import Latency, Link
 from fabric.rand import Stream
@@ -88,8 +90,6 @@ def shape(params: dict) -> tuple[int, int, int]:
 
 def centralize(cluster):
     """The same machines as one cluster (one LM), keeping every worker's id and constraints."""
-    import attrs
-
     profiles = "+".join(c.profile for c in cluster.clusters)
     workers = tuple(w for c in cluster.clusters for w in c.workers)
     return attrs.evolve(cluster, clusters=(attrs.evolve(cluster.clusters[0], index=0, profile=profiles,
@@ -105,8 +105,6 @@ def build_cluster(params: dict, seed: int):
     cluster = cons.build_cluster(clusters=lms, workers_per_cluster=gms * wpp, table=table,
                                  stream=Stream(seed, "cluster"), capacity=capacity, resources=resources)
     if not params["constraints"]:
-        import attrs
-
         cluster = attrs.evolve(cluster, clusters=tuple(
             attrs.evolve(c, workers=tuple(attrs.evolve(w, constraints=()) for w in c.workers))
             for c in cluster.clusters))
@@ -136,8 +134,6 @@ def build_workload(params: dict, seed: int, total_units: int, table):
     else:
         raise unknown_name("workload", kind, ("syn_N", "poisson", "trace"))
     if demand != (1,):
-        import attrs
-
         stream = (attrs.evolve(j, demand=demand) for j in stream)
     if params["constraints"]:
         stream = cons.assign_task_constraints(stream, table, Stream(seed, "task-constraints"))
