@@ -113,3 +113,13 @@ def test_check_determinism_reports_a_failing_second_run(capsys, tmp_path):
                                              "('cli.py'):\n    raise SystemExit('child refuses')"))
     code, out, err = run_cli(capsys, "run", str(scen), "--check-determinism")
     assert code == 1 and "child refuses" in err
+
+
+def test_unwritable_output_paths_are_errors_not_tracebacks(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, out, err = run_cli(capsys, "run", "demo", "--quiet", "--out", str(blocker))
+    assert code == 2 and err == f"fedemu: error: {blocker}: File exists\n"
+    code, out, err = run_cli(capsys, "run", "demo", "--quiet", "--journal", str(tmp_path / "no" / "j.fjl"))
+    assert code == 2 and err.startswith("fedemu: error: ") and "No such file or directory" in err
+    assert not list(tmp_path.glob("**/*.tmp"))

@@ -140,6 +140,10 @@ def main(argv=None) -> int:
     except FedemuError as e:
         print(f"fedemu: error: {e}", file=sys.stderr)
         return e.exit_status
+    except OSError as e:  # an output path that cannot be written, a directory that does not exist
+        where = e.filename if e.filename is not None else ""
+        print(f"fedemu: error: {where}: {e.strerror or e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("fedemu: interrupted", file=sys.stderr)
         return 130
