@@ -184,6 +184,9 @@ def _build_scheduler(fabric, scheduler, params, cluster, policy, recorder, feasi
     if scheduler in ("megha", "centralized"):
         from actors import megha
 
+        heartbeat = float(params["heartbeat_s"])
+        if not heartbeat > 0 or heartbeat == float("inf"):
+            raise ConfigError(f"parameter 'heartbeat_s' is {params['heartbeat_s']!r}; expected a finite number > 0")
         if scheduler == "centralized":
             cluster, gms = centralize(cluster), 1
         return megha.build(fabric, cluster, gms=gms, policy=policy, recorder=recorder, feasible=feasible,

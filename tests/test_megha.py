@@ -93,6 +93,7 @@ def test_min_constraints_policy_runs_and_differs():
     ("scheduler", "yarn", "unknown scheduler 'yarn'; known: centralized, megha, pigeon, pigeonc, sparrow"),
     ("workload", "zipf", "unknown workload 'zipf'; known: poisson, syn_N, trace"),
     ("workers", 1001, "workers=1001 is not a multiple of gms*lms=12"),
+    ("heartbeat_s", 0, "parameter 'heartbeat_s' is 0; expected a finite number > 0"),
 ])
 def test_bad_parameters_are_clear_errors(key, value, message):
     with pytest.raises(ConfigError) as err:
