@@ -70,13 +70,13 @@ class RunResult:
     wall_s: float
 
 
-def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, params: dict | None = None,
-            journal_path=None, out_dir=None, progress=None) -> RunResult:
-    """Run one scenario. ``params`` (fully resolved, e.g. from a journal header) wins over overrides."""
+def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_path=None, out_dir=None,
+            progress=None) -> RunResult:
+    """Run one scenario: its PARAMS updated by ``overrides`` (validated), optionally journaled to
+    ``journal_path`` and written to ``out_dir``."""
     ref = scenario_ref(ref)
     module = load(ref)
-    if params is None:
-        params = params_mod.resolve(module.PARAMS, overrides or {})
+    params = params_mod.resolve(module.PARAMS, overrides or {})
     journal = Journal(journal_path)
     try:
         fabric = Fabric(seed, journal=journal)
