@@ -7,6 +7,8 @@ Times are integer microseconds of virtual time; -1 means "not yet".
 
 from __future__ import annotations
 
+from bisect import insort
+
 import attrs
 
 
@@ -110,8 +112,9 @@ class Recorder:
         self.closed += 1
 
     def job_unschedulable(self, job_id: int, tasks: tuple[int, ...]) -> None:
-        """A job with tasks no machine can run: rejected at submission, never queued."""
-        self.unschedulable.append((job_id, tasks))
+        """A job with tasks no machine can run: rejected at submission, never queued. Kept sorted by
+        job id, so the list does not depend on which front end's task trio ran first."""
+        insort(self.unschedulable, (job_id, tasks))
         self.closed += 1
 
     def submitted_all(self, count: int) -> None:

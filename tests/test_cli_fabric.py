@@ -123,3 +123,12 @@ def test_unwritable_output_paths_are_errors_not_tracebacks(capsys, tmp_path):
     code, out, err = run_cli(capsys, "run", "demo", "--quiet", "--journal", str(tmp_path / "no" / "j.fjl"))
     assert code == 2 and err.startswith("fedemu: error: ") and "No such file or directory" in err
     assert not list(tmp_path.glob("**/*.tmp"))
+
+
+def test_malformed_numbers_on_the_command_line_are_usage_errors(capsys):
+    for argv in (["replay", "x.fjl", "--from", "abc"], ["bench", "fabric", "--sizes", "a,b"]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and ("not a number of seconds" in err or "not a list of actor counts" in err)

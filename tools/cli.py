@@ -74,7 +74,7 @@ def _cmd_bench(args) -> int:
     if args.what == "fabric":
         from . import bench_fabric
 
-        sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else (100, 1_000, 10_000, 100_000)
+        sizes = args.sizes or (100, 1_000, 10_000, 100_000)
         bench_fabric.run(sizes=sizes, messages=args.messages)
         return 0
     from . import bench_megha
@@ -86,6 +86,26 @@ def _cmd_compare(args) -> int:
     from . import compare
 
     return compare.main(args)
+
+
+def _seconds(text: str) -> str:
+    """argparse type for --from/--to: a number of seconds (kept as text for tools.replay)."""
+    try:
+        float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds, e.g. 0.5") from None
+    return text
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    """argparse type for --sizes: comma-separated positive actor counts."""
+    try:
+        sizes = tuple(int(s) for s in text.split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) < 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of actor counts >= 2, e.g. 100,1000")
+    return sizes
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,13 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--show", action="store_true", help="print records (the default)")
     rp.add_argument("--actor")
     rp.add_argument("--kind", help="record type (send, deliver, drop, timer, fire, fault) or message tag")
-    rp.add_argument("--from", dest="t_from", metavar="SECONDS")
-    rp.add_argument("--to", dest="t_to", metavar="SECONDS")
+    rp.add_argument("--from", dest="t_from", metavar="SECONDS", type=_seconds)
+    rp.add_argument("--to", dest="t_to", metavar="SECONDS", type=_seconds)
     rp.set_defaults(func=_cmd_replay)
 
     b = sub.add_parser("bench", help="benchmarks: fabric or megha")
     b.add_argument("what", choices=["fabric", "megha"])
-    b.add_argument("--sizes", help="fabric: comma-separated actor counts")
+    b.add_argument("--sizes", type=_sizes, help="fabric: comma-separated actor counts")
     b.add_argument("--messages", type=int, default=200_000, help="fabric: messages per pattern and size")
     b.add_argument("--case", action="append", help="megha: which cases (yh1, goog, syn1000); default all")
     b.set_defaults(func=_cmd_bench)
