@@ -48,15 +48,12 @@ class GlobalManagerStatistics:
 
 
 class GlobalManager(JobFrontEnd, Actor):
-    def __init__(self, gm: int, lm_ids: list[int], views, worker_constraints, *, policy, feasible, recorder,
-                 num_constraints: int = 21) -> None:
-        """``views[lm][p]``: PartitionView of partition p (GM p's) in LM lm's cluster;
-        ``worker_constraints[lm][p][local]``: constraint ids of that worker."""
+    def __init__(self, gm: int, lm_ids: list[int], views, *, policy, feasible, recorder) -> None:
+        """``views[lm][p]``: PartitionView of partition p (GM p's) in LM lm's cluster."""
         super().__init__()
         self.gm = gm
         self.lm_ids = lm_ids
         self.views = views
-        self.wcons = worker_constraints
         self.policy = policy
         self.feasible = feasible
         self.recorder = recorder
@@ -72,20 +69,14 @@ class GlobalManager(JobFrontEnd, Actor):
         self.open_jobs: dict[int, int] = {}
         self.inflight: dict[tuple[int, int], Pending] = {}
         self.total_free = 0
-        self.cons_free = [0] * num_constraints
         self.gains = [[0] * self.num_gms for _ in range(self.num_lms)]
         self.gain_total = 0
         self.row_gains = [0] * self.num_lms
         self.empty_memo: dict[tuple, list] = {}
         # What the view believes each worker has free, as the tuples the LMs send (a cheap equality test).
-        self.known_free = [[tuple(int(x) for x in views[lm][p].free[local]) for p in range(self.num_gms)
-                            for local in range(views[lm][p].n)] for lm in range(self.num_lms)]  # signature -> [gain_total, per-partition gains when empty]
-        for lm in range(self.num_lms):
-            for p in range(self.num_gms):
-                view = views[lm][p]
-                for local in range(view.n):
-                    if view.is_available(local):
-                        self._count(lm, p, local, 1)
+        self.known_free = [[tuple(row) for p in range(self.num_gms) for row in views[lm][p].free.tolist()]
+                           for lm in range(self.num_lms)]
+        self.total_free = sum(view.free_count for row in views for view in row)
         self.launches = self.internal = self.external = self.failures = self.passes = 0
         self.choice_rng = None
 
@@ -93,12 +84,6 @@ class GlobalManager(JobFrontEnd, Actor):
         self.choice_rng = self.rng.child("choice")
 
     # ---- the view --------------------------------------------------------------------
-    def _count(self, lm: int, p: int, local: int, delta: int) -> None:
-        self.total_free += delta
-        cons_free = self.cons_free
-        for c in self.wcons[lm][p][local]:
-            cons_free[c] += delta
-
     def _set_free(self, lm: int, worker: int, free: tuple) -> None:
         self._apply(lm, (worker,), (free,))
 
@@ -106,9 +91,8 @@ class GlobalManager(JobFrontEnd, Actor):
         """Learn absolute free vectors of LM ``lm``'s workers; bump the search memo's counters."""
         known = self.known_free[lm]
         per = self.per_partition
-        views, gains, wcons = self.views[lm], self.gains[lm], self.wcons[lm]
-        cons_free = self.cons_free
-        changed = 0
+        views, gains = self.views[lm], self.gains[lm]
+        changed = free_delta = 0
         for w, free in zip(workers, frees):
             if known[w] == free:
                 continue  # nothing new: no search memo needs invalidating either
@@ -116,12 +100,9 @@ class GlobalManager(JobFrontEnd, Actor):
             p, local = divmod(w, per)
             gains[p] += 1
             changed += 1
-            delta = views[p].update(local, free)
-            if delta:
-                self.total_free += delta
-                for c in wcons[p][local]:
-                    cons_free[c] += delta
+            free_delta += views[p].update(local, free)
         if changed:
+            self.total_free += free_delta
             self.row_gains[lm] += changed
             self.gain_total += changed
 
@@ -177,16 +158,9 @@ class GlobalManager(JobFrontEnd, Actor):
             return
         self.passes += 1
         blocked = []
-        cons_free = self.cons_free
         while heads and self.total_free > 0:
             seq, sig = heads[0]
-            constraints, demand = sig
-            where = None
-            for c in constraints:
-                if cons_free[c] <= 0:
-                    break
-            else:
-                where = self._match(constraints, demand)
+            where = self._match(*sig)
             if where is None:
                 blocked.append(heappop(heads))
                 self.recorder.count("reschedules")
@@ -251,7 +225,7 @@ class GlobalManager(JobFrontEnd, Actor):
         worker = p * self.per_partition + local
         self.known_free[lm][worker] = tuple(a - d for a, d in zip(self.known_free[lm][worker], task.demand))
         if before and not view.is_available(local):
-            self._count(lm, p, local, -1)
+            self.total_free -= 1
         external = p != self.gm
         if external:
             self.external += 1

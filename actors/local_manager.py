@@ -137,11 +137,21 @@ class LocalManager(Actor):
         self.send(self.gm_ids[msg.owner], TaskCompleted(msg.job_id, msg.index, self.lm, w, tuple(free)))
 
     def on_HeartbeatTick(self, msg, src) -> None:
+        """Send every GM its delta. GMs whose cursors agree (all of them, unless a failure reply
+        moved one) share one pass over the log and one snapshot of the changed workers' values."""
         self.armed = False
+        end = self.base + len(self.changes)
+        cause, free = self.cause, self.free
+        shared: dict[int, dict] = {}  # cursor -> {worker: free tuple} of the workers changed since
         for gm in range(len(self.gm_ids)):
-            workers, frees = self._changes_for(gm)
+            start = self.cursor[gm]
+            changed = shared.get(start)
+            if changed is None:
+                changed = shared[start] = {w: tuple(free[w]) for w in dict.fromkeys(self.changes[start - self.base:])}
+            self.cursor[gm] = end
+            workers = tuple(w for w in changed if cause[w] != gm)
             if workers:
-                self.send(self.gm_ids[gm], Heartbeat(self.lm, workers, frees))
+                self.send(self.gm_ids[gm], Heartbeat(self.lm, workers, tuple(changed[w] for w in workers)))
         self.heartbeats += 1
         self._trim()
 

@@ -29,14 +29,13 @@ def build(fabric, cluster, *, gms: int, policy, heartbeat_us: int, recorder, fea
         return [spec.workers[p * n:(p + 1) * n] for p in range(gms)]
 
     layout = [partitions(spec) for spec in cluster.clusters]
-    wcons = [[[tuple(w.constraints) for w in part] for part in row] for row in layout]
 
     templates = [[PartitionView(part, num_resources=len(cluster.resources)) for part in row] for row in layout]
 
     def gm_factory(g):
         def make():
             views = [[view.clone() for view in row] for row in templates]
-            return GlobalManager(g, lm_ids, views, wcons, policy=policy, feasible=feasible, recorder=recorder)
+            return GlobalManager(g, lm_ids, views, policy=policy, feasible=feasible, recorder=recorder)
         return make
 
     for g in range(gms):

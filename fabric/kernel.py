@@ -38,6 +38,19 @@ def _abort(_raise_cancel):
     return trio.lowlevel.Abort.SUCCEEDED
 
 
+class _Wake(outcome.Value):
+    """What a parked actor is resumed with: a Value(None) that may be unwrapped any number of times,
+    so one instance serves every wake-up (trio's default allocates a fresh Value per reschedule)."""
+
+    __slots__ = ()
+
+    def unwrap(self):
+        return None
+
+
+_WAKE = _Wake(None)
+
+
 @attrs.frozen
 class FabricStatistics:
     """Counts the fabric keeps: messages per kind, drops per cause, timers, actors alive."""
@@ -229,6 +242,7 @@ class Fabric:
         journal = self.journal
         until_us = self._until
         progress = self.progress
+        reschedule = trio.lowlevel.reschedule
         while True:
             if self.windows & 63 == 0:
                 journal.maybe_drain()
@@ -261,7 +275,7 @@ class Fabric:
                     if actor is current:
                         resume = True
                     else:
-                        trio.lowlevel.reschedule(actor._task)
+                        reschedule(actor._task, _WAKE)
             if self._running:
                 return resume
             self._flush(woken)
@@ -323,9 +337,10 @@ class Fabric:
         actors = self._actors
         append = self.journal.pack
         net = self.network
+        partitions = net.partitions  # faults change this list in place
         epoch = self._epoch
         woken = []
-        n = 0
+        n = delivered = 0
         last = self._last_event
         while heap:
             entry = heap[0]
@@ -361,12 +376,12 @@ class Fabric:
                     append((DROP, at, src, entry[3], dst, "dead"))
                     self._drop("dead")
                     continue
-                if net.partitions and net.blocked(src, dst):
+                if partitions and net.blocked(src, dst):
                     append((DROP, at, src, entry[3], dst, "partition"))
                     self._drop("partition")
                     continue
                 append((DELIVER, at, src, entry[3], dst, entry[4]))
-                self.delivered += 1
+                delivered += 1
             mb = actor._mailbox
             if actor._pos:  # first entry this window: forget the handled ones
                 actor.received += actor._pos
@@ -376,6 +391,7 @@ class Fabric:
                 woken.append(actor)
             mb.append(entry)
         self.events += n
+        self.delivered += delivered
         self._last_event = last
         return woken
 

@@ -1,6 +1,9 @@
 """Packed bit vectors (bit i = bit i % 64 of uint64 word i // 64; bits past n stay zero).
 
-Word-level ANDs make Algorithm 1 of 000 cost O(constraints * n / 64) (000, Eq. 4).
+Word-level ANDs make Algorithm 1 of 000 cost O(constraints * n / 64) (000, Eq. 4). The same bits
+also travel as Python ints (bit i = ``1 << i``; CPython ANDs them digit by digit): on the small
+vectors of a partition, one numpy call costs more than the whole AND, so the hot set operations
+(availability, cached constraint masks) use ints and convert with ``to_int`` / ``int_indices``.
 """
 
 from __future__ import annotations
@@ -84,6 +87,35 @@ def indices(v: np.ndarray) -> np.ndarray:
     words = v[nz].astype(_LE_WORDS, copy=False).view(np.uint8)
     pos = np.flatnonzero(np.unpackbits(words, bitorder="little"))
     return (nz[pos >> 6] << 6) | (pos & 63)
+
+
+def to_int(v: np.ndarray) -> int:
+    """The vector as a Python int (bit i of the vector = ``1 << i``)."""
+    return int.from_bytes(v.astype(_LE_WORDS, copy=False).tobytes(), "little")
+
+
+def from_int(n: int, x: int) -> np.ndarray:
+    """The n-bit vector holding the bits of int ``x`` (which must be below ``1 << n``)."""
+    v = make(n)
+    if x:
+        v[:] = np.frombuffer(x.to_bytes(8 * v.size, "little"), dtype=_LE_WORDS)
+    return v
+
+
+_SPARSE = 8  # up to this many set bits, peeling them off in Python beats unpacking with numpy
+
+
+def int_indices(x: int) -> np.ndarray:
+    """The set bits of a non-negative int as an ascending intp array."""
+    if x.bit_count() <= _SPARSE:
+        out = []
+        while x:
+            low = x & -x
+            out.append(low.bit_length() - 1)
+            x ^= low
+        return np.array(out, dtype=np.intp)
+    raw = np.frombuffer(x.to_bytes((x.bit_length() + 7) >> 3, "little"), dtype=np.uint8)
+    return np.flatnonzero(np.unpackbits(raw, bitorder="little"))
 
 
 if hasattr(np, "bitwise_count"):

@@ -83,3 +83,17 @@ def test_bad_arguments():
         bitvec.and_all([])
     with pytest.raises(ValueError, match=">= 0"):
         bitvec.make(-1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(size_and_sets(count=2))
+def test_int_form_matches_the_vector(case):
+    """to_int / from_int / int_indices agree with the numpy form, sparse (Python loop) and dense (numpy)."""
+    n, (a, b) = case
+    va, vb = bitvec.from_indices(n, sorted(a)), bitvec.from_indices(n, sorted(b))
+    ia, ib = bitvec.to_int(va), bitvec.to_int(vb)
+    assert ia == sum(1 << i for i in a)
+    assert bitvec.int_indices(ia).tolist() == sorted(a)
+    assert bitvec.int_indices(ia & ib).tolist() == sorted(a & b)
+    assert bitvec.int_indices(ia).dtype == np.intp
+    assert np.array_equal(bitvec.from_int(n, ia), va)
