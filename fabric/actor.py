@@ -11,6 +11,8 @@ from __future__ import annotations
 from bisect import insort
 
 import attrs
+from . import parking
+from .parking import STOP
 from .journal import SEND, TIMER_FIRE, TIMER_SET
 from .log import get_logger
 from .rand import Stream
@@ -33,6 +35,10 @@ class ActorCrashed(BaseException):
     """Thrown into a parked actor's task when the fault plan crashes it; ends the task."""
 
 
+class RunOver(BaseException):
+    """Raised from ``receive`` when the run has ended; ends the task."""
+
+
 class Actor:
     """Base class of every scheduler component. ``self.id`` is the stable actor index."""
 
@@ -42,7 +48,7 @@ class Actor:
         self.id = -1
         self.name = ""
         self.incarnation = 0
-        self.rng: Stream | None = None
+        self._rng: Stream | None = None
         self._mailbox: list = []  # heap-key-sorted entries due in the current window
         self._pos = 0  # next mailbox entry to handle
         self._outbox: list = []  # effects in emission order: (code, time, seq, dst, msg, delay)
@@ -59,6 +65,19 @@ class Actor:
     def now(self) -> int:
         """Virtual time of the message being handled, in microseconds."""
         return self._now
+
+    @property
+    def rng(self) -> Stream:
+        """This incarnation's random stream, ``actor/<name>#<incarnation>`` under the run seed (made
+        on first use: most actors never draw, and a stream costs a hash to derive)."""
+        rng = self._rng
+        if rng is None:
+            rng = self._rng = Stream(self.fabric.seed, f"actor/{self.name}#{self.incarnation}")
+        return rng
+
+    @rng.setter
+    def rng(self, stream: Stream) -> None:
+        self._rng = stream
 
     def send(self, dst: int, msg) -> None:
         """Send ``msg`` to actor index ``dst`` across the network."""
@@ -116,12 +135,14 @@ class Actor:
         """Default body: start, then hand each mailbox entry to its handler, parking when empty."""
         self.on_start()
         cache = self._handlers()
-        park = self.fabric._park
+        idle = self.fabric._idle
+        wait = parking.wait
         outbox = self._outbox
         while True:
             mb = self._mailbox
             if self._pos >= len(mb):
-                await park(self)
+                if idle(self) and await wait() is STOP:
+                    return
                 mb = self._mailbox
             while self._pos < len(mb):
                 entry = mb[self._pos]

@@ -24,8 +24,8 @@ import attrs
 import outcome
 import trio
 
-from . import rand
-from .actor import LOCAL, RANK_FAULT, RANK_MESSAGE, RANK_TIMER, Actor, ActorCrashed
+from . import parking, rand
+from .actor import LOCAL, RANK_FAULT, RANK_MESSAGE, RANK_TIMER, Actor, ActorCrashed, RunOver
 from .errors import ConfigError
 from .faults import Fault, plan as make_plan
 from .journal import DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, Journal
@@ -34,21 +34,6 @@ from .network import Network
 OUTSIDE = -1  # sender index of messages injected by the scenario
 
 
-def _abort(_raise_cancel):
-    return trio.lowlevel.Abort.SUCCEEDED
-
-
-class _Wake(outcome.Value):
-    """What a parked actor is resumed with: a Value(None) that may be unwrapped any number of times,
-    so one instance serves every wake-up (trio's default allocates a fresh Value per reschedule)."""
-
-    __slots__ = ()
-
-    def unwrap(self):
-        return None
-
-
-_WAKE = _Wake(None)
 
 
 @attrs.frozen
@@ -96,6 +81,7 @@ class Fabric:
         self._current = None
         self._nursery = None
         self._stop = False
+        self._closing = False
         self._error: BaseException | None = None
         self.events = 0
         self.windows = 0
@@ -181,6 +167,7 @@ class Fabric:
         runs the fabric's next step (``_advance``) itself, so a window costs one trio scheduling pass."""
         self._driver = trio.lowlevel.current_task()
         self._until = until_us
+        self._closing = False
         gc_was_enabled = gc.isenabled()
         gc.collect()
         gc.freeze()
@@ -196,12 +183,13 @@ class Fabric:
                     if not self._driver_waiting:  # no actors at all: nothing will ever run the steps
                         self._advance(None)
                     if self._driver_waiting:
-                        await trio.lowlevel.wait_task_rescheduled(_abort)
+                        await parking.wait()
                 except trio.Cancelled:
                     raise
                 except BaseException as e:  # surface the driver's own error unwrapped
                     self._error = e
-                nursery.cancel_scope.cancel()
+                if self._error is not None or not self._stop_actors():
+                    nursery.cancel_scope.cancel()
         finally:
             self._nursery = None
             gc.unfreeze()
@@ -209,6 +197,16 @@ class Fabric:
                 gc.enable()
         if self._error is not None:
             raise self._error
+
+    def _stop_actors(self) -> bool:
+        """The run is over: let every actor task return (all are parked now). False if one is not."""
+        live = [a for a in self._actors if a is not None]
+        if not all(a._parked for a in live):
+            return False
+        self._closing = True
+        for actor in live:
+            trio.lowlevel.reschedule(actor._task, parking.STOP)
+        return True
 
     def _start_faults(self) -> set:
         """Apply the faults due at the start time before any actor starts (as faults precede
@@ -275,7 +273,7 @@ class Fabric:
                     if actor is current:
                         resume = True
                     else:
-                        reschedule(actor._task, _WAKE)
+                        reschedule(actor._task, parking.WAKE)
             if self._running:
                 return resume
             self._flush(woken)
@@ -294,7 +292,6 @@ class Fabric:
         actor.id = idx
         actor.name = self._names[idx]
         actor.incarnation = self._incarnations[idx]
-        actor.rng = rand.Stream(self.seed, f"actor/{actor.name}#{actor.incarnation}")
         actor._now = self.now
         actor._seq = self._seq[idx]
         self._actors[idx] = actor
@@ -309,6 +306,8 @@ class Fabric:
                 await actor.run()
         except ActorCrashed:
             pass
+        except RunOver:
+            return
         except trio.Cancelled:
             raise
         except BaseException as e:  # a bug in an actor (or the fabric step it ran) ends the run
@@ -316,18 +315,27 @@ class Fabric:
                 self._error = e
             self._nursery.cancel_scope.cancel()
             return
+        if self._closing:
+            return
         self._running -= 1
         if self._running == 0:
             self._advance(None)
 
-    async def _park(self, actor: Actor) -> None:
+    def _idle(self, actor: Actor) -> bool:
+        """``actor`` has handled its mailbox. Returns True when it must wait (``parking.wait``) for
+        the fabric to wake it, False when it was the last busy actor and has mail in the next window
+        (it ran the fabric step itself: no trio round trip)."""
         actor._parked = True
         self._running -= 1
         if self._running == 0 and self._advance(actor):
-            return  # this actor has mail in the next window: carry on without a trio round trip
+            return False
         if actor._crashed:
             raise ActorCrashed()
-        await trio.lowlevel.wait_task_rescheduled(_abort)
+        return True
+
+    async def _park(self, actor: Actor) -> None:
+        if self._idle(actor) and await parking.wait() is parking.STOP:
+            raise RunOver()
 
     def _deliver(self, t: int, end: int) -> list:
         """Move every entry due in [t, end) into mailboxes; returns the actors to wake, in order.
