@@ -29,7 +29,8 @@ from .actor import LOCAL, RANK_FAULT, RANK_MESSAGE, RANK_TIMER, Actor, ActorCras
 from .errors import ConfigError
 from .faults import Fault, plan as make_plan
 from .journal import DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, Journal
-from .network import Network
+from .network import DRAWS_PER_SEND, Network
+from .rand import GOLDEN, MASK, MIX1, MIX2
 
 OUTSIDE = -1  # sender index of messages injected by the scenario
 
@@ -192,6 +193,9 @@ class Fabric:
                     nursery.cancel_scope.cancel()
         finally:
             self._nursery = None
+            for actor in self._actors:  # where each sender's sequence stands (flushes do not track it)
+                if actor is not None:
+                    self._seq[actor.id] = actor._seq
             gc.unfreeze()
             if gc_was_enabled:
                 gc.enable()
@@ -410,17 +414,24 @@ class Fabric:
         """Stamp, journal and route what each actor emitted, in the given (deterministic) order."""
         heap = self._heap
         append = self.journal.pack
-        route = self.network.route
+        net = self.network
+        route = net.route
         by_kind = self.sent_by_kind
-        n_actors = len(self._actors)
+        live = self._actors
+        n_actors = len(live)
         end = self._window_end
-        fixed = self.network.fixed
+        fixed = net.fixed
+        jitter = net.jitter
+        if jitter is not None:
+            lo, span, fifo = jitter
+            last_delivery = net.last_delivery
+        total = 0
         for actor in actors:
             out = actor._outbox
             if not out:
                 continue
             idx = actor.id
-            if self._actors[idx] is not actor:  # crashed meanwhile: its effects die with it
+            if live[idx] is not actor:  # crashed meanwhile: its effects die with it
                 out.clear()
                 continue
             key = self._keys[idx]
@@ -434,6 +445,17 @@ class Fabric:
                     tag = msg._fedemu_tag
                     if fixed is not None:
                         at = now + fixed
+                        copies = 1
+                    elif jitter is not None:  # route() for a plain uniform network, inlined
+                        z = (key + (seq * DRAWS_PER_SEND + 1) * GOLDEN) & MASK  # rand.draw(key, seq * 4)
+                        z = ((z ^ (z >> 30)) * MIX1) & MASK
+                        z = ((z ^ (z >> 27)) * MIX2) & MASK
+                        at = now + lo + ((z ^ (z >> 31)) * span >> 64)
+                        if fifo:
+                            pair = idx << 32 | dst
+                            if at < last_delivery.get(pair, 0):
+                                at = last_delivery[pair]
+                            last_delivery[pair] = at
                         copies = 1
                     else:
                         at, copies = route(idx, dst, seq, now, key)
@@ -455,10 +477,10 @@ class Fabric:
                     append((TIMER_FIRE, now, idx, seq))
                     if now > self._last_event:
                         self._last_event = now
-            self.sent += sends
+            total += sends
             actor.sent += sends
-            self._seq[idx] = actor._seq
             out.clear()
+        self.sent += total
 
     def _apply_fault(self, entry, woken: list) -> None:
         fault: Fault = entry[6]
@@ -471,6 +493,7 @@ class Fabric:
             if actor is None:
                 return
             self._actors[idx] = None
+            self._seq[idx] = actor._seq  # its next incarnation continues the sequence
             actor._mailbox.clear()
             actor._pos = 0
             if actor._parked:

@@ -97,9 +97,10 @@ class Network:
         self.default_loss: float | None = None
         self.partitions: list[tuple[frozenset, frozenset]] = []
         self.ever_slowed = False
-        self.last_delivery: dict[tuple[int, int], int] = {}
+        self.last_delivery: dict[int, int] = {}  # FIFO clamp per link, keyed ``src << 32 | dst``
         self.window = 1
         self.fixed = None
+        self.jitter = None
         self.changed()
 
     @property
@@ -130,15 +131,26 @@ class Network:
         after changing links, loss or slow factors in place (the fabric does for faults)."""
         self.window = max(self._lookahead(), 1)
         self.fixed = self.fixed_latency()
+        self.jitter = self.plain_jitter()
+
+    def _plain(self) -> bool:
+        """Only the default link applies, without loss, duplication or faults."""
+        d = self.default
+        return not (self.links or self.slow or self.loss or self.default_loss is not None or self.ever_slowed
+                    or d.loss or d.dup)
 
     def fixed_latency(self) -> int | None:
-        """The latency of every send when the network is plain (one constant default link, no
-        overrides, loss, duplication or faults), so the fabric may skip routing; else None."""
-        d = self.default
-        if (self.links or self.slow or self.loss or self.default_loss is not None or self.ever_slowed
-                or d.loss or d.dup or not d.latency.constant):
+        """The latency of every send when the network is plain with a constant latency, so the
+        fabric may skip routing; else None."""
+        return self.default.latency.lo if self._plain() and self.default.latency.constant else None
+
+    def plain_jitter(self) -> tuple[int, int, bool] | None:
+        """``(lo, hi - lo + 1, fifo)`` when the network is plain with a uniform latency, so the
+        fabric may route inline (the same draws as ``route``); else None."""
+        lat = self.default.latency
+        if not self._plain() or lat.kind != "uniform" or lat.constant:
             return None
-        return d.latency.lo
+        return lat.lo, lat.hi - lat.lo + 1, self.default.fifo
 
     def link(self, src: int, dst: int) -> Link:
         links = self.links
@@ -167,7 +179,7 @@ class Network:
             return now + delay, 0
         at = now + delay
         if link.fifo and (self.ever_slowed or not link.latency.constant):
-            pair = (src, dst)
+            pair = src << 32 | dst
             last = self.last_delivery.get(pair, 0)
             if at < last:
                 at = last

@@ -12,14 +12,16 @@ import math
 
 _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
+MIX1, MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # splitmix64's multipliers (for inlined copies)
+MASK, GOLDEN = _MASK, _GOLDEN
 _TWO_64 = float(1 << 64)
 _TWO_53 = float(1 << 53)
 
 
 def mix64(z: int) -> int:
     """The splitmix64 finalizer: a bijective scramble of a 64-bit integer."""
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    z = ((z ^ (z >> 30)) * MIX1) & _MASK
+    z = ((z ^ (z >> 27)) * MIX2) & _MASK
     return z ^ (z >> 31)
 
 

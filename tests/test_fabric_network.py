@@ -299,3 +299,20 @@ def test_restore_all_links(tmp_path):
                                 senders=[(0, 3, 600), (0, 3, 600)])
     assert sorted((r[2], r[1], r[5] - r[1]) for r in by_code(records, SEND)) == [
         (1, 0, 100), (1, 600, 200), (1, 1200, 100), (2, 0, 100), (2, 600, 400), (2, 1200, 100)]
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+def test_inline_uniform_routing_matches_route(tmp_path, fifo):
+    """On a plain uniform network the kernel routes inline; every send time must be what
+    ``Network.route`` gives for the same sender key and sequence number (FIFO clamp included)."""
+    make = lambda: Network(Link(Latency.uniform(300, 900), fifo=fifo))  # noqa: E731
+    assert make().jitter == (300, 601, fifo) and make().fixed is None
+    fabric, records, _ = run_traffic(tmp_path, make, senders=[(0, 300, 7), (0, 300, 0), (1, 200, 5)])
+    reference = make()
+    keys = {i: rand.name_key(0, f"net/{name}") for i, name in enumerate(fabric.names)}
+    sends = by_code(records, SEND)
+    assert len(sends) == 800
+    for _, now, src, seq, dst, at, _, _ in sends:
+        assert reference.route(src, dst, seq, now, keys[src]) == (at, 1)
+    assert Network(Link(Latency.uniform(300, 900), loss=0.1)).jitter is None
+    assert Network(Link(Latency.const(300))).jitter is None
