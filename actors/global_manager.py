@@ -73,9 +73,6 @@ class GlobalManager(JobFrontEnd, Actor):
         self.gain_total = 0
         self.row_gains = [0] * self.num_lms
         self.empty_memo: dict[tuple, list] = {}
-        # What the view believes each worker has free, as the tuples the LMs send (a cheap equality test).
-        self.known_free = [[tuple(row) for p in range(self.num_gms) for row in views[lm][p].free.tolist()]
-                           for lm in range(self.num_lms)]
         self.total_free = sum(view.free_count for row in views for view in row)
         self.launches = self.internal = self.external = self.failures = self.passes = 0
         self.choice_rng = None
@@ -89,18 +86,17 @@ class GlobalManager(JobFrontEnd, Actor):
 
     def _apply(self, lm: int, workers: tuple, frees: tuple) -> None:
         """Learn absolute free vectors of LM ``lm``'s workers; bump the search memo's counters."""
-        known = self.known_free[lm]
         per = self.per_partition
         views, gains = self.views[lm], self.gains[lm]
         changed = free_delta = 0
         for w, free in zip(workers, frees):
-            if known[w] == free:
-                continue  # nothing new: no search memo needs invalidating either
-            known[w] = free
             p, local = divmod(w, per)
+            delta = views[p].update(local, free)
+            if delta is None:
+                continue  # nothing new: no search memo needs invalidating either
             gains[p] += 1
             changed += 1
-            free_delta += views[p].update(local, free)
+            free_delta += delta
         if changed:
             self.total_free += free_delta
             self.row_gains[lm] += changed
@@ -223,7 +219,6 @@ class GlobalManager(JobFrontEnd, Actor):
         before = view.is_available(local)
         view.allocate(local, task.demand)
         worker = p * self.per_partition + local
-        self.known_free[lm][worker] = tuple(a - d for a, d in zip(self.known_free[lm][worker], task.demand))
         if before and not view.is_available(local):
             self.total_free -= 1
         external = p != self.gm

@@ -18,6 +18,8 @@ the next multiple of the period, as if it had ticked all along): an idle day of 
 
 from __future__ import annotations
 
+from itertools import compress
+
 import attrs
 
 from fabric.actor import Actor
@@ -142,16 +144,19 @@ class LocalManager(Actor):
         self.armed = False
         end = self.base + len(self.changes)
         cause, free = self.cause, self.free
-        shared: dict[int, dict] = {}  # cursor -> {worker: free tuple} of the workers changed since
+        shared: dict[int, tuple] = {}  # cursor -> (workers changed since, their free tuples, causes)
         for gm in range(len(self.gm_ids)):
             start = self.cursor[gm]
             changed = shared.get(start)
             if changed is None:
-                changed = shared[start] = {w: tuple(free[w]) for w in dict.fromkeys(self.changes[start - self.base:])}
+                ws = tuple(dict.fromkeys(self.changes[start - self.base:]))
+                changed = shared[start] = (ws, tuple([tuple(free[w]) for w in ws]), [cause[w] for w in ws])
             self.cursor[gm] = end
-            workers = tuple(w for w in changed if cause[w] != gm)
+            ws, fs, causes = changed
+            keep = list(map(gm.__ne__, causes))
+            workers = tuple(compress(ws, keep))
             if workers:
-                self.send(self.gm_ids[gm], Heartbeat(self.lm, workers, tuple(changed[w] for w in workers)))
+                self.send(self.gm_ids[gm], Heartbeat(self.lm, workers, tuple(compress(fs, keep))))
         self.heartbeats += 1
         self._trim()
 

@@ -62,9 +62,11 @@ class Stream:
 
     def bits64(self) -> int:
         """The next raw 64-bit value."""
-        c = self.counter
-        self.counter = c + 1
-        return mix64((self.key + (c + 1) * _GOLDEN) & _MASK)
+        c = self.counter = self.counter + 1
+        z = (self.key + c * _GOLDEN) & _MASK  # mix64, inlined: this is every actor's hot draw
+        z = ((z ^ (z >> 30)) * MIX1) & _MASK
+        z = ((z ^ (z >> 27)) * MIX2) & _MASK
+        return z ^ (z >> 31)
 
     def random(self) -> float:
         """A float in [0, 1)."""

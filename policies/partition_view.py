@@ -266,11 +266,14 @@ class PartitionView:
             self._free[local] = new
         self._set_flag(local, bool((new >= self._unit).all()))
 
-    def update(self, local: int, free_vector) -> int:
-        """``set_free`` that returns how availability changed: +1 became available, -1 became
-        unavailable, 0 unchanged (what a scheduler's free counters need, in one call)."""
+    def update(self, local: int, free_vector) -> int | None:
+        """``set_free`` that returns what changed: None when the view already held this vector, else
+        how availability changed (+1 became available, -1 became unavailable, 0 unchanged), which is
+        what a scheduler's counters and search memo need, in one call."""
         if self._single and len(free_vector) == 1:  # the hot one-resource case, inlined
             f = free_vector[0]
+            if f == self._free0[local]:
+                return None
             if not 0 <= f <= self._cap0[local]:
                 raise AssertionError(f"free {list(free_vector)} for worker {self.worker_ids[local]} is not within "
                                      f"0..{[self._cap0[local]]}")
@@ -285,6 +288,8 @@ class PartitionView:
                 return 1
             self._free_count -= 1
             return -1
+        if not self._single and self._free[local].tolist() == list(free_vector):
+            return None
         before = self._flags[local]
         self.set_free(local, free_vector)
         return self._flags[local] - before

@@ -198,5 +198,7 @@ def test_update_reports_the_availability_change():
 
     view = PartitionView([WorkerSpec(i, 0, (2,), ()) for i in range(3)])
     assert view.update(1, (1,)) == 0 and view.update(1, (0,)) == -1
-    assert view.update(1, (0,)) == 0 and view.update(1, (2,)) == 1
+    assert view.update(1, (0,)) is None and view.update(1, (2,)) == 1
     assert view.free_count == 3
+    wide = PartitionView([WorkerSpec(i, 0, (2, 4), ()) for i in range(2)])
+    assert wide.update(0, (2, 4)) is None and wide.update(0, (0, 4)) == -1 and wide.update(0, (0, 4)) is None
