@@ -42,6 +42,11 @@ class RunOver(BaseException):
 class Actor:
     """Base class of every scheduler component. ``self.id`` is the stable actor index."""
 
+    # The fabric's per-actor fields live in slots (compact, and the fastest attribute access);
+    # subclasses keep their own state in an ordinary ``__dict__`` unless they declare slots too.
+    __slots__ = ("fabric", "id", "name", "incarnation", "_rng", "_mailbox", "_pos", "_outbox", "_now", "_seq",
+                 "_parked", "_crashed", "_task", "received", "sent", "__dict__")
+
     def __init__(self) -> None:
         # Set by Fabric._spawn before the task starts.
         self.fabric = None
