@@ -11,8 +11,6 @@ from __future__ import annotations
 from bisect import insort
 
 import attrs
-from . import parking
-from .parking import STOP
 from .journal import SEND, TIMER_FIRE, TIMER_SET
 from .log import get_logger
 from .rand import Stream
@@ -137,29 +135,10 @@ class Actor:
         return entry[2], entry[6]
 
     async def run(self) -> None:
-        """Default body: start, then hand each mailbox entry to its handler, parking when empty."""
-        self.on_start()
-        cache = self._handlers()
-        idle = self.fabric._idle
-        wait = parking.wait
-        outbox = self._outbox
-        while True:
-            mb = self._mailbox
-            if self._pos >= len(mb):
-                if idle(self) and await wait() is STOP:
-                    return
-                mb = self._mailbox
-            while self._pos < len(mb):
-                entry = mb[self._pos]
-                self._pos += 1
-                self._now = entry[0]
-                if entry[4] == LOCAL:
-                    outbox.append((TIMER_FIRE, entry[0], entry[3], self.id, None, 0))
-                msg = entry[6]
-                handler = cache.get(msg.__class__)
-                if handler is None:
-                    handler = self._resolve(msg.__class__)
-                handler(self, msg, entry[2])
+        """Override to write an imperative actor: ``on_start`` is not called for you; loop on
+        ``await self.receive()``. Left alone, the fabric's task for this actor calls ``on_start``,
+        then hands each mailbox entry to its ``on_<Message>`` handler (see ``Fabric._actor_main``)."""
+        raise NotImplementedError("handler actors are run by the fabric; override run() to use receive()")
 
     @classmethod
     def _handlers(cls) -> dict:
