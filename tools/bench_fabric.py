@@ -1,8 +1,9 @@
 """`fedemu bench fabric`: per-message cost of the fabric vs a plain heapq loop (the CPython floor).
 
 Two patterns among N actors: ping-pong (N/2 pairs bouncing a counter) and fan-out (a hub sends one
-message to every actor, each replies, repeated). Both run with 500 us +/- jitter latency, journal
-digest on (recording off), and print us/message for each implementation, their ratio and peak memory.
+message to every actor, each replies, repeated). Both run with 400-600 us uniform latency, journal
+digest on (recording off). The floor runs the same handlers as plain functions on a heapq loop, with
+the same messages and latency draws; a bare inline loop is printed as a lower bound for reference.
 """
 
 from __future__ import annotations
@@ -93,61 +94,113 @@ def fabric_fanout(n: int, rounds: int) -> tuple[int, float]:
     return f.sent, time.perf_counter() - t0
 
 
-def heap_pingpong(n: int, hops: int) -> tuple[int, float]:
-    """The same pattern as plain functions on a heapq loop with the same latency draws."""
+def _floor_loop():
+    """The floor: a plain heapq event loop. Each event is handed to a plain function (the actor's
+    handler, written without the fabric); sends draw the same uniform latency as the fabric's link.
+    Returns (send, run, sent) closures."""
     from fabric import rand
 
-    key = rand.name_key(1, "plain")
-    heap = []
+    key, draw = rand.name_key(1, "plain"), rand.draw
+    heap: list = []
     seq = [0]
-    state = [hops] * n
+    push, pop = heapq.heappush, heapq.heappop
 
-    def send(now, src, dst, h):
+    def send(now, src, dst, msg):
         seq[0] += 1
-        at = now + 400 + (rand.draw(key, seq[0]) * 201 >> 64)
-        heapq.heappush(heap, (at, src, seq[0], dst, h))
+        push(heap, (now + 400 + (draw(key, seq[0]) * 201 >> 64), src, seq[0], dst, msg))
+
+    def run(handlers):
+        while heap:
+            now, src, _, dst, msg = pop(heap)
+            handlers[dst](now, dst, src, msg)
+
+    return send, run, lambda: seq[0]
+
+
+def heap_pingpong(n: int, hops: int) -> tuple[int, float]:
+    """Ping-pong on the floor loop: the same handler logic and Ball messages as ``Bouncer``."""
+    send, run, sent = _floor_loop()
+
+    def on_ball(now, me, src, msg):
+        if msg.hops > 1:
+            send(now, me, src, Ball(msg.hops - 1))
 
     t0 = time.perf_counter()
     for i in range(0, n, 2):
-        send(0, i, i + 1, hops)
-    sent = n // 2
-    while heap:
-        now, src, _, dst, h = heapq.heappop(heap)
-        state[dst] = h
-        if h > 1:
-            send(now, dst, src, h - 1)
-            sent += 1
-    return sent, time.perf_counter() - t0
+        send(0, i, i + 1, Ball(hops))
+    run([on_ball] * n)
+    return sent(), time.perf_counter() - t0
 
 
 def heap_fanout(n: int, rounds: int) -> tuple[int, float]:
+    """Fan-out on the floor loop: the same logic as ``Hub`` and ``Leaf``."""
+    send, run, sent = _floor_loop()
+    state = {"rounds": rounds, "pending": 0}
+
+    def hub_round(now):
+        if state["rounds"] == 0:
+            return
+        state["rounds"] -= 1
+        for dst in range(1, n):
+            send(now, 0, dst, Ball(1))
+        state["pending"] = n - 1
+
+    def on_hub(now, me, src, msg):
+        state["pending"] -= 1
+        if state["pending"] == 0:
+            hub_round(now)
+
+    def on_leaf(now, me, src, msg):
+        send(now, me, src, Ball(0))
+
+    t0 = time.perf_counter()
+    hub_round(0)
+    run([on_hub] + [on_leaf] * (n - 1))
+    return sent(), time.perf_counter() - t0
+
+
+def inline_pingpong(n: int, hops: int) -> tuple[int, float]:
+    """A lower bound below the floor: the loop body does the pattern itself (no handler call, no
+    message object). Reported for reference only."""
     from fabric import rand
 
     key = rand.name_key(1, "plain")
     heap = []
-    seq = [0]
-    sent = 0
-
-    def send(now, src, dst):
-        seq[0] += 1
-        at = now + 400 + (rand.draw(key, seq[0]) * 201 >> 64)
-        heapq.heappush(heap, (at, src, seq[0], dst))
-
+    seq = 0
     t0 = time.perf_counter()
-    for r in range(rounds):
-        now = 0 if not r else now
+    for i in range(0, n, 2):
+        seq += 1
+        heapq.heappush(heap, (400 + (rand.draw(key, seq) * 201 >> 64), i, seq, i + 1, hops))
+    while heap:
+        now, src, _, dst, h = heapq.heappop(heap)
+        if h > 1:
+            seq += 1
+            heapq.heappush(heap, (now + 400 + (rand.draw(key, seq) * 201 >> 64), dst, seq, src, h - 1))
+    return seq, time.perf_counter() - t0
+
+
+def inline_fanout(n: int, rounds: int) -> tuple[int, float]:
+    """The fan-out counterpart of ``inline_pingpong``."""
+    from fabric import rand
+
+    key = rand.name_key(1, "plain")
+    heap = []
+    seq = 0
+    now = 0
+    t0 = time.perf_counter()
+    for _ in range(rounds):
         for dst in range(1, n):
-            send(now, 0, dst)
-            sent += 1
+            seq += 1
+            heapq.heappush(heap, (now + 400 + (rand.draw(key, seq) * 201 >> 64), 0, seq, dst))
         pending = n - 1
         while pending:
             now, src, _, dst = heapq.heappop(heap)
             if dst == 0:
                 pending -= 1
             else:
-                send(now, dst, 0)
-                sent += 1
-    return sent, time.perf_counter() - t0
+                seq += 1
+                heapq.heappush(heap, (now + 400 + (rand.draw(key, seq) * 201 >> 64), dst, seq, 0))
+    return seq, time.perf_counter() - t0
 
 
 def peak_rss_mb() -> float:
@@ -166,20 +219,24 @@ def idle_memory_mb(n: int) -> float:
 
 
 def run(sizes=(100, 1_000, 10_000, 100_000), messages: int = 200_000, out=print) -> list[dict]:
-    """Run both patterns at each size; print and return the figures."""
+    """Run both patterns at each size; print and return the figures. ``ratio`` is against the
+    floor (a heapq loop calling plain handler functions); ``inline`` is a bare loop for reference."""
     rows = []
-    out(f"{'pattern':9} {'actors':>7} {'messages':>9} {'fabric us/msg':>14} {'heapq us/msg':>13} {'ratio':>6}")
+    out(f"{'pattern':9} {'actors':>7} {'messages':>9} {'fabric us/msg':>14} {'floor us/msg':>13} {'ratio':>6} "
+        f"{'inline us/msg':>14} {'ratio':>6}")
     for n in sizes:
         hops = max(2, messages // max(1, n // 2))
         rounds = max(1, messages // (2 * n))
-        for name, fab, plain, arg in (("ping-pong", fabric_pingpong, heap_pingpong, hops),
-                                      ("fan-out", fabric_fanout, heap_fanout, rounds)):
+        for name, fab, plain, inline, arg in (("ping-pong", fabric_pingpong, heap_pingpong, inline_pingpong, hops),
+                                              ("fan-out", fabric_fanout, heap_fanout, inline_fanout, rounds)):
             fm, ft = fab(n, arg)
             pm, pt = plain(n, arg)
-            fus, pus = ft / fm * 1e6, pt / pm * 1e6
+            im, it = inline(n, arg)
+            assert fm == pm == im, (name, n, fm, pm, im)  # the same pattern, message for message
+            fus, pus, ius = ft / fm * 1e6, pt / pm * 1e6, it / im * 1e6
             rows.append({"pattern": name, "actors": n, "messages": fm, "fabric_us": fus, "heapq_us": pus,
-                         "ratio": fus / pus})
-            out(f"{name:9} {n:>7} {fm:>9} {fus:>14.2f} {pus:>13.2f} {fus / pus:>6.2f}")
+                         "ratio": fus / pus, "inline_us": ius, "inline_ratio": fus / ius})
+            out(f"{name:9} {n:>7} {fm:>9} {fus:>14.2f} {pus:>13.2f} {fus / pus:>6.2f} {ius:>14.2f} {fus / ius:>6.2f}")
     out(f"peak RSS so far: {peak_rss_mb():.0f} MB")
     idle = max(sizes)
     out(f"{idle:,} idle actors started and parked: +{idle_memory_in_subprocess(idle):.0f} MB peak RSS")
