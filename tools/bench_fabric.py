@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import gc
 import heapq
-import resource
 import time
 
 from fabric.actor import Actor
 from fabric.kernel import Fabric
 from fabric.messages import message
 from fabric.network import Latency, Link, Network
+from tools.rss import peak_rss_mb
 
 
 @message("bench.ball")
@@ -201,10 +201,6 @@ def inline_fanout(n: int, rounds: int) -> tuple[int, float]:
                 seq += 1
                 heapq.heappush(heap, (now + 400 + (rand.draw(key, seq) * 201 >> 64), dst, seq, 0))
     return seq, time.perf_counter() - t0
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def idle_memory_mb(n: int) -> float:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ CASES = {
 
 def _child(case: str, out: str) -> None:
     """Run one case in this process and write its figures as JSON to ``out``."""
+    from tools.rss import peak_rss_mb
     from tools.runner import execute
 
     _, overrides = CASES[case]
@@ -45,7 +45,7 @@ def _child(case: str, out: str) -> None:
         r = execute("default", seed=1, overrides=overrides, journal_path=journal)
         size = os.path.getsize(journal)
     s = r.summary
-    figures = {"case": case, "wall_s": r.wall_s, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    figures = {"case": case, "wall_s": r.wall_s, "peak_rss_mb": peak_rss_mb(),
                "events": s["events"], "messages": s["messages"], "tasks": s["tasks"], "jobs": s["jobs"],
                "journal_mb": size / 2**20, "delay_p50_s": s["delay_s"]["p50"], "delay_p99_s": s["delay_s"]["p99"],
                "utilization_mean": s["utilization_mean"], "counters": s["counters"]}
