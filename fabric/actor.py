@@ -2,16 +2,15 @@
 
 Subclasses write handlers ``on_<MessageClass>(self, msg, src)`` (``src`` is the sender's actor
 index) and optionally ``on_start``. Handlers are plain methods: they read and change state and call
-``send`` / ``set_timer``; the fabric stamps, journals and routes what they emit once every actor
-woken at the same tick has gone idle. An actor never sleeps on trio itself: waiting is a fabric timer.
+``send`` / ``set_timer``. The fabric routes a send at once (nothing in routing depends on which actor
+ran first) and journals what each actor emitted once every actor woken in the window has gone idle,
+actor by actor in wake order. An actor never sleeps on trio itself: waiting is a fabric timer.
 """
 
 from __future__ import annotations
 
-from bisect import insort
-
 import attrs
-from .journal import SEND, TIMER_FIRE, TIMER_SET
+
 from .log import get_logger
 from .rand import Stream
 
@@ -54,7 +53,7 @@ class Actor:
         self._rng: Stream | None = None
         self._mailbox: list = []  # heap-key-sorted entries due in the current window
         self._pos = 0  # next mailbox entry to handle
-        self._outbox: list = []  # effects in emission order: (code, time, seq, dst, msg, delay)
+        self._outbox: list = []  # journal records of this window's effects, in emission order
         self._now = 0
         self._seq = 0
         self._parked = False
@@ -85,18 +84,14 @@ class Actor:
     def send(self, dst: int, msg) -> None:
         """Send ``msg`` to actor index ``dst`` across the network."""
         self._seq += 1
-        self._outbox.append((SEND, self._now, self._seq, dst, msg, 0))
+        self.fabric._send(self, dst, msg)
 
     def set_timer(self, delay_us: int, msg) -> None:
         """Deliver ``msg`` to this actor itself after ``delay_us`` (bypasses the network)."""
         if delay_us < 0:
             raise ValueError(f"{self.name}: timer delay {delay_us} us is negative")
         self._seq += 1
-        at = self._now + delay_us
-        self._outbox.append((TIMER_SET, self._now, self._seq, self.id, msg, at))
-        if at < self.fabric._window_end:
-            # Due inside the window being handled: merge into our own sorted mailbox.
-            insort(self._mailbox, (at, RANK_TIMER, self.id, self._seq, LOCAL, self.id, msg), lo=self._pos)
+        self.fabric._set_timer(self, self._now + delay_us, msg)
 
     def stop_run(self) -> None:
         """Ask the fabric to end the run after the current window."""
@@ -124,7 +119,7 @@ class Actor:
         self._pos += 1
         self._now = entry[0]
         if entry[4] == LOCAL:
-            self._outbox.append((TIMER_FIRE, entry[0], entry[3], self.id, None, 0))
+            self.fabric._local_fired(self, entry)
         return entry
 
     async def receive(self):

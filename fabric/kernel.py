@@ -18,6 +18,7 @@ times the (time, rank, sender, seq) order holds only among entries already in th
 from __future__ import annotations
 
 import gc
+from bisect import insort
 from heapq import heappop, heappush
 
 import attrs
@@ -328,8 +329,10 @@ class Fabric:
                         entry = mb[actor._pos]
                         actor._pos += 1
                         actor._now = entry[0]
-                        if entry[4] == LOCAL:
-                            outbox.append((TIMER_FIRE, entry[0], entry[3], actor.id, None, 0))
+                        if entry[4] == LOCAL:  # a timer merged into this window fired
+                            outbox.append((TIMER_FIRE, entry[0], actor.id, entry[3]))
+                            if entry[0] > self._last_event:
+                                self._last_event = entry[0]
                         msg = entry[6]
                         handler = cache.get(msg.__class__)
                         if handler is None:
@@ -437,77 +440,77 @@ class Fabric:
     def _drop(self, cause: str) -> None:
         self.drops_by_cause[cause] = self.drops_by_cause.get(cause, 0) + 1
 
-    def _flush(self, actors) -> None:
-        """Stamp, journal and route what each actor emitted, in the given (deterministic) order."""
-        heap = self._heap
-        append = self.journal.pack
-        net = self.network
-        route = net.route
-        by_kind = self.sent_by_kind
+    def _send(self, actor: Actor, dst: int, msg) -> None:
+        """Route ``actor``'s send number ``actor._seq`` now and put it on the heap. Nothing here
+        depends on which actor ran first: heap keys are unique, draws are counter-based, a link's
+        FIFO state belongs to its one sender, counts add up. Only the journal order does, so the
+        records wait in the actor's outbox until ``_flush``."""
         live = self._actors
-        n_actors = len(live)
-        end = self._window_end
+        if not 0 <= dst < len(live):
+            raise ValueError(f"{actor.name} sent {msg._fedemu_tag} to actor index {dst}; "
+                             f"valid: 0..{len(live) - 1}")
+        idx, seq, now = actor.id, actor._seq, actor._now
+        net = self.network
         fixed = net.fixed
-        jitter = net.jitter
-        if jitter is not None:
-            lo, span, fifo = jitter
-            last_delivery = net.last_delivery
-        total = 0
+        if fixed is not None:
+            at = now + fixed
+            copies = 1
+        elif net.jitter is not None:  # route() for a plain uniform network, inlined
+            lo, span, fifo = net.jitter
+            z = (self._keys[idx] + (seq * DRAWS_PER_SEND + 1) * GOLDEN) & MASK  # rand.draw(key, seq * 4)
+            z = ((z ^ (z >> 30)) * MIX1) & MASK
+            z = ((z ^ (z >> 27)) * MIX2) & MASK
+            at = now + lo + ((z ^ (z >> 31)) * span >> 64)
+            if fifo:
+                last_delivery = net.last_delivery
+                pair = idx << 32 | dst
+                if at < last_delivery.get(pair, 0):
+                    at = last_delivery[pair]
+                last_delivery[pair] = at
+            copies = 1
+        else:
+            at, copies = net.route(idx, dst, seq, now, self._keys[idx])
+        tag = msg._fedemu_tag
+        out = actor._outbox
+        out.append((SEND, now, idx, seq, dst, at, tag, msg._fedemu_fields(msg)))
+        by_kind = self.sent_by_kind
+        by_kind[tag] = by_kind.get(tag, 0) + 1
+        self.sent += 1
+        actor.sent += 1
+        if copies == 0:
+            out.append((DROP, now, idx, seq, dst, "loss"))
+            self._drop("loss")
+            return
+        heappush(self._heap, (at, RANK_MESSAGE, idx, seq, 0, dst, msg))
+        if copies == 2:
+            heappush(self._heap, (at, RANK_MESSAGE, idx, seq, 1, dst, msg))
+
+    def _set_timer(self, actor: Actor, at: int, msg) -> None:
+        """Set ``actor``'s timer number ``actor._seq``: into its own sorted mailbox when it falls in
+        the window being handled, else on the heap."""
+        idx, seq = actor.id, actor._seq
+        actor._outbox.append((TIMER_SET, actor._now, idx, seq, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
+        self.timers += 1
+        if at < self._window_end:
+            insort(actor._mailbox, (at, RANK_TIMER, idx, seq, LOCAL, idx, msg), lo=actor._pos)
+        else:
+            heappush(self._heap, (at, RANK_TIMER, idx, seq, 0, idx, msg))
+
+    def _local_fired(self, actor: Actor, entry) -> None:
+        """A timer merged into the mailbox is being handled (the receive() path)."""
+        actor._outbox.append((TIMER_FIRE, entry[0], actor.id, entry[3]))
+        if entry[0] > self._last_event:
+            self._last_event = entry[0]
+
+    def _flush(self, actors) -> None:
+        """Journal what each actor emitted, in the given (deterministic) wake order."""
+        append = self.journal.pack
         for actor in actors:
             out = actor._outbox
-            if not out:
-                continue
-            idx = actor.id
-            if live[idx] is not actor:  # crashed meanwhile: its effects die with it
+            if out:
+                for record in out:
+                    append(record)
                 out.clear()
-                continue
-            key = self._keys[idx]
-            sends = 0
-            for code, now, seq, dst, msg, at in out:
-                if code == SEND:
-                    if not 0 <= dst < n_actors:
-                        raise ValueError(f"{actor.name} sent {msg._fedemu_tag} to actor index {dst}; "
-                                         f"valid: 0..{n_actors - 1}")
-                    sends += 1
-                    tag = msg._fedemu_tag
-                    if fixed is not None:
-                        at = now + fixed
-                        copies = 1
-                    elif jitter is not None:  # route() for a plain uniform network, inlined
-                        z = (key + (seq * DRAWS_PER_SEND + 1) * GOLDEN) & MASK  # rand.draw(key, seq * 4)
-                        z = ((z ^ (z >> 30)) * MIX1) & MASK
-                        z = ((z ^ (z >> 27)) * MIX2) & MASK
-                        at = now + lo + ((z ^ (z >> 31)) * span >> 64)
-                        if fifo:
-                            pair = idx << 32 | dst
-                            if at < last_delivery.get(pair, 0):
-                                at = last_delivery[pair]
-                            last_delivery[pair] = at
-                        copies = 1
-                    else:
-                        at, copies = route(idx, dst, seq, now, key)
-                    append((SEND, now, idx, seq, dst, at, tag, msg._fedemu_fields(msg)))
-                    by_kind[tag] = by_kind.get(tag, 0) + 1
-                    if copies == 0:
-                        append((DROP, now, idx, seq, dst, "loss"))
-                        self._drop("loss")
-                        continue
-                    heappush(heap, (at, RANK_MESSAGE, idx, seq, 0, dst, msg))
-                    if copies == 2:
-                        heappush(heap, (at, RANK_MESSAGE, idx, seq, 1, dst, msg))
-                elif code == TIMER_SET:
-                    append((TIMER_SET, now, idx, seq, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
-                    self.timers += 1
-                    if at >= end:
-                        heappush(heap, (at, RANK_TIMER, idx, seq, 0, idx, msg))
-                else:  # a timer merged into the mailbox fired
-                    append((TIMER_FIRE, now, idx, seq))
-                    if now > self._last_event:
-                        self._last_event = now
-            total += sends
-            actor.sent += sends
-            out.clear()
-        self.sent += total
 
     def _apply_fault(self, entry, woken: list) -> None:
         fault: Fault = entry[6]

@@ -290,7 +290,21 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
     epochs = [0] * n
     incs = [0] * n
     keys = [rand.name_key(seed, f"net/{name}") for name in names]
-    fake_fabric = types.SimpleNamespace(_window_end=-1, stop=lambda: None)  # no timer is ever merged
+    def send(actor, dst, msg) -> None:
+        seq, now = actor._seq, actor._now
+        at, copies = network.route(actor.id, dst, seq, now, keys[actor.id])
+        records.append((SEND, now, actor.id, seq, dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
+        if copies == 0:
+            records.append((DROP, now, actor.id, seq, dst, "loss"))
+        for copy in range(copies):
+            heappush(heap, (at, RANK_MESSAGE, actor.id, seq, copy, dst, msg))
+
+    def set_timer(actor, at, msg) -> None:  # never merged into a mailbox: no windows here
+        seq = actor._seq
+        records.append((TIMER_SET, actor._now, actor.id, seq, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
+        heappush(heap, (at, RANK_TIMER, actor.id, seq, 0, actor.id, msg))
+
+    fake_fabric = types.SimpleNamespace(stop=lambda: None, _send=send, _set_timer=set_timer)
 
     for k, (dst, msg, at) in enumerate(injects, start=1):
         records.append((SEND, 0, OUTSIDE, k, dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
@@ -299,19 +313,6 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
         heappush(heap, (fault.at_us, RANK_FAULT, OUTSIDE, k, 0, OUTSIDE, fault))
 
     def flush(actor) -> None:
-        for code, now, seq, dst, msg, at in actor._outbox:
-            if code == SEND:
-                at, copies = network.route(actor.id, dst, seq, now, keys[actor.id])
-                records.append((SEND, now, actor.id, seq, dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
-                if copies == 0:
-                    records.append((DROP, now, actor.id, seq, dst, "loss"))
-                for copy in range(copies):
-                    heappush(heap, (at, RANK_MESSAGE, actor.id, seq, copy, dst, msg))
-            else:
-                assert code == TIMER_SET, code
-                records.append((TIMER_SET, now, actor.id, seq, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
-                heappush(heap, (at, RANK_TIMER, actor.id, seq, 0, actor.id, msg))
-        actor._outbox.clear()
         seqs[actor.id] = actor._seq
 
     def spawn(i: int, now: int) -> None:
