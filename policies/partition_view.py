@@ -40,6 +40,11 @@ class PartitionView:
     Policies get it read-only; the owning scheduler mutates it through allocate/release/set_free.
     """
 
+    # Slots: a GM holds one view per (LM, partition) and touches one on every state change it learns.
+    __slots__ = ("n", "num_constraints", "num_resources", "worker_ids", "_local_of", "capacity", "constraint_counts",
+                 "constraint_vectors", "_all", "_unit_tuple", "_demands", "_masks", "_unit", "_unit_first",
+                 "_single", "_cap0", "_free0", "_free", "_flags", "_avail", "_free_count")
+
     def __init__(
         self,
         workers: Sequence[WorkerSpec],
