@@ -132,3 +132,9 @@ def test_malformed_numbers_on_the_command_line_are_usage_errors(capsys):
         assert exc.value.code == 2
         err = capsys.readouterr().err
         assert "Traceback" not in err and ("not a number of seconds" in err or "not a list of actor counts" in err)
+
+
+def test_an_unknown_bench_case_is_named_before_anything_runs(capsys):
+    code, out, err = run_cli(capsys, "bench", "megha", "--case", "yh1-1k,nope")
+    assert code == 2 and out == ""
+    assert err == "fedemu: error: unknown bench case 'nope'; known: goog, syn1000, yh1, yh1-1k\n"

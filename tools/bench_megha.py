@@ -54,7 +54,7 @@ def _child(case: str, out: str) -> None:
 
 
 def main(args) -> int:
-    cases = args.case or ["yh1-1k", "yh1", "goog", "syn1000"]
+    cases = [c.strip() for arg in args.case for c in arg.split(",") if c.strip()] if args.case else list(CASES)
     for case in cases:
         if case not in CASES:
             from fabric.errors import unknown_name

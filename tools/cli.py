@@ -147,7 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("what", choices=["fabric", "megha"])
     b.add_argument("--sizes", type=_sizes, help="fabric: comma-separated actor counts")
     b.add_argument("--messages", type=int, default=200_000, help="fabric: messages per pattern and size")
-    b.add_argument("--case", action="append", help="megha: which cases (yh1, goog, syn1000); default all")
+    b.add_argument("--case", action="append", help="megha: which cases (yh1-1k, yh1, goog, syn1000; repeat the "
+                   "option or separate with commas); default all")
     b.set_defaults(func=_cmd_bench)
     return p
 
