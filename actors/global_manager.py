@@ -62,6 +62,7 @@ class GlobalManager(JobFrontEnd, Actor):
         self.per_partition = views[0][0].n
         self.rr_internal = 0
         self.rr_external = 0
+        self.external_order = [(gm + j) % self.num_gms for j in range(1, self.num_gms)]  # other GMs' partitions, in order
         self.queues: dict[tuple, deque] = {}
         self.heads: list = []  # (seq, signature) of every non-empty signature queue
         self.seq = 0
@@ -185,30 +186,32 @@ class GlobalManager(JobFrontEnd, Actor):
         _, known_rows, known = memo
         gains, row_gains, views = self.gains, self.row_gains, self.views
         g = self.gm
+        start = self.rr_internal
         for k in range(n_lm):
-            lm = (self.rr_internal + k) % n_lm
-            if known_rows[lm] == row_gains[lm]:
+            lm = (start + k) % n_lm
+            if known_rows[lm] == row_gains[lm] or known[lm][g] == gains[lm][g]:
                 continue
             view = views[lm][g]
-            if view.free_count and known[lm][g] != gains[lm][g]:
+            if view.free_count:
                 cand = view.suitable(constraints, demand)
                 if len(cand):
                     self.rr_internal = (lm + 1) % n_lm
                     return lm, g, self.policy.choose(view, cand, self.choice_rng)
-                known[lm][g] = gains[lm][g]
+            known[lm][g] = gains[lm][g]
+        start = self.rr_external
         for k in range(n_lm):
-            lm = (self.rr_external + k) % n_lm
+            lm = (start + k) % n_lm
             if known_rows[lm] == row_gains[lm]:
                 continue
             row, known_row, gains_row = views[lm], known[lm], gains[lm]
-            for j in range(1, n_gm):
-                p = (g + j) % n_gm
-                view = row[p]
-                if view.free_count and known_row[p] != gains_row[p]:
-                    cand = view.suitable(constraints, demand)
-                    if len(cand):
-                        self.rr_external = (lm + 1) % n_lm
-                        return lm, p, self.policy.choose(view, cand, self.choice_rng)
+            for p in self.external_order:
+                if known_row[p] != gains_row[p]:
+                    view = row[p]
+                    if view.free_count:
+                        cand = view.suitable(constraints, demand)
+                        if len(cand):
+                            self.rr_external = (lm + 1) % n_lm
+                            return lm, p, self.policy.choose(view, cand, self.choice_rng)
                     known_row[p] = gains_row[p]
             known_rows[lm] = row_gains[lm]  # every partition of this LM is known empty for the signature
         memo[0] = self.gain_total

@@ -38,12 +38,14 @@ class PartitionView:
     """n workers (local indices 0..n-1) with constraint vectors, free capacity and availability.
 
     Policies get it read-only; the owning scheduler mutates it through allocate/release/set_free.
+    ``free_count`` (read only) is how many workers can take the unit demand now: O(1), so callers
+    skip full partitions without searching them.
     """
 
     # Slots: a GM holds one view per (LM, partition) and touches one on every state change it learns.
     __slots__ = ("n", "num_constraints", "num_resources", "worker_ids", "_local_of", "capacity", "constraint_counts",
                  "constraint_vectors", "_all", "_unit_tuple", "_demands", "_masks", "_unit", "_unit_first",
-                 "_single", "_cap0", "_free0", "_free", "_flags", "_avail", "_free_count")
+                 "_single", "_cap0", "_free0", "_free", "_flags", "_avail", "free_count")
 
     def __init__(
         self,
@@ -119,7 +121,7 @@ class PartitionView:
         ok = (free >= unit).all(axis=1)
         self._flags = bytearray(ok.astype(np.uint8).tobytes())
         self._avail = bitvec.to_int(bitvec.from_indices(n, np.flatnonzero(ok)))
-        self._free_count = int(ok.sum())
+        self.free_count = int(ok.sum())
 
     def clone(self) -> "PartitionView":
         """An independent view of the same workers in the same state: the constraint vectors and
@@ -147,11 +149,6 @@ class PartitionView:
         """A copy of the availability bit vector: bit i set when worker i can take the unit demand."""
         return bitvec.from_int(self.n, self._avail)
 
-    @property
-    def free_count(self) -> int:
-        """Workers that can take the unit demand now (O(1); lets callers skip full partitions)."""
-        return self._free_count
-
     def local_of(self, worker_id: int) -> int:
         """The local index of a global worker id."""
         try:
@@ -172,7 +169,7 @@ class PartitionView:
         if mask is False:
             mask = self._build_mask(constraints)
         if d.covers_unit:
-            if self._free_count == 0:
+            if self.free_count == 0:
                 return _EMPTY
             v = self._avail if mask is None else mask & self._avail
         else:
@@ -190,12 +187,12 @@ class PartitionView:
     def any_suitable(self, constraints: tuple[int, ...] = (), demand: tuple[int, ...] = (1,)) -> bool:
         """Whether ``suitable`` would be non-empty (cheaper for the unit demand: no unpacking)."""
         if demand == self._unit_tuple:
-            if self._free_count == 0:
+            if self.free_count == 0:
                 return False
             mask = self._masks.get(constraints, False)
             if mask is False:
                 mask = self._build_mask(constraints)
-            return self._free_count > 0 if mask is None else bool(mask & self._avail)
+            return self.free_count > 0 if mask is None else bool(mask & self._avail)
         return self.suitable(constraints, demand).size > 0
 
     # --- write side (the owning scheduler only) ---------------------------------------------------
@@ -289,9 +286,9 @@ class PartitionView:
             self._flags[local] = now
             self._avail ^= 1 << local
             if now:
-                self._free_count += 1
+                self.free_count += 1
                 return 1
-            self._free_count -= 1
+            self.free_count -= 1
             return -1
         if not self._single and self._free[local].tolist() == list(free_vector):
             return None
@@ -311,7 +308,7 @@ class PartitionView:
         ok = (free >= self._unit).all(axis=1)
         self._flags[:] = ok.astype(np.uint8).tobytes()
         self._avail = bitvec.to_int(bitvec.from_indices(self.n, np.flatnonzero(ok)))
-        self._free_count = int(ok.sum())
+        self.free_count = int(ok.sum())
 
     # --- internals -------------------------------------------------------------------------------
 
@@ -320,9 +317,9 @@ class PartitionView:
             self._flags[local] = now
             self._avail ^= 1 << local
             if now:
-                self._free_count += 1
+                self.free_count += 1
             else:
-                self._free_count -= 1
+                self.free_count -= 1
 
     def _parse_demand(self, demand) -> _Demand:
         key = demand
