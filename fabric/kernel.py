@@ -4,11 +4,13 @@ Heap entries are ``(time_us, rank, src, seq, copy, dst, payload)``: rank 0 fault
 2 timers; ``(src, seq)`` is the sender's own counter, so the order never depends on which actor ran
 first. The fabric advances in windows ``[t, t + L)`` where L is the network's minimum latency (its
 lookahead): nothing sent inside a window can arrive inside it, so every entry due in the window is
-put in its receiver's mailbox at once, the receivers (trio tasks) are woken, and when all are parked
-again the fabric stamps, journals and routes what each emitted, actor by actor in wake order. A
-timer that falls inside the window is merged into its owner's own sorted mailbox. Faults start a new
-window. So trio's scheduling order never reaches the journal, the heap or a random draw, and the
-result is the same as delivering tick by tick.
+put in its receiver's mailbox at once and the receivers (trio tasks) are woken. A send is routed and
+put on the heap as it is made: its key, its latency draw (counter-based) and its link's FIFO state
+(owned by its one sender) do not depend on which actor ran first. Only the journal order would, so
+each actor's records wait in its outbox until all are parked again, then are written actor by actor
+in wake order. A timer that falls inside the window is merged into its owner's own sorted mailbox.
+Faults start a new window. So trio's scheduling order never reaches the journal, the heap or a
+random draw, and the result is the same as delivering tick by tick.
 
 Zero latency is allowed (then windows are one tick long): a message sent with latency 0 is delivered
 in a later window of the same tick, after the receiver's own timers due at that tick, so at equal
