@@ -320,7 +320,6 @@ class Fabric:
                 cache = actor._handlers()
                 idle = self._idle
                 wait = parking.wait
-                outbox = actor._outbox
                 while True:
                     mb = actor._mailbox
                     if actor._pos >= len(mb):
@@ -332,9 +331,7 @@ class Fabric:
                         actor._pos += 1
                         actor._now = entry[0]
                         if entry[4] == LOCAL:  # a timer merged into this window fired
-                            outbox.append((TIMER_FIRE, entry[0], actor.id, entry[3]))
-                            if entry[0] > self._last_event:
-                                self._last_event = entry[0]
+                            self._local_fired(actor, entry)
                         msg = entry[6]
                         handler = cache.get(msg.__class__)
                         if handler is None:
@@ -499,7 +496,7 @@ class Fabric:
             heappush(self._heap, (at, RANK_TIMER, idx, seq, 0, idx, msg))
 
     def _local_fired(self, actor: Actor, entry) -> None:
-        """A timer merged into the mailbox is being handled (the receive() path)."""
+        """A timer merged into ``actor``'s mailbox is being handled."""
         actor._outbox.append((TIMER_FIRE, entry[0], actor.id, entry[3]))
         if entry[0] > self._last_event:
             self._last_event = entry[0]
