@@ -138,3 +138,7 @@ def test_an_unknown_bench_case_is_named_before_anything_runs(capsys):
     code, out, err = run_cli(capsys, "bench", "megha", "--case", "yh1-1k,nope")
     assert code == 2 and out == ""
     assert err == "fedemu: error: unknown bench case 'nope'; known: goog, syn1000, yh1, yh1-1k\n"
+
+    code, out, err = run_cli(capsys, "bench", "megha", "--case", " , ")
+    assert code == 2 and out == ""
+    assert err == "fedemu: error: --case names no bench case; known: goog, syn1000, yh1, yh1-1k\n"

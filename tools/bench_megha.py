@@ -55,6 +55,10 @@ def _child(case: str, out: str) -> None:
 
 def main(args) -> int:
     cases = [c.strip() for arg in args.case for c in arg.split(",") if c.strip()] if args.case else list(CASES)
+    if not cases:
+        from fabric.errors import ConfigError
+
+        raise ConfigError(f"--case names no bench case; known: {', '.join(sorted(CASES))}")
     for case in cases:
         if case not in CASES:
             from fabric.errors import unknown_name
