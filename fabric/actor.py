@@ -41,8 +41,8 @@ class Actor:
 
     # The fabric's per-actor fields live in slots (compact, and the fastest attribute access);
     # subclasses keep their own state in an ordinary ``__dict__`` unless they declare slots too.
-    __slots__ = ("fabric", "id", "name", "incarnation", "_rng", "_mailbox", "_pos", "_outbox", "_now", "_seq",
-                 "_parked", "_crashed", "_task", "received", "sent", "__dict__")
+    __slots__ = ("fabric", "id", "name", "incarnation", "_rng", "_mailbox", "_pos", "_outbox", "_now", "_seq", "_key",
+                 "_parked", "_crashed", "_task", "received", "_seq0", "_timers", "__dict__")
 
     def __init__(self) -> None:
         # Set by Fabric._spawn before the task starts.
@@ -51,16 +51,23 @@ class Actor:
         self.name = ""
         self.incarnation = 0
         self._rng: Stream | None = None
-        self._mailbox: list = []  # heap-key-sorted entries due in the current window
+        self._mailbox: list = []  # key-sorted entries due in the current window
         self._pos = 0  # next mailbox entry to handle
         self._outbox: list = []  # journal records of this window's effects, in emission order
         self._now = 0
         self._seq = 0
+        self._key = 0  # the network stream key of this actor's sends
         self._parked = False
         self._crashed = False
         self._task = None
         self.received = 0
-        self.sent = 0
+        self._seq0 = 0  # _seq when this incarnation started
+        self._timers = 0  # timers this incarnation set
+
+    @property
+    def sent(self) -> int:
+        """Messages this incarnation sent (counted as sequence numbers not spent on timers)."""
+        return self._seq - self._seq0 - self._timers
 
     # ---- what handlers call -------------------------------------------------------------
     @property
@@ -91,6 +98,7 @@ class Actor:
         if delay_us < 0:
             raise ValueError(f"{self.name}: timer delay {delay_us} us is negative")
         self._seq += 1
+        self._timers += 1
         self.fabric._set_timer(self, self._now + delay_us, msg)
 
     def stop_run(self) -> None:

@@ -44,18 +44,18 @@ STOP = _Stop(None)
 try:
     from trio._core._traps import WaitTaskRescheduled as _TrapMessage
 
-    _PARK = _TrapMessage(_abort)
+    PARK = _TrapMessage(_abort)  # yield it from a types.coroutine; it resumes with WAKE, STOP or an Error
 except (ImportError, TypeError):  # pragma: no cover - a trio without the internal class
-    _PARK = None
+    PARK = None
 
 
-if _PARK is not None:
+if PARK is not None:
 
     @types.coroutine
     def wait():
         """Sleep until rescheduled; returns None, or STOP when the run is over; raises what the waker
         sent otherwise (a crash, trio's cancellation)."""
-        return (yield _PARK).unwrap()
+        return (yield PARK).unwrap()
 
 else:  # pragma: no cover
 
