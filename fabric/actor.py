@@ -41,7 +41,7 @@ class Actor:
 
     # The fabric's per-actor fields live in slots (compact, and the fastest attribute access);
     # subclasses keep their own state in an ordinary ``__dict__`` unless they declare slots too.
-    __slots__ = ("fabric", "id", "name", "incarnation", "_rng", "_mailbox", "_pos", "_outbox", "_now", "_seq", "_key",
+    __slots__ = ("fabric", "id", "name", "incarnation", "_rng", "_mailbox", "_pos", "_outbox", "_now", "_seq", "_key", "_fifo",
                  "_parked", "_crashed", "_task", "received", "_seq0", "_timers", "__dict__")
 
     def __init__(self) -> None:
@@ -57,6 +57,7 @@ class Actor:
         self._now = 0
         self._seq = 0
         self._key = 0  # the network stream key of this actor's sends
+        self._fifo = None  # the network's FIFO state of this actor's links
         self._parked = False
         self._crashed = False
         self._task = None

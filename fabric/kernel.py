@@ -97,7 +97,6 @@ class Fabric:
         self._error: BaseException | None = None
         self.events = 0
         self.windows = 0
-        self.sent = 0
         self.delivered = 0
         self.timers = 0
         self.sent_by_kind: dict[str, int] = {}
@@ -167,6 +166,11 @@ class Fabric:
     def stop(self) -> None:
         """End the run once the current window is done."""
         self._stop = True
+
+    @property
+    def sent(self) -> int:
+        """Messages the actors sent (injected ones are not counted)."""
+        return sum(self.sent_by_kind.values())
 
     def statistics(self) -> FabricStatistics:
         alive = sum(1 for a in self._actors if a is not None)
@@ -289,14 +293,16 @@ class Fabric:
                 continue
             self._woken = woken
             resume = False
+            running = 0
             for actor in woken:
                 if actor._parked:
                     actor._parked = False
-                    self._running += 1
+                    running += 1
                     if actor is current:
                         resume = True
                     else:
                         reschedule(actor._task, parking.WAKE)
+            self._running += running
             if self._running:
                 return resume
             self._flush(woken)
@@ -318,6 +324,7 @@ class Fabric:
         actor._now = self.now
         actor._seq = actor._seq0 = self._seq[idx]
         actor._key = self._keys[idx]
+        actor._fifo = self.network.sender_fifo(idx)
         self._actors[idx] = actor
         self._running += 1
         self._nursery.start_soon(self._actor_main, actor, name=actor.name)
@@ -503,11 +510,13 @@ class Fabric:
             z = ((z ^ (z >> 27)) * MIX2) & MASK
             at = now + lo + ((z ^ (z >> 31)) * span >> 64)
             if fifo:
-                last_delivery = net.last_delivery
-                pair = idx << 32 | dst
-                if at < last_delivery.get(pair, 0):
-                    at = last_delivery[pair]
-                last_delivery[pair] = at
+                clamp = actor._fifo  # the network's sender_fifo(idx)
+                if now >= clamp.latest:  # SenderFifo.clamp's first branch, inlined
+                    clamp.table = None
+                    clamp.last_dst = dst
+                    clamp.latest = at
+                else:
+                    at = clamp.clamp(now, dst, at)
             copies = 1
         else:
             at, copies = net.route(idx, dst, seq, now, self._keys[idx])
@@ -516,7 +525,6 @@ class Fabric:
         out.append((SEND, now, idx, seq, dst, at, tag, msg._fedemu_fields(msg)))
         by_kind = self.sent_by_kind
         by_kind[tag] = by_kind.get(tag, 0) + 1
-        self.sent += 1
         if copies == 0:
             out.append((DROP, now, idx, seq, dst, "loss"))
             self._drop("loss")

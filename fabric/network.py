@@ -86,6 +86,38 @@ class Link:
 DRAWS_PER_SEND = 4
 
 
+class SenderFifo:
+    """One sender's FIFO state: the latest delivery time on each of its links that may still be in
+    flight. Once everything it sent has arrived (``now >= latest``) no send can overtake another, so
+    the per-link table is dropped: a sender with one message in flight at a time never builds one."""
+
+    __slots__ = ("latest", "last_dst", "table")
+
+    def __init__(self) -> None:
+        self.latest = 0  # the latest delivery time of anything this sender sent
+        self.last_dst = -1  # while ``table`` is None: the link of the one send since it was dropped
+        self.table: dict[int, int] | None = None  # dst -> latest delivery time on that link
+
+    def clamp(self, now: int, dst: int, at: int) -> int:
+        """The delivery time of a send to ``dst`` made at ``now`` and drawn as ``at``: no earlier than
+        the link's last delivery. (The kernel inlines the first branch.)"""
+        if now >= self.latest:  # all sent before has arrived; at >= now, so nothing can be overtaken
+            self.table = None
+            self.last_dst = dst
+            self.latest = at
+            return at
+        table = self.table
+        if table is None:
+            table = self.table = {self.last_dst: self.latest}
+        last = table.get(dst, 0)
+        if at < last:
+            at = last
+        table[dst] = at
+        if at > self.latest:
+            self.latest = at
+        return at
+
+
 class Network:
     """Default link, per-link overrides, and the live fault state the fabric consults per message."""
 
@@ -97,7 +129,7 @@ class Network:
         self.default_loss: float | None = None
         self.partitions: list[tuple[frozenset, frozenset]] = []
         self.ever_slowed = False
-        self.last_delivery: dict[int, int] = {}  # FIFO clamp per link, keyed ``src << 32 | dst``
+        self.fifo: dict[int, SenderFifo] = {}  # per sender, its links' FIFO clamps
         self.window = 1
         self.fixed = None
         self.jitter = None
@@ -152,6 +184,13 @@ class Network:
             return None
         return lat.lo, lat.hi - lat.lo + 1, self.default.fifo
 
+    def sender_fifo(self, src: int) -> SenderFifo:
+        """The FIFO state of ``src``'s links (made on first use; it outlives crashes, as links do)."""
+        fifo = self.fifo.get(src)
+        if fifo is None:
+            fifo = self.fifo[src] = SenderFifo()
+        return fifo
+
     def link(self, src: int, dst: int) -> Link:
         links = self.links
         return links.get((src, dst), self.default) if links else self.default
@@ -179,11 +218,7 @@ class Network:
             return now + delay, 0
         at = now + delay
         if link.fifo and (self.ever_slowed or not link.latency.constant):
-            pair = src << 32 | dst
-            last = self.last_delivery.get(pair, 0)
-            if at < last:
-                at = last
-            self.last_delivery[pair] = at
+            at = self.sender_fifo(src).clamp(now, dst, at)
         if link.dup > 0.0 and rand.unit(key, counter + 3) < link.dup:
             return at, 2
         return at, 1

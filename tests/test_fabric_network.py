@@ -3,11 +3,12 @@
 import statistics as pystats
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from fabric import rand
 from fabric.errors import ConfigError
 from fabric.journal import DELIVER, DROP, SEND
-from fabric.network import Latency, Link, Network
+from fabric.network import Latency, Link, Network, SenderFifo
 
 from fabric_helpers import (Sender, Sink, by_code, check_invariants, per_actor, read_journal, run_fabric,
                             static_links)
@@ -316,3 +317,16 @@ def test_inline_uniform_routing_matches_route(tmp_path, fifo):
         assert reference.route(src, dst, seq, now, keys[src]) == (at, 1)
     assert Network(Link(Latency.uniform(300, 900), loss=0.1)).jitter is None
     assert Network(Link(Latency.const(300))).jitter is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 3), st.integers(0, 900)), max_size=60))
+def test_sender_fifo_clamps_as_a_per_link_table_would(sends):
+    """SenderFifo drops its table once everything sent has arrived; the clamps must be exactly those
+    of a table that remembers every link forever. Sends: (time step, dst, latency)."""
+    fifo, table, now = SenderFifo(), {}, 0
+    for step, dst, latency in sends:
+        now += step
+        want = max(now + latency, table.get(dst, 0))
+        table[dst] = want
+        assert fifo.clamp(now, dst, now + latency) == want
