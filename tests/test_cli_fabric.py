@@ -126,12 +126,14 @@ def test_unwritable_output_paths_are_errors_not_tracebacks(capsys, tmp_path):
 
 
 def test_malformed_numbers_on_the_command_line_are_usage_errors(capsys):
-    for argv in (["replay", "x.fjl", "--from", "abc"], ["bench", "fabric", "--sizes", "a,b"]):
+    for argv, why in ((["replay", "x.fjl", "--from", "abc"], "not a number of seconds"),
+                      (["bench", "fabric", "--sizes", "a,b"], "not a list of actor counts"),
+                      (["bench", "fabric", "--repeat", "0"], "expected a positive integer, got '0'")):
         with pytest.raises(SystemExit) as exc:
             main(argv)
         assert exc.value.code == 2
         err = capsys.readouterr().err
-        assert "Traceback" not in err and ("not a number of seconds" in err or "not a list of actor counts" in err)
+        assert "Traceback" not in err and why in err
 
 
 def test_an_unknown_bench_case_is_named_before_anything_runs(capsys):

@@ -74,7 +74,7 @@ def _cmd_bench(args) -> int:
         from . import bench_fabric
 
         sizes = args.sizes or (100, 1_000, 10_000, 100_000)
-        bench_fabric.run(sizes=sizes, messages=args.messages)
+        bench_fabric.run(sizes=sizes, messages=args.messages, repeat=args.repeat)
         return 0
     from . import bench_megha
 
@@ -94,6 +94,17 @@ def _seconds(text: str) -> str:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds, e.g. 0.5") from None
     return text
+
+
+def _positive(text: str) -> int:
+    """argparse type: a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -147,6 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("what", choices=["fabric", "megha"])
     b.add_argument("--sizes", type=_sizes, help="fabric: comma-separated actor counts")
     b.add_argument("--messages", type=int, default=200_000, help="fabric: messages per pattern and size")
+    b.add_argument("--repeat", type=_positive, default=3,
+                   help="fabric: runs of each case, alternating the sides; the best of each is reported")
     b.add_argument("--case", action="append", help="megha: which cases (yh1-1k, yh1, goog, syn1000; repeat the "
                    "option or separate with commas); default all")
     b.set_defaults(func=_cmd_bench)
