@@ -20,24 +20,25 @@ from heapq import heappop, heappush
 class EventQueue:
     """Pending entries in key order: ``first()`` peeks, ``pop()`` takes, ``push(entry)`` adds.
 
-    The kernel's delivery loop reads ``current`` from ``pos`` directly and writes ``pos`` back."""
+    The kernel's delivery loop reads ``current`` from ``pos`` directly and writes ``pos`` back; its
+    send path appends to an existing later bucket directly (``index``, ``buckets``)."""
 
-    __slots__ = ("width", "current", "pos", "_index", "_buckets", "_order")
+    __slots__ = ("width", "current", "pos", "index", "buckets", "_order")
 
     def __init__(self, width: int = 1) -> None:
         self.width = max(1, int(width))
         self.current: list = []  # the bucket being handed out, sorted; entries before ``pos`` are gone
         self.pos = 0
-        self._index = -1  # bucket number of ``current``
-        self._buckets: dict[int, list] = {}  # later buckets, unsorted
-        self._order: list[int] = []  # heap of the numbers in ``_buckets``
+        self.index = -1  # bucket number of ``current``
+        self.buckets: dict[int, list] = {}  # later buckets, unsorted
+        self._order: list[int] = []  # heap of the numbers in ``buckets``
 
     def push(self, entry) -> None:
         b = entry[0] // self.width
-        if b > self._index:
-            bucket = self._buckets.get(b)
+        if b > self.index:
+            bucket = self.buckets.get(b)
             if bucket is None:
-                self._buckets[b] = [entry]
+                self.buckets[b] = [entry]
                 heappush(self._order, b)
             else:
                 bucket.append(entry)
@@ -61,24 +62,24 @@ class EventQueue:
         if not self._order:
             return None
         b = heappop(self._order)
-        bucket = self._buckets.pop(b)
+        bucket = self.buckets.pop(b)
         bucket.sort()
         self.current = bucket
         self.pos = 0
-        self._index = b
+        self.index = b
         return bucket[0]
 
     def rebucket(self, width: int) -> None:
         """Use buckets ``width`` wide from now on (the entries are re-filed)."""
         entries = self.current[self.pos:]
         for b in self._order:
-            entries.extend(self._buckets[b])
+            entries.extend(self.buckets[b])
         self.__init__(width)
         for entry in entries:
             self.push(entry)
 
     def __len__(self) -> int:
-        return len(self.current) - self.pos + sum(len(self._buckets[b]) for b in self._order)
+        return len(self.current) - self.pos + sum(len(self.buckets[b]) for b in self._order)
 
     def __bool__(self) -> bool:
         return self.pos < len(self.current) or bool(self._order)

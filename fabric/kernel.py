@@ -529,7 +529,17 @@ class Fabric:
             out.append((DROP, now, idx, seq, dst, "loss"))
             self._drop("loss")
             return
-        self._push((at, RANK_MESSAGE, idx, seq, 0, dst, msg))
+        entry = (at, RANK_MESSAGE, idx, seq, 0, dst, msg)
+        queue = self._queue  # EventQueue.push, inlined: a send lands in a later bucket
+        b = at // queue.width
+        if b > queue.index:
+            bucket = queue.buckets.get(b)
+            if bucket is not None:
+                bucket.append(entry)
+            else:
+                queue.push(entry)
+        else:
+            queue.push(entry)
         if copies == 2:
             self._push((at, RANK_MESSAGE, idx, seq, 1, dst, msg))
 
