@@ -73,8 +73,13 @@ def _cmd_bench(args) -> int:
     if args.what == "fabric":
         from . import bench_fabric
 
+        from .neighbour import neighbour
+
         sizes = args.sizes or (100, 1_000, 10_000, 100_000)
-        bench_fabric.run(sizes=sizes, messages=args.messages, repeat=args.repeat)
+        if args.neighbour:
+            print(f"with a neighbour process streaming through {args.neighbour} MiB")
+        with neighbour(args.neighbour):
+            bench_fabric.run(sizes=sizes, messages=args.messages, repeat=args.repeat)
         return 0
     from . import bench_megha
 
@@ -160,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--messages", type=int, default=200_000, help="fabric: messages per pattern and size")
     b.add_argument("--repeat", type=_positive, default=3,
                    help="fabric: runs of each case, alternating the sides; the best of each is reported")
+    b.add_argument("--neighbour", type=int, default=0, metavar="MB",
+                   help="fabric: run beside a process that streams through MB MiB (a tenant that loads the cache)")
     b.add_argument("--case", action="append", help="megha: which cases (yh1-1k, yh1, goog, syn1000; repeat the "
                    "option or separate with commas); default all")
     b.set_defaults(func=_cmd_bench)
