@@ -344,12 +344,13 @@ class Fabric:
             pass
         except RunOver:
             return
-        except trio.Cancelled:
+        except (trio.Cancelled, GeneratorExit):  # trio's cancellation, or the task's coroutine closed
             raise
         except BaseException as e:  # a bug in an actor (or the fabric step it ran) ends the run
             if self._error is None:
                 self._error = e
-            self._nursery.cancel_scope.cancel()
+            if self._nursery is not None:
+                self._nursery.cancel_scope.cancel()
             return
         if self._closing:
             return
