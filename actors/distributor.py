@@ -20,7 +20,7 @@ from typing import Sequence
 
 import attrs
 
-from fabric.actor import Actor
+from fedemu.fabric.actor import Actor
 
 from .front_end import JobFrontEnd
 from .pigeon_messages import TaskBatch

@@ -26,7 +26,7 @@ from heapq import heappop, heappush, heapreplace
 
 import attrs
 
-from fabric.actor import Actor
+from fedemu.fabric.actor import Actor
 
 from .front_end import JobFrontEnd, Pending
 from .megha_messages import Heartbeat, Launch, LaunchFailed, TaskCompleted

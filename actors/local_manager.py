@@ -22,7 +22,7 @@ from itertools import compress
 
 import attrs
 
-from fabric.actor import Actor
+from fedemu.fabric.actor import Actor
 
 from .megha_messages import Heartbeat, HeartbeatTick, Launch, LaunchFailed, TaskCompleted
 from .protocol import RunTask, TaskFinished

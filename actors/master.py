@@ -26,9 +26,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from fabric.actor import Actor
-from policies.fair_queue import HIGH, LOW, FairQueue
-from policies.partition_view import PartitionView
+from fedemu.fabric.actor import Actor
+from fedemu.policies.fair_queue import HIGH, LOW, FairQueue
+from fedemu.policies.partition_view import PartitionView
 
 from .front_end import Pending
 from .pigeon_messages import TaskBatch

@@ -5,7 +5,7 @@ The centralized baseline of the 2022 paper is the same code with one GM and one 
 
 from __future__ import annotations
 
-from policies.partition_view import PartitionView
+from fedemu.policies.partition_view import PartitionView
 
 from .global_manager import GlobalManager
 from .local_manager import LocalManager

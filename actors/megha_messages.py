@@ -6,7 +6,7 @@ free-capacity vectors the LM holds for them, so applying a change twice is harml
 
 from __future__ import annotations
 
-from fabric.messages import message
+from fedemu.fabric.messages import message
 
 
 @message("megha.launch")

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 
-from fabric.errors import ConfigError
-from scenarios.jobs import seconds_to_us
+from fedemu.fabric.errors import ConfigError
+from fedemu.model import seconds_to_us
 
 from .distributor import ConstraintSetCounts, Distributor
 from .master import Master

@@ -6,7 +6,7 @@ Workers are the generic ``actors.worker.Worker``: a master launches with ``RunTa
 
 from __future__ import annotations
 
-from fabric.messages import message
+from fedemu.fabric.messages import message
 
 
 @message("pigeon.tasks")

@@ -6,8 +6,8 @@ Scheduler-specific messages live beside their actors (``megha_messages``, ``pige
 
 from __future__ import annotations
 
-from fabric.messages import message, register
-from scenarios.jobs import Job
+from fedemu.fabric.messages import message, register
+from fedemu.model import Job
 
 register(Job, "job")
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from fabric.errors import ConfigError
-from policies.partition_view import PartitionView
+from fedemu.fabric.errors import ConfigError
+from fedemu.policies.partition_view import PartitionView
 
 from .sparrow_node import SparrowNode
 from .sparrow_scheduler import SparrowScheduler

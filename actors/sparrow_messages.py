@@ -7,7 +7,7 @@ scheduler for a task, and the scheduler answers with one (``Assign``) or with ``
 
 from __future__ import annotations
 
-from fabric.messages import message
+from fedemu.fabric.messages import message
 
 
 @message("sparrow.probe")

@@ -21,7 +21,7 @@ from collections import deque
 
 import attrs
 
-from fabric.actor import Actor
+from fedemu.fabric.actor import Actor
 
 from .front_end import JobFrontEnd
 from .protocol import TaskFinished

@@ -6,7 +6,7 @@ Targets are chosen round robin (default) or at random from the actor's seeded st
 
 from __future__ import annotations
 
-from fabric.actor import Actor
+from fedemu.fabric.actor import Actor
 
 from .protocol import SubmitNext
 

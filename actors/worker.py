@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import attrs
 
-from fabric.actor import Actor
+from fedemu.fabric.actor import Actor
 
 from .protocol import RunTask, TaskFinished, TaskTimer
 

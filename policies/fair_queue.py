@@ -19,7 +19,7 @@ import math
 from collections import deque
 from heapq import heappop, heappush, heapreplace
 
-from fabric.errors import ConfigError
+from fedemu.fabric.errors import ConfigError
 
 HIGH = 0
 LOW = 1

@@ -13,11 +13,10 @@ from typing import Sequence
 
 import numpy as np
 
-from fabric.errors import ConfigError
-from policies import bitvec
-from scenarios.cluster import WorkerSpec
+from fedemu.fabric.errors import ConfigError
+from fedemu.policies import bitvec
+from fedemu.model import NUM_CONSTRAINTS, WorkerSpec
 
-NUM_CONSTRAINTS = 21
 _EMPTY = np.empty(0, dtype=np.intp)
 _CACHE_LIMIT = 4096
 

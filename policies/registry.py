@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Generic, TypeVar
 
-from fabric.errors import unknown_name
+from fedemu.fabric.errors import unknown_name
 
 T = TypeVar("T")
 

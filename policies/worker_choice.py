@@ -10,9 +10,9 @@ from typing import Protocol
 
 import numpy as np
 
-from fabric.rand import Stream
-from policies.partition_view import PartitionView
-from policies.registry import Registry
+from fedemu.fabric.rand import Stream
+from fedemu.policies.partition_view import PartitionView
+from fedemu.policies.registry import Registry
 
 
 class WorkerChoice(Protocol):

@@ -15,12 +15,10 @@ from pathlib import Path
 
 import attrs
 
-from fabric.errors import ConfigError, unknown_name
-from fabric.rand import Stream
-from scenarios.cluster import Cluster, ClusterSpec, WorkerSpec
-from scenarios.jobs import Job
+from fedemu.fabric.errors import ConfigError, unknown_name
+from fedemu.fabric.rand import Stream
+from fedemu.model import NUM_CONSTRAINTS, Cluster, ClusterSpec, Job, WorkerSpec
 
-NUM_CONSTRAINTS = 21
 DEFAULT_TABLE = Path(__file__).with_name("constraint_table.json")
 
 _TOP_KEYS = ("constraints", "description", "max_task_constraints", "profiles")
@@ -340,7 +338,7 @@ def _assign(jobs: Iterable[Job], table: ConstraintTable, stream: Stream) -> Iter
     for job in jobs:
         if not isinstance(job, Job):
             raise ConfigError(
-                f"assign_task_constraints got a {type(job).__name__}, expected a scenarios.jobs.Job"
+                f"assign_task_constraints got a {type(job).__name__}, expected a model.Job"
             )
         n = job.num_tasks
         end = first + n
@@ -371,7 +369,7 @@ class ConstraintIndex:
     __slots__ = ("_ids", "_masks", "_cluster_masks", "_all", "_cache")
 
     def __init__(self, cluster: Cluster) -> None:
-        _need(cluster, "cluster", Cluster, "a scenarios.cluster.Cluster")
+        _need(cluster, "cluster", Cluster, "a model.Cluster")
         workers = tuple(cluster.workers())
         self._ids = tuple(w.worker_id for w in workers)
         bits = [bytearray((len(workers) + 7) // 8) for _ in range(NUM_CONSTRAINTS)]

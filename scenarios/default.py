@@ -1,7 +1,7 @@
 """The default scenario: Megha with 3 GMs x 4 LMs x 25 workers (300 slots), 500 Poisson jobs of
 10 tasks (1 s mean) at 80% load, constraints from the stand-in table, 0.5 ms links."""
 
-from scenarios.federation import PARAMS as _BASE
-from scenarios.federation import build  # noqa: F401  (the scenario's build)
+from fedemu.scenarios.federation import PARAMS as _BASE
+from fedemu.scenarios.federation import build  # noqa: F401  (the scenario's build)
 
 PARAMS = dict(_BASE)

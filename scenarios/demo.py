@@ -6,9 +6,9 @@ with a pong. Peer 2 crashes and restarts; peers {0,1} and {3,4} are partitioned 
 
 from __future__ import annotations
 
-from fabric.actor import Actor
-from fabric.messages import message
-from fabric.network import Latency, Link
+from fedemu.fabric.actor import Actor
+from fedemu.fabric.messages import message
+from fedemu.fabric.network import Latency, Link
 
 PARAMS = {
     "peers": 5,
@@ -65,7 +65,7 @@ class Peer(Actor):
 
 
 class DemoRun:
-    def finish(self, fabric, info, out_dir):
+    def finish(self, fabric, info):
         peers = {}
         for name in fabric.names:
             actor = fabric.actor(fabric.addr(name))

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import attrs
 
-from fabric.errors import ConfigError, unknown_name
-from fabric.network import Latency, Link
-from fabric.rand import Stream
-from policies.worker_choice import WORKER_CHOICE_NAMES, get_worker_choice
-from scenarios import constraints as cons
-from scenarios.jobs import seconds_to_us
-from scenarios.synthetic import poisson_jobs, syn_jobs
-from scenarios.trace import read_trace
+from fedemu.fabric.errors import ConfigError, unknown_name
+from fedemu.fabric.network import Latency, Link
+from fedemu.fabric.rand import Stream
+from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES, get_worker_choice
+from fedemu.scenarios import constraints as cons
+from fedemu.model import seconds_to_us
+from fedemu.scenarios.synthetic import poisson_jobs, syn_jobs
+from fedemu.scenarios.trace import read_trace
 
 PARAMS = {
     # scheduler
@@ -149,8 +149,8 @@ def network(params: dict) -> Link:
 
 def build(fabric, params: dict):
     """Build the whole run onto ``fabric``; returns the Run whose ``finish`` writes results."""
-    from actors.records import Recorder
-    from actors.submitter import Submitter
+    from fedemu.model import Recorder
+    from fedemu.actors.submitter import Submitter
 
     from .run import FederationRun
 
@@ -182,7 +182,7 @@ def build(fabric, params: dict):
 def _build_scheduler(fabric, scheduler, params, cluster, policy, recorder, feasible) -> list[int]:
     gms, _, _ = shape(params)
     if scheduler in ("megha", "centralized"):
-        from actors import megha
+        from fedemu.actors import megha
 
         heartbeat = float(params["heartbeat_s"])
         if not heartbeat > 0 or heartbeat == float("inf"):
@@ -192,10 +192,10 @@ def _build_scheduler(fabric, scheduler, params, cluster, policy, recorder, feasi
         return megha.build(fabric, cluster, gms=gms, policy=policy, recorder=recorder, feasible=feasible,
                            heartbeat_us=seconds_to_us(float(params["heartbeat_s"])))
     if scheduler in ("pigeon", "pigeonc"):
-        from actors import pigeon
+        from fedemu.actors import pigeon
 
         return pigeon.build(fabric, cluster, params, policy=policy, recorder=recorder, feasible=feasible,
                             constraint_aware=scheduler == "pigeonc")
-    from actors import sparrow
+    from fedemu.actors import sparrow
 
     return sparrow.build(fabric, cluster, params, recorder=recorder, feasible=feasible)

@@ -1,8 +1,6 @@
-"""A federation run's after-life: check it, summarize it, and write its result files."""
+"""A federation run's after-life: check it and describe it; the runner writes its result files."""
 
 from __future__ import annotations
-
-from tools.results import summarize_run, write_results
 
 
 class FederationRun:
@@ -46,11 +44,9 @@ class FederationRun:
                                            "task_dist", "constraints")},
         }
 
-    def finish(self, fabric, info: dict, out_dir) -> dict:
+    def finish(self, fabric, info: dict) -> dict:
+        """Check the run; returns what the summary says besides the recorder's measurements."""
         self.check()
-        extra = {"scheduler": self.params["scheduler"], "policy": self.params["policy"], "seed": info["seed"],
-                 **self.describe(), "counters": dict(sorted(self.recorder.counters.items())),
-                 **{k: v for k, v in info.items() if k not in ("seed", "params")}, "params": info["params"]}
-        if out_dir:
-            return write_results(out_dir, recorder=self.recorder, summary_extra=extra)
-        return {**extra, **summarize_run(self.recorder)}
+        return {"scheduler": self.params["scheduler"], "policy": self.params["policy"], "seed": info["seed"],
+                **self.describe(), "counters": dict(sorted(self.recorder.counters.items())),
+                **{k: v for k, v in info.items() if k not in ("seed", "params")}, "params": info["params"]}

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from fabric.errors import ConfigError, unknown_name
-from fabric.rand import Stream
-from scenarios.jobs import Job, seconds_to_us
+from fedemu.fabric.errors import ConfigError, unknown_name
+from fedemu.fabric.rand import Stream
+from fedemu.model import Job, seconds_to_us
 
 TASK_DISTS = ("const", "exp")
 

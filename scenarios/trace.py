@@ -11,8 +11,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from fabric.errors import ConfigError, TraceError
-from scenarios.jobs import Job, seconds_to_us
+from fedemu.fabric.errors import ConfigError, TraceError
+from fedemu.model import Job, seconds_to_us
 
 # A task whose duration rounds to 0 us is stretched to this: a zero-length task would finish at the
 # instant it starts, tying its completion with its own launch, and that tie would decide event order.

@@ -12,13 +12,13 @@ import types
 from collections import Counter, defaultdict
 from heapq import heappop, heappush
 
-from fabric import messages, rand
-from fabric.actor import RANK_FAULT, RANK_MESSAGE, RANK_TIMER, Actor
-from fabric.faults import plan as make_plan
-from fabric.journal import DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, Journal, JournalReader
-from fabric.kernel import OUTSIDE, Fabric
-from fabric.messages import message
-from fabric.network import Latency, Link, Network
+from fedemu.fabric import messages, rand
+from fedemu.fabric.actor import RANK_FAULT, RANK_MESSAGE, RANK_TIMER, Actor
+from fedemu.fabric.faults import plan as make_plan
+from fedemu.fabric.journal import DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, Journal, JournalReader
+from fedemu.fabric.kernel import OUTSIDE, Fabric
+from fedemu.fabric.messages import message
+from fedemu.fabric.network import Latency, Link, Network
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -2,7 +2,7 @@
 
 import os
 
-from tools.neighbour import neighbour
+from fedemu.tools.neighbour import neighbour
 
 
 def _children() -> set[int]:

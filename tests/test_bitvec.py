@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies import bitvec
+from fedemu.policies import bitvec
 
 sizes = st.integers(min_value=0, max_value=300)
 

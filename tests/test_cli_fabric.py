@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from tools.cli import main
+from fedemu.tools.cli import main
 
 from fabric_helpers import read_journal
 
@@ -68,8 +68,8 @@ def test_check_determinism_on_the_demo(capsys, tmp_path):
 
 NONDETERMINISTIC = textwrap.dedent('''
     import os
-    from fabric.actor import Actor
-    from fabric.messages import message
+    from fedemu.fabric.actor import Actor
+    from fedemu.fabric.messages import message
 
     PARAMS = {"n": 3}
 
@@ -109,8 +109,8 @@ def test_check_determinism_finds_the_first_divergence(capsys, tmp_path):
 def test_check_determinism_reports_a_failing_second_run(capsys, tmp_path):
     scen = tmp_path / "fails_in_child.py"
     scen.write_text(NONDETERMINISTIC.replace("PARAMS = {\"n\": 3}", "import sys\nPARAMS = {\"n\": 3}\n"
-                                             "if 'tools.cli' in ' '.join(sys.argv) or sys.argv[0].endswith"
-                                             "('cli.py'):\n    raise SystemExit('child refuses')"))
+                                             "if getattr(sys.modules['__main__'].__spec__, 'name', '') == 'fedemu.__main__'"
+                                             ":\n    raise SystemExit('child refuses')"))
     code, out, err = run_cli(capsys, "run", str(scen), "--check-determinism")
     assert code == 1 and "child refuses" in err
 

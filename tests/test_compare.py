@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from fabric.errors import ConfigError
-from tools import compare
-from tools.cli import main
+from fedemu.fabric.errors import ConfigError
+from fedemu.tools import compare
+from fedemu.tools.cli import main
 
 SMALL = ["--set", "jobs=12", "--set", "lms=2", "--set", "gms=2", "--set", "workers_per_partition=4",
          "--set", "load=0.9"]

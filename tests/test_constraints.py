@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric.errors import ConfigError
-from fabric.rand import Stream
-from scenarios.cluster import Cluster, ClusterSpec, WorkerSpec
-from scenarios.constraints import (
+from fedemu.fabric.errors import ConfigError
+from fedemu.fabric.rand import Stream
+from fedemu.model import Cluster, ClusterSpec, Job, WorkerSpec
+from fedemu.scenarios.constraints import (
     DEFAULT_TABLE,
     NUM_CONSTRAINTS,
     ConstraintIndex,
@@ -21,8 +21,7 @@ from scenarios.constraints import (
     assign_task_constraints,
     build_cluster,
 )
-from scenarios.jobs import Job
-from scenarios.synthetic import syn_jobs
+from fedemu.scenarios.synthetic import syn_jobs
 
 TABLE = ConstraintTable.load()
 
@@ -346,7 +345,7 @@ def test_cap_and_extreme_probabilities():
 
 
 def test_assign_rejects_non_jobs():
-    with pytest.raises(ConfigError, match="assign_task_constraints got a str, expected a scenarios.jobs.Job"):
+    with pytest.raises(ConfigError, match="assign_task_constraints got a str, expected a model.Job"):
         list(assign_task_constraints(["job"], TABLE, Stream(1, "t")))
     with pytest.raises(ConfigError, match="table is NoneType, expected a ConstraintTable"):
         assign_task_constraints([], None, Stream(1, "t"))

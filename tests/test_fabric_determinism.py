@@ -9,9 +9,9 @@ import sys
 import pytest
 import trio
 
-from fabric import rand
-from fabric.network import Latency, Link, Network
-from tools import runner
+from fedemu.fabric import rand
+from fedemu.fabric.network import Latency, Link, Network
+from fedemu.tools import runner
 
 from fabric_helpers import ROOT, Forwarder, read_journal, run_fabric
 
@@ -122,7 +122,7 @@ def test_stream_helpers():
 
 def _cli_journal(path, hashseed, *extra):
     env = dict(os.environ, PYTHONHASHSEED=str(hashseed))
-    proc = subprocess.run([sys.executable, "-m", "tools.cli", "run", "demo", "--journal", str(path), "--quiet",
+    proc = subprocess.run([sys.executable, "-m", "fedemu", "run", "demo", "--journal", str(path), "--quiet",
                            *extra], env=env, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout

@@ -4,7 +4,7 @@ import heapq
 
 from hypothesis import given, settings, strategies as st
 
-from fabric.events import EventQueue
+from fedemu.fabric.events import EventQueue
 
 # An operation: push an entry at a time offset from the last one handed out, pop one, or re-file the
 # buckets at a new width. Offsets may be negative (the queue then behaves as a heap would: the entry is

@@ -2,11 +2,11 @@
 
 import pytest
 
-from fabric.errors import ConfigError
-from fabric.faults import FAULT_KINDS, Fault, plan
-from fabric.journal import DELIVER, DROP, FAULT, TIMER_FIRE, TIMER_SET
-from fabric.kernel import Fabric
-from fabric.network import Latency, Link, Network
+from fedemu.fabric.errors import ConfigError
+from fedemu.fabric.faults import FAULT_KINDS, Fault, plan
+from fedemu.fabric.journal import DELIVER, DROP, FAULT, TIMER_FIRE, TIMER_SET
+from fedemu.fabric.kernel import Fabric
+from fedemu.fabric.network import Latency, Link, Network
 
 from fabric_helpers import (Logger, Note, Sender, Sink, by_code, check_invariants, per_actor, read_journal,
                             run_fabric, static_links)

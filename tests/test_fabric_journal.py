@@ -6,12 +6,12 @@ import attrs
 import msgpack
 import pytest
 
-import fabric.journal as journal_mod
-from fabric import messages
-from fabric.errors import JournalError
-from fabric.journal import CODE_NAMES, DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, Journal, JournalReader
-from fabric.network import Latency, Link, Network
-from tools import runner
+import fedemu.fabric.journal as journal_mod
+from fedemu.fabric import messages
+from fedemu.fabric.errors import JournalError
+from fedemu.fabric.journal import CODE_NAMES, DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, Journal, JournalReader
+from fedemu.fabric.network import Latency, Link, Network
+from fedemu.tools import runner
 
 from fabric_helpers import Box, Probe, Sender, Sink, by_code, read_journal, run_fabric
 

@@ -7,11 +7,11 @@ from collections import Counter
 import pytest
 import trio
 
-from fabric.actor import Actor, ActorStatistics
-from fabric.errors import ConfigError
-from fabric.journal import DELIVER, DROP, SEND, TIMER_FIRE, TIMER_SET, Journal
-from fabric.kernel import Fabric, FabricStatistics
-from fabric.network import Latency, Link, Network
+from fedemu.fabric.actor import Actor, ActorStatistics
+from fedemu.fabric.errors import ConfigError
+from fedemu.fabric.journal import DELIVER, DROP, SEND, TIMER_FIRE, TIMER_SET, Journal
+from fedemu.fabric.kernel import Fabric, FabricStatistics
+from fedemu.fabric.network import Latency, Link, Network
 
 from fabric_helpers import (Note, Probe, Scripted, Sender, Sink, by_code, multiset_diff, normalize, per_actor,
                             read_journal, reference_run, run_fabric)
@@ -475,8 +475,8 @@ def test_actor_log_lines_carry_actor_and_virtual_time_but_no_wall_clock():
     import io
     import re
 
-    from fabric import log
-    from fabric.messages import message as _message
+    from fedemu.fabric import log
+    from fedemu.fabric.messages import message as _message
 
     @_message("fabtest.kernel.say")
     class Say:

@@ -5,10 +5,10 @@ import statistics as pystats
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fabric import rand
-from fabric.errors import ConfigError
-from fabric.journal import DELIVER, DROP, SEND
-from fabric.network import Latency, Link, Network, SenderFifo
+from fedemu.fabric import rand
+from fedemu.fabric.errors import ConfigError
+from fedemu.fabric.journal import DELIVER, DROP, SEND
+from fedemu.fabric.network import Latency, Link, Network, SenderFifo
 
 from fabric_helpers import (Sender, Sink, by_code, check_invariants, per_actor, read_journal, run_fabric,
                             static_links)

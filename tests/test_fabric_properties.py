@@ -15,9 +15,9 @@ import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fabric.journal import DELIVER, DROP, FAULT, SEND, TIMER_SET
-from fabric.network import DRAWS_PER_SEND, Latency, Link, Network
-from fabric import rand
+from fedemu.fabric.journal import DELIVER, DROP, FAULT, SEND, TIMER_SET
+from fedemu.fabric.network import DRAWS_PER_SEND, Latency, Link, Network
+from fedemu.fabric import rand
 
 from fabric_helpers import (Forwarder, check_invariants, multiset_diff, normalize, per_actor, read_journal,
                             reference_run, run_fabric, static_links)

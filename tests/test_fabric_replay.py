@@ -6,11 +6,11 @@ import textwrap
 
 import pytest
 
-import tools.replay as replay_mod
-from fabric.journal import CODE_NAMES, DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, JournalReader
-from fabric.replay import Divergence, Formatter, compare, describe
-from tools import runner
-from tools.cli import main
+import fedemu.tools.replay as replay_mod
+from fedemu.fabric.journal import CODE_NAMES, DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, JournalReader
+from fedemu.fabric.replay import Divergence, Formatter, compare, describe
+from fedemu.tools import runner
+from fedemu.tools.cli import main
 
 from fabric_helpers import read_journal
 
@@ -240,8 +240,8 @@ def test_a_damaged_header_key_is_an_error_not_a_traceback(capsys, tmp_path, jour
 
 
 SCENARIO = textwrap.dedent('''
-    from fabric.actor import Actor
-    from fabric.messages import message
+    from fedemu.fabric.actor import Actor
+    from fedemu.fabric.messages import message
 
     PARAMS = {"n": 4}
 

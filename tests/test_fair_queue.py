@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from fabric.errors import ConfigError
-from policies.fair_queue import HIGH, LOW, FairQueue
+from fedemu.fabric.errors import ConfigError
+from fedemu.policies.fair_queue import HIGH, LOW, FairQueue
 
 
 def drain(fq, accept=None):

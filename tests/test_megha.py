@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fabric.errors import ConfigError
-from tools.runner import execute
+from fedemu.fabric.errors import ConfigError
+from fedemu.tools.runner import execute
 
 LOW_LOAD = {"workload": "syn_100", "jobs": 30, "gms": 10, "lms": 10, "workers_per_partition": 10,
             "constraints": False}

@@ -3,10 +3,9 @@
 import numpy as np
 import pytest
 
-from actors.records import Recorder
-from fabric.errors import ConfigError
-from scenarios.jobs import Job
-from tools import metrics
+from fedemu.model import Job, Recorder
+from fedemu.fabric.errors import ConfigError
+from fedemu.tools import metrics
 
 S = 1_000_000
 

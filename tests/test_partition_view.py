@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric.errors import ConfigError
-from policies.partition_view import PartitionView
-from scenarios.cluster import WorkerSpec
+from fedemu.fabric.errors import ConfigError
+from fedemu.policies.partition_view import PartitionView
+from fedemu.model import WorkerSpec
 
 constraint_sets = st.sets(st.integers(0, 20), max_size=8).map(lambda s: tuple(sorted(s)))
 
@@ -161,7 +161,7 @@ def test_bad_input_is_a_config_error():
 
 
 def test_large_cluster_against_brute_force():
-    from fabric.rand import Stream
+    from fedemu.fabric.rand import Stream
 
     s = Stream(7, "test/large")
     workers = [
@@ -182,7 +182,7 @@ def test_large_cluster_against_brute_force():
 
 
 def test_clone_is_independent_but_shares_machine_data():
-    from scenarios.cluster import WorkerSpec
+    from fedemu.model import WorkerSpec
 
     view = PartitionView([WorkerSpec(i, 0, (1,), (i % 3,)) for i in range(70)])
     twin = view.clone()
@@ -194,7 +194,7 @@ def test_clone_is_independent_but_shares_machine_data():
 
 
 def test_update_reports_the_availability_change():
-    from scenarios.cluster import WorkerSpec
+    from fedemu.model import WorkerSpec
 
     view = PartitionView([WorkerSpec(i, 0, (2,), ()) for i in range(3)])
     assert view.update(1, (1,)) == 0 and view.update(1, (0,)) == -1

@@ -7,12 +7,12 @@ import math
 
 import pytest
 
-from actors.distributor import split_evenly
-from actors.pigeon import fair_queue_weight, groups_of, reserved_count
-from fabric.errors import ConfigError
-from fabric.rand import Stream
-from scenarios.cluster import Cluster, ClusterSpec, WorkerSpec
-from tools.runner import execute
+from fedemu.actors.distributor import split_evenly
+from fedemu.actors.pigeon import fair_queue_weight, groups_of, reserved_count
+from fedemu.fabric.errors import ConfigError
+from fedemu.fabric.rand import Stream
+from fedemu.model import Cluster, ClusterSpec, WorkerSpec
+from fedemu.tools.runner import execute
 
 US = 1_000_000
 
@@ -200,7 +200,7 @@ def test_bad_parameters_are_clear_errors(key, value, message):
 
 
 def test_fqw_inf_from_the_command_line(tmp_path, capsys):
-    from tools.cli import main
+    from fedemu.tools.cli import main
 
     assert main(["run", "default", "--quiet", "--set", "scheduler=pigeon", "--set", "fqw=inf",
                  "--set", "jobs=20"]) == 0

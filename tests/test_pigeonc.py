@@ -7,21 +7,19 @@ import math
 
 import pytest
 
-from actors.distributor import ConstraintSetCounts, Distributor
-from actors.master import Master
-from actors.pigeon_messages import TaskBatch
-from actors.records import Recorder
-from actors.worker import Worker
-from fabric.actor import Actor
-from fabric.kernel import Fabric
-from fabric.messages import message
-from policies.worker_choice import RandomChoice
-from scenarios import federation
-from scenarios.cluster import WorkerSpec
-from scenarios.default import PARAMS
-from scenarios.jobs import Job
-from tools.params import resolve
-from tools.runner import execute
+from fedemu.actors.distributor import ConstraintSetCounts, Distributor
+from fedemu.actors.master import Master
+from fedemu.actors.pigeon_messages import TaskBatch
+from fedemu.model import Job, Recorder, WorkerSpec
+from fedemu.actors.worker import Worker
+from fedemu.fabric.actor import Actor
+from fedemu.fabric.kernel import Fabric
+from fedemu.fabric.messages import message
+from fedemu.policies.worker_choice import RandomChoice
+from fedemu.scenarios import federation
+from fedemu.scenarios.default import PARAMS
+from fedemu.tools.params import resolve
+from fedemu.tools.runner import execute
 
 US = 1_000_000
 

@@ -7,10 +7,9 @@ import os
 import numpy as np
 import pytest
 
-from actors.records import Recorder
-from scenarios.jobs import Job
-from tools.atomic import atomic_write, write_bytes, write_json, write_text
-from tools.results import JOBS_HEADER, TASKS_HEADER, plot_cdfs, write_results
+from fedemu.model import Job, Recorder
+from fedemu.tools.atomic import atomic_write, write_bytes, write_json, write_text
+from fedemu.tools.results import JOBS_HEADER, TASKS_HEADER, plot_cdfs, write_results
 
 S = 1_000_000
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

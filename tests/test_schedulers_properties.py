@@ -10,10 +10,10 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scenarios import federation
-from scenarios.default import PARAMS
-from tools.params import resolve
-from tools.runner import execute
+from fedemu.scenarios import federation
+from fedemu.scenarios.default import PARAMS
+from fedemu.tools.params import resolve
+from fedemu.tools.runner import execute
 
 SCHEDULERS = ("megha", "centralized", "pigeon", "pigeonc", "sparrow")
 CONSTRAINT_AWARE = ("megha", "centralized", "pigeonc", "sparrow")

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from actors.sparrow_scheduler import probe_targets
-from fabric.errors import ConfigError
-from fabric.rand import Stream
-from scenarios import federation
-from scenarios.default import PARAMS
-from tools.params import resolve
-from tools.runner import execute
+from fedemu.actors.sparrow_scheduler import probe_targets
+from fedemu.fabric.errors import ConfigError
+from fedemu.fabric.rand import Stream
+from fedemu.scenarios import federation
+from fedemu.scenarios.default import PARAMS
+from fedemu.tools.params import resolve
+from fedemu.tools.runner import execute
 
 US = 1_000_000
 

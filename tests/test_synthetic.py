@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric.errors import ConfigError
-from fabric.rand import Stream
-from scenarios.synthetic import poisson_jobs, poisson_rate, syn_jobs
+from fedemu.fabric.errors import ConfigError
+from fedemu.fabric.rand import Stream
+from fedemu.scenarios.synthetic import poisson_jobs, poisson_rate, syn_jobs
 
 
 def test_syn_n_is_the_papers_constant_load_workload():

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from fabric.errors import ConfigError, FedemuError
-from fabric.rand import Stream
-from policies.partition_view import PartitionView
-from policies.worker_choice import WORKER_CHOICE_NAMES, MinConstraintsChoice, RandomChoice, get_worker_choice
-from scenarios.cluster import WorkerSpec
+from fedemu.fabric.errors import ConfigError, FedemuError
+from fedemu.fabric.rand import Stream
+from fedemu.policies.partition_view import PartitionView
+from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES, MinConstraintsChoice, RandomChoice, get_worker_choice
+from fedemu.model import WorkerSpec
 
 
 def view_of(constraint_lists):

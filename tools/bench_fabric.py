@@ -13,11 +13,11 @@ import gc
 import heapq
 import time
 
-from fabric.actor import Actor
-from fabric.kernel import Fabric
-from fabric.messages import message
-from fabric.network import Latency, Link, Network
-from tools.rss import peak_rss_mb
+from fedemu.fabric.actor import Actor
+from fedemu.fabric.kernel import Fabric
+from fedemu.fabric.messages import message
+from fedemu.fabric.network import Latency, Link, Network
+from fedemu.tools.rss import peak_rss_mb
 
 
 @message("bench.ball")
@@ -99,7 +99,7 @@ def _floor_loop():
     """The floor: a plain heapq event loop. Each event is handed to a plain function (the actor's
     handler, written without the fabric); sends draw the same uniform latency as the fabric's link.
     Returns (send, run, sent) closures."""
-    from fabric import rand
+    from fedemu.fabric import rand
 
     key, draw = rand.name_key(1, "plain"), rand.draw
     heap: list = []
@@ -163,7 +163,7 @@ def heap_fanout(n: int, rounds: int) -> tuple[int, float]:
 def inline_pingpong(n: int, hops: int) -> tuple[int, float]:
     """A lower bound below the floor: the loop body does the pattern itself (no handler call, no
     message object). Reported for reference only."""
-    from fabric import rand
+    from fedemu.fabric import rand
 
     key = rand.name_key(1, "plain")
     heap = []
@@ -182,7 +182,7 @@ def inline_pingpong(n: int, hops: int) -> tuple[int, float]:
 
 def inline_fanout(n: int, rounds: int) -> tuple[int, float]:
     """The fan-out counterpart of ``inline_pingpong``."""
-    from fabric import rand
+    from fedemu.fabric import rand
 
     key = rand.name_key(1, "plain")
     heap = []

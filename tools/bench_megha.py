@@ -33,8 +33,8 @@ CASES = {
 
 def _child(case: str, out: str) -> None:
     """Run one case in this process and write its figures as JSON to ``out``."""
-    from tools.rss import peak_rss_mb
-    from tools.runner import execute
+    from fedemu.tools.rss import peak_rss_mb
+    from fedemu.tools.runner import execute
 
     _, overrides = CASES[case]
     overrides = dict(overrides)
@@ -56,12 +56,12 @@ def _child(case: str, out: str) -> None:
 def main(args) -> int:
     cases = [c.strip() for arg in args.case for c in arg.split(",") if c.strip()] if args.case else list(CASES)
     if not cases:
-        from fabric.errors import ConfigError
+        from fedemu.fabric.errors import ConfigError
 
         raise ConfigError(f"--case names no bench case; known: {', '.join(sorted(CASES))}")
     for case in cases:
         if case not in CASES:
-            from fabric.errors import unknown_name
+            from fedemu.fabric.errors import unknown_name
 
             raise unknown_name("bench case", case, CASES)
     print(f"{'case':8} {'wall s':>8} {'us/event':>9} {'peak MB':>8} {'events':>10} {'messages':>10} {'tasks':>9} "

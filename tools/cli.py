@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 
-from fabric.errors import FedemuError
+from fedemu.fabric.errors import FedemuError
 
 
 def _cmd_run(args) -> int:
@@ -40,7 +40,7 @@ def _print_summary(summary: dict) -> None:
 
 def _check_determinism(args, overrides) -> int:
     """Run twice (the second time in a fresh process with another PYTHONHASHSEED) and compare."""
-    from fabric.journal import JournalReader
+    from fedemu.fabric.journal import JournalReader
 
     from . import runner
     from .replay import report_comparison
@@ -48,7 +48,7 @@ def _check_determinism(args, overrides) -> int:
     with tempfile.TemporaryDirectory(prefix="fedemu-det-") as tmp:
         first, second = os.path.join(tmp, "first.fjl"), os.path.join(tmp, "second.fjl")
         runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=first)
-        cmd = [sys.executable, "-m", "tools.cli", "run", args.scenario, "--seed", str(args.seed), "--quiet",
+        cmd = [sys.executable, "-m", "fedemu", "run", args.scenario, "--seed", str(args.seed), "--quiet",
                "--journal", second]
         for item in args.set or ():
             cmd += ["--set", item]

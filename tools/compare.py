@@ -27,7 +27,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from fabric.errors import ConfigError, FedemuError, unknown_name
+from fedemu.fabric.errors import ConfigError, FedemuError, unknown_name
 
 from . import params as params_mod
 from . import runner
@@ -62,8 +62,8 @@ def _seeds(text: str) -> list[int]:
 
 def plan_runs(scenario: str, schedulers: str, policies: str, seeds: str, overrides: dict, out: str) -> list[dict]:
     """The runs to make, in table order; every parameter set is checked before anything runs."""
-    from policies.worker_choice import WORKER_CHOICE_NAMES
-    from scenarios import federation
+    from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES
+    from fedemu.scenarios import federation
 
     ref = runner.scenario_ref(scenario)
     module = runner.load(ref)

@@ -11,8 +11,8 @@ import operator
 
 import numpy as np
 
-from actors.records import Recorder
-from fabric.errors import unknown_name
+from fedemu.model import Recorder
+from fedemu.fabric.errors import unknown_name
 
 US = 1_000_000
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99.9", 99.9))

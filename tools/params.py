@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from fabric.errors import ConfigError
+from fedemu.fabric.errors import ConfigError
 
 
 def parse_value(text: str):

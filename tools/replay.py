@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import tempfile
 
-from fabric.errors import JournalError
-from fabric.journal import CODE_NAMES, JournalReader
-from fabric.replay import Formatter, compare, describe
+from fedemu.fabric.errors import JournalError
+from fedemu.fabric.journal import CODE_NAMES, JournalReader
+from fedemu.fabric.replay import Formatter, compare, describe
 
 from . import runner
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from actors.records import Recorder
-from tools import metrics
-from tools.atomic import atomic_write, write_json
+from fedemu.model import Recorder
+from fedemu.tools import metrics
+from fedemu.tools.atomic import atomic_write, write_json
 
 US = metrics.US
 DELAY_FLOOR_S = 1e-6

@@ -2,7 +2,8 @@
 
 A scenario is a Python module (``scenarios/*.py`` or any file) with ``PARAMS`` (defaults of every
 parameter ``--set`` may change) and ``build(fabric, params)``, which adds actors, network and faults
-and returns an object whose ``finish(fabric, info, out_dir)`` turns the run into a summary dict.
+and returns an object whose ``finish(fabric, info)`` checks the run and returns a summary dict; when the
+object has a ``recorder``, the runner adds its measurements and writes the result files.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from pathlib import Path
 
 import attrs
 
-from fabric.errors import ConfigError
-from fabric.journal import Journal
-from fabric.kernel import Fabric
+from fedemu.fabric.errors import ConfigError
+from fedemu.fabric.journal import Journal
+from fedemu.fabric.kernel import Fabric
 
 from . import params as params_mod
+from .results import summarize_run, write_results
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -49,7 +51,7 @@ def known_scenarios() -> list[str]:
 def load(ref: str):
     """Import the scenario module named by ``scenario_ref``."""
     if ref.startswith("scenarios."):
-        module = importlib.import_module(ref)
+        module = importlib.import_module(f"fedemu.{ref}")
     else:
         spec = importlib.util.spec_from_file_location(f"fedemu_scenario_{abs(len(ref))}", ref)
         module = importlib.util.module_from_spec(spec)
@@ -94,5 +96,9 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
     info = {"scenario": ref, "seed": seed, "params": params, "wall_s": round(wall, 3), "events": stats.events,
             "messages": stats.sent, "virtual_end_s": stats.now_us / 1e6, "digest": digest,
             "messages_by_kind": stats.sent_by_kind, "drops_by_cause": stats.drops_by_cause}
-    summary = run.finish(fabric, info, out_dir) if hasattr(run, "finish") else info
+    summary = run.finish(fabric, info) if hasattr(run, "finish") else info
+    recorder = getattr(run, "recorder", None)
+    if recorder is not None:
+        summary = write_results(out_dir, recorder=recorder, summary_extra=summary) if out_dir else \
+            {**summary, **summarize_run(recorder)}
     return RunResult(fabric, summary, digest, wall)

@@ -1,8 +1,13 @@
-"""What a run measures: per-job and per-task records plus named counters.
+"""The model: plain types every layer may import (fabric <- model <- policies <- actors <- ...).
 
-Actors write into one ``Recorder`` as protocol events happen (a measuring instrument beside the
-fabric, not a protocol channel). ``tools.metrics`` turns it into percentiles, CSVs and plots.
-Times are integer microseconds of virtual time; -1 means "not yet".
+- Units: virtual time is integer microseconds (``US_PER_S``, ``seconds_to_us``).
+- Jobs and tasks as every workload produces them and every scheduler consumes them: a job's tasks
+  share its arrival; each has a duration and a sorted tuple of constraint ids (0-20) it needs.
+- The cluster, described once: workers grouped into clusters (a Megha LM's cluster = a Pigeon
+  group). Every scheduler maps these same machines onto its own shape, so comparisons are fair.
+- What a run measures (``Recorder``): per-job and per-task records plus named counters. Actors report
+  protocol events through its methods; ``tools.metrics`` turns it into percentiles, CSVs and plots.
+  -1 means "not yet".
 """
 
 from __future__ import annotations
@@ -11,7 +16,88 @@ from bisect import insort
 
 import attrs
 
+NUM_CONSTRAINTS = 21  # constraint ids 0..20 (the 2023 Megha paper's 21 machine attributes)
 
+# ---- units ----------------------------------------------------------------------------
+US_PER_S = 1_000_000
+
+
+def seconds_to_us(seconds: float) -> int:
+    """Round seconds to integer microseconds."""
+    return int(round(seconds * US_PER_S))
+
+
+
+# ---- jobs -------------------------------------------------------------------------------
+@attrs.frozen(slots=True)
+class Job:
+    """One job: ``durations_us[i]`` and ``constraints[i]`` describe task ``i``.
+
+    ``demand`` is what each task takes from a worker's capacity vector (default one slot).
+    """
+
+    job_id: int
+    arrival_us: int
+    durations_us: tuple[int, ...]
+    constraints: tuple[tuple[int, ...], ...] = attrs.field()
+    demand: tuple[int, ...] = (1,)
+
+    @constraints.default
+    def _no_constraints(self):
+        return ((),) * len(self.durations_us)
+
+    @property
+    def num_tasks(self) -> int:
+        return len(self.durations_us)
+
+    @property
+    def ideal_jrt_us(self) -> int:
+        """The job's ideal response time: its longest task (000, Eq. 1)."""
+        return max(self.durations_us)
+
+    @property
+    def mean_task_us(self) -> float:
+        return sum(self.durations_us) / len(self.durations_us)
+
+
+# ---- machines and clusters ---------------------------------------------------------------
+@attrs.frozen(slots=True)
+class WorkerSpec:
+    """One machine: global id, owning cluster, capacity vector, constraint ids it provides."""
+
+    worker_id: int
+    cluster: int
+    capacity: tuple[int, ...] = (1,)
+    constraints: tuple[int, ...] = ()
+
+
+@attrs.frozen(slots=True)
+class ClusterSpec:
+    """One cluster (one LM in Megha, one group/master in Pigeon) and its constraint profile."""
+
+    index: int
+    profile: str
+    workers: tuple[WorkerSpec, ...]
+
+
+@attrs.frozen(slots=True)
+class Cluster:
+    """All clusters; ``resources`` names the entries of every capacity vector."""
+
+    clusters: tuple[ClusterSpec, ...]
+    resources: tuple[str, ...] = ("slots",)
+
+    @property
+    def num_workers(self) -> int:
+        return sum(len(c.workers) for c in self.clusters)
+
+    def workers(self):
+        """Every worker, cluster by cluster, in id order."""
+        for c in self.clusters:
+            yield from c.workers
+
+
+# ---- what a run records --------------------------------------------------------------------
 @attrs.define(slots=True)
 class TaskRecord:
     """One task's life. Allocation time (start - arrival) splits, as in the 2022 Megha paper, into
