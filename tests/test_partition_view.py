@@ -20,13 +20,13 @@ def clusters(draw):
     return r, [WorkerSpec(1000 + i, 0, cap, cons) for i, (cap, cons) in enumerate(rows)]
 
 
-def brute(view, workers, constraints, demand):
-    need = np.zeros(view.num_resources, dtype=np.int64)
-    need[: len(demand)] = demand
+def brute(free, workers, constraints, demand):
+    """Indices of ``workers`` having every constraint and ``free`` rows (one per worker) >= demand."""
+    need = list(demand) + [0] * (len(free[0]) - len(demand)) if len(free) else []
     return [
         i
         for i, w in enumerate(workers)
-        if set(constraints) <= set(w.constraints) and (view.free[i] >= need).all()
+        if set(constraints) <= set(w.constraints) and all(f >= d for f, d in zip(free[i], need))
     ]
 
 
@@ -55,7 +55,7 @@ def test_suitable_matches_brute_force(cluster, data):
         if not any(demand):
             demand = (1,)
         got = view.suitable(constraints, demand)
-        assert got.tolist() == brute(view, workers, constraints, demand)
+        assert got.tolist() == brute(view.free.tolist(), workers, constraints, demand)
         assert view.any_suitable(constraints, demand) == bool(got.size)
 
 
@@ -168,17 +168,21 @@ def test_large_cluster_against_brute_force():
         spec(i, tuple(c for c in range(21) if s.random() < 0.3), (1 + s.randrange(2),)) for i in range(3000)
     ]
     view = PartitionView(workers)
+    free = [list(w.capacity) for w in workers]  # the model: plain lists, kept beside the view
     for _ in range(4000):
         i = s.randrange(3000)
-        if view.free[i, 0] > 0:
+        if free[i][0] > 0:
             view.allocate(i)
+            free[i][0] -= 1
         elif s.random() < 0.3:
             view.release(i)
-    assert view.free_count == brute_free_count(view)
+            free[i][0] += 1
+    assert view.free.tolist() == free
+    assert view.free_count == sum(f[0] >= 1 for f in free) == brute_free_count(view)
     for _ in range(40):
         cons = tuple(sorted(s.sample(range(21), s.randrange(4))))
         for demand in ((1,), (2,)):
-            assert view.suitable(cons, demand).tolist() == brute(view, workers, cons, demand)
+            assert view.suitable(cons, demand).tolist() == brute(free, workers, cons, demand)
 
 
 def test_clone_is_independent_but_shares_machine_data():
