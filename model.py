@@ -52,7 +52,7 @@ class Job:
 
     @property
     def ideal_jrt_us(self) -> int:
-        """The job's ideal response time: its longest task (000, Eq. 1)."""
+        """The job's ideal response time: its longest task (Megha 2023 paper, shared/papers file 000, Eq. 1)."""
         return max(self.durations_us)
 
     @property
@@ -143,7 +143,7 @@ class JobRecord:
 
     @property
     def delay_us(self) -> int:
-        """Delay in job response time: actual JRT - ideal JRT (000, Eq. 1)."""
+        """Delay in job response time: actual JRT - ideal JRT (Megha 2023 paper, shared/papers file 000, Eq. 1)."""
         return self.jrt_us - self.ideal_jrt_us
 
 

@@ -1,9 +1,10 @@
 """The matching structure one scheduler keeps for one partition (Megha) or cluster (Pigeon) of workers.
 
 Per constraint id a packed bit vector of the machines providing it (built once), a free-capacity
-matrix and an availability bit vector for the unit demand; ``suitable`` is Algorithm 1 of 000.
-Availability and the cached AND of each task's constraint vectors are kept as Python ints (see
-``bitvec``): a partition has ~100 workers, where an int AND costs 60 ns and a numpy one 500 ns.
+matrix and an availability bit vector for the unit demand; ``suitable`` is Algorithm 1 of the Megha
+2023 paper (shared/papers file 000). Availability and the cached AND of each task's constraint
+vectors are kept as Python ints (see ``bitvec``): a partition has ~100 workers, where an int AND
+costs 60 ns and a numpy one 500 ns.
 """
 
 from __future__ import annotations

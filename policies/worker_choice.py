@@ -1,4 +1,6 @@
-"""Worker-choice policies: pick one of a PartitionView's suitable candidates (000, 4.3); stateless.
+"""Worker-choice policies: pick one of a PartitionView's suitable candidates; stateless.
+
+Section numbers are those of the Megha 2023 paper (shared/papers file 000), 4.3 "Matching Algorithm".
 
 Later policies fit the same call: D-choices ranks ``view.free[candidates]`` and draws among the D least
 loaded; balance-aware spreading weighs candidates by ``view.free / view.capacity`` with the stream.
@@ -24,7 +26,7 @@ class WorkerChoice(Protocol):
 
 
 class RandomChoice:
-    """000 4.3.1 Random: uniform among the candidates (spreads parallel GMs, fewer conflicts)."""
+    """Megha 2023 paper 4.3.1, Random: uniform among the candidates (spreads parallel GMs, fewer conflicts)."""
 
     name = "random"
 
@@ -36,7 +38,7 @@ class RandomChoice:
 
 
 class MinConstraintsChoice:
-    """000 4.3.2 Minimum Constraints: a candidate with the fewest machine constraints (best fit).
+    """Megha 2023 paper 4.3.2, Minimum Constraints: a candidate with the fewest machine constraints (best fit).
 
     Ties are broken uniformly by the stream; a unique minimum consumes no draw.
     """

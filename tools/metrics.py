@@ -1,4 +1,6 @@
-"""Run metrics from a ``Recorder``: job delays (000, Eq. 1), utilization (000, Eq. 2), allocation times.
+"""Run metrics from a ``Recorder``: job delays (Eq. 1), utilization (Eq. 2), allocation times.
+
+Equation numbers are those of the Megha 2023 paper (shared/papers file 000).
 
 Pure functions of the recorder. Times come out in seconds (float); percentiles use numpy's default
 linear interpolation; statistics of an empty set are ``None`` (JSON null, never NaN).
@@ -62,7 +64,7 @@ def _kind_mask(jobs: dict[str, np.ndarray], kind: str) -> np.ndarray:
 
 
 def job_delays_s(recorder: Recorder, kind: str = "all", jobs: dict | None = None) -> np.ndarray:
-    """Delay in JRT (actual - ideal, 000 Eq. 1) of completed jobs of ``kind`` (all/short/long), in s."""
+    """Delay in JRT (actual - ideal, Megha 2023 paper Eq. 1) of completed jobs of ``kind`` (all/short/long), in s."""
     jobs = job_table(recorder) if jobs is None else jobs
     done = (jobs["completion_us"] >= 0) & _kind_mask(jobs, kind)
     delay_us = jobs["completion_us"][done] - jobs["arrival_us"][done] - jobs["ideal_jrt_us"][done]
@@ -125,7 +127,7 @@ def _area(times: np.ndarray, busy: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 def mean_utilization(recorder: Recorder, steps: tuple | None = None) -> float | None:
-    """Time-weighted mean of R_consumed/R_total over [first arrival, last completion] (000, Eq. 2)."""
+    """Time-weighted mean of R_consumed/R_total over [first arrival, last completion] (Megha 2023 paper, Eq. 2)."""
     window = time_window_us(recorder)
     if window is None or recorder.total_units <= 0 or window[1] <= window[0]:
         return None
