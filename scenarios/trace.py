@@ -2,6 +2,8 @@
 
 One job per line: ``arrival_s num_tasks mean_task_duration_s dur_1 ... dur_n`` in seconds; blank lines
 are skipped. Times become integer microseconds; a malformed line raises ``TraceError("FILE:LINE: ...")``.
+Every time must lie in [0, MAX_TRACE_S]: a larger one would overflow the journal's 64-bit integers or
+the per-second utilization series long before the run could finish.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from fedemu.model import Job, seconds_to_us
 # A task whose duration rounds to 0 us is stretched to this: a zero-length task would finish at the
 # instant it starts, tying its completion with its own launch, and that tie would decide event order.
 MIN_TASK_US = 1
+
+# The largest time a trace may give, in seconds (about 116 days; real traces span at most a month).
+MAX_TRACE_S = 1e7
 
 _HEAD = ("arrival_s", "num_tasks", "mean_task_duration_s")
 
@@ -66,7 +71,7 @@ def _num_tasks(path, lineno: int, fields: list[str]) -> int:
 
 
 def _seconds(path, lineno: int, fields: list[str], index: int) -> float:
-    """Parse field ``index`` as a finite number of seconds >= 0."""
+    """Parse field ``index`` as a number of seconds in [0, MAX_TRACE_S]."""
     tok = fields[index]
     try:
         if "_" in tok:  # float() would accept Python's digit separators; a trace never has them
@@ -80,6 +85,11 @@ def _seconds(path, lineno: int, fields: list[str], index: int) -> float:
         raise TraceError(
             f"{path}:{lineno}: field {index + 1} ({_field_name(index)}) is {tok!r}, "
             "expected a finite number >= 0"
+        )
+    if value > MAX_TRACE_S:
+        raise TraceError(
+            f"{path}:{lineno}: field {index + 1} ({_field_name(index)}) is {tok!r}, "
+            f"more than the largest time a trace may give, {MAX_TRACE_S:.0e} s"
         )
     return value
 
@@ -129,7 +139,15 @@ def read_trace(path: str | os.PathLike, *, jobs: int | None = None, first_job_id
         _check_count(jobs, "jobs", 0)
     _check_count(first_job_id, "first_job_id", 0)
     _check_file(path)
+    _check_not_empty(path)
     return _jobs(path, jobs, first_job_id)
+
+
+def _check_not_empty(path) -> None:
+    """Raise a TraceError unless the trace has a line that is not blank (read only up to that line)."""
+    with _open(path) as f:
+        if not any(line.strip() for line in f):
+            raise TraceError(f"{path}: the trace has no jobs (the file is empty or has only blank lines)")
 
 
 def count_trace(path: str | os.PathLike) -> tuple[int, int]:
@@ -142,4 +160,6 @@ def count_trace(path: str | os.PathLike) -> tuple[int, int]:
             if fields:
                 tasks += _num_tasks(path, lineno, fields)
                 jobs += 1
+    if jobs == 0:
+        raise TraceError(f"{path}: the trace has no jobs (the file is empty or has only blank lines)")
     return jobs, tasks

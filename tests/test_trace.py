@@ -177,3 +177,68 @@ def test_round_trip_of_generated_traces(tmp_path_factory, rows):
 
 def test_every_error_is_a_fedemu_error(tmp_path):
     assert issubclass(TraceError, FedemuError)
+
+
+@pytest.mark.parametrize("tok", ["1e300", "1e13", "1e12", "10000000.5"])
+@pytest.mark.parametrize("field", [0, 3])
+def test_times_beyond_the_bound_are_file_line_errors(tmp_path, tok, field):
+    fields = ["0", "1", "1", "1"]
+    fields[field] = tok
+    path = _write(tmp_path, "0 1 1 1\n" + " ".join(fields) + "\n")
+    name = "arrival_s" if field == 0 else "dur_1"
+    assert _error(path) == (f"{path}:2: field {field + 1} ({name}) is {tok!r}, "
+                            "more than the largest time a trace may give, 1e+07 s")
+
+
+def test_the_bound_itself_is_accepted(tmp_path):
+    path = _write(tmp_path, "10000000 1 1 10000000\n")
+    (job,) = read_trace(path)
+    assert job.arrival_us == job.durations_us[0] == 10_000_000_000_000
+
+
+@pytest.mark.parametrize("text", ["", "\n", "  \n\t\n\n"])
+def test_a_trace_without_jobs_is_an_error_at_once(tmp_path, text):
+    path = _write(tmp_path, text)
+    message = f"{path}: the trace has no jobs (the file is empty or has only blank lines)"
+    with pytest.raises(TraceError) as info:
+        read_trace(path)  # checked when called, before any job is read
+    assert str(info.value) == message
+    with pytest.raises(TraceError) as info:
+        count_trace(path)
+    assert str(info.value) == message
+
+
+_token = st.one_of(
+    st.sampled_from(["0", "1", "-1", "1e300", "1e13", "1e12", "1e7", "nan", "inf", "-inf", "1_0", "0x10",
+                     "", "1.5", "2", "3", "+1", "٣", "1e-300", "9" * 400]),
+    st.floats().map(repr),
+    st.integers(min_value=-(2**70), max_value=2**70).map(str),
+    st.text(max_size=6),
+)
+_line = st.one_of(st.lists(_token, max_size=8).map(" ".join), st.text(max_size=20))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=200), st.lists(_line, max_size=6).map(lambda ls: "\n".join(ls).encode(
+    "utf-8", "surrogatepass"))))
+def test_fuzzed_trace_files_load_or_give_a_file_line_error(tmp_path_factory, data):
+    """Random bytes and random line shapes: every job the reader yields is in bounds, else FILE:LINE error."""
+    path = tmp_path_factory.mktemp("fuzz") / "f.tr"
+    path.write_bytes(data)
+    try:
+        jobs = list(read_trace(path))
+    except TraceError as e:
+        text = str(e)
+        assert text.startswith(f"{path}:")
+        assert "\n" not in text  # one line
+        if "no jobs" not in text:
+            lineno = text[len(str(path)) + 1:].split(":", 1)[0]
+            assert lineno.isdigit() and int(lineno) >= 1
+        return
+    assert jobs
+    bound = 10_000_000 * 1_000_000
+    for a, b in zip(jobs, jobs[1:]):
+        assert a.arrival_us <= b.arrival_us
+    for job in jobs:
+        assert 0 <= job.arrival_us <= bound
+        assert all(1 <= d <= bound for d in job.durations_us)
