@@ -32,10 +32,6 @@ class ActorCrashed(BaseException):
     """Thrown into a parked actor's task when the fault plan crashes it; ends the task."""
 
 
-class RunOver(BaseException):
-    """Raised from ``receive`` when the run has ended; ends the task."""
-
-
 class Actor:
     """Base class of every scheduler component. ``self.id`` is the stable actor index."""
 
@@ -123,28 +119,7 @@ class Actor:
     def unhandled(self, msg, src: int) -> None:
         raise TypeError(f"{type(self).__name__} {self.name} has no handler on_{type(msg).__name__}")
 
-    # ---- the task -----------------------------------------------------------------------
-    def _take(self):
-        entry = self._mailbox[self._pos]
-        self._pos += 1
-        self._now = entry[0]
-        if entry[4] == LOCAL:
-            self.fabric._local_fired(self, entry)
-        return entry
-
-    async def receive(self):
-        """The next ``(src, msg)``, waiting (parked) until the fabric delivers one."""
-        if self._pos >= len(self._mailbox):
-            await self.fabric._park(self)
-        entry = self._take()
-        return entry[2], entry[6]
-
-    async def run(self) -> None:
-        """Override to write an imperative actor: ``on_start`` is not called for you; loop on
-        ``await self.receive()``. Left alone, the fabric's task for this actor calls ``on_start``,
-        then hands each mailbox entry to its ``on_<Message>`` handler (see ``Fabric._actor_main``)."""
-        raise NotImplementedError("handler actors are run by the fabric; override run() to use receive()")
-
+    # ---- handler lookup (the fabric runs the task: ``Fabric._handle``) --------------------
     @classmethod
     def _handlers(cls) -> dict:
         cache = cls.__dict__.get("_fedemu_handlers")

@@ -2,7 +2,10 @@
 
 A plan is plain data, so hypothesis can generate and shrink it: ``(at_us, kind, target, value)``.
 Kinds: crash/restart an actor; partition two sets of actors and heal all partitions; slow a link
-(latency multiplier) and restore it; set loss on a link ("*" targets every link).
+(latency multiplier) and restore it; set loss on a link ("*" targets every link, for loss and restore).
+Faults name actors; the fabric resolves the names to actor indices once, when the plan is added
+(``Fault.resolve``). The kernel applies crash and restart, the network every other kind
+(``Network.apply``).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import attrs
 from .errors import ConfigError
 
 FAULT_KINDS = ("crash", "restart", "partition", "heal", "slow", "restore", "loss")
+ACTOR_KINDS = ("crash", "restart")  # what the kernel applies; the network applies the rest
 
 
 def _tupleize(target):
@@ -40,6 +44,8 @@ class Fault:
             raise ConfigError(f"fault {self.kind} needs {arity} target(s), got {self.target!r}")
         if self.kind in ("slow", "restore", "loss") and self.target != ("*",) and len(self.target) != 2:
             raise ConfigError(f"fault {self.kind} needs a link (a, b) or '*', got {self.target!r}")
+        if self.kind == "slow" and self.target == ("*",):
+            raise ConfigError("fault slow needs a link (a, b); '*' is only for loss and restore")
         if self.kind == "slow" and self.value <= 0:
             raise ConfigError(f"fault slow needs a latency factor > 0, got {self.value}")
         if self.kind == "loss" and not 0.0 <= self.value <= 1.0:
@@ -53,6 +59,42 @@ class Fault:
 
     def as_data(self) -> tuple:
         return (self.at_us, self.kind, self.target, self.value)
+
+    def resolve(self, index: dict[str, int]) -> "Resolved":
+        """This fault with its actor names turned into indices (``index``: name -> index, in actor
+        order); a name not in ``index`` is a ConfigError that lists the known ones."""
+        for name in self.names():
+            if name not in index:
+                known = list(index)
+                listed = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
+                raise ConfigError(f"fault {self.kind} at {self.at_us} us names unknown actor {name!r}; known: {listed}")
+        if self.kind in ACTOR_KINDS:
+            return Resolved(self, actor=index[self.target[0]])
+        if self.kind == "partition":
+            return Resolved(self, sides=tuple(frozenset(index[n] for n in side) for side in self.target))
+        if self.kind == "heal" or self.target == ("*",):
+            return Resolved(self)
+        return Resolved(self, link=(index[self.target[0]], index[self.target[1]]))
+
+
+@attrs.frozen
+class Resolved:
+    """A fault as the fabric applies it: ``actor`` (crash, restart), ``sides`` (partition) and
+    ``link`` (slow, restore, loss; None for every link) are actor indices. ``fault`` is the plan's
+    own event, which the journal records."""
+
+    fault: Fault
+    actor: int = -1
+    link: tuple[int, int] | None = None
+    sides: tuple = ()
+
+    @property
+    def kind(self) -> str:
+        return self.fault.kind
+
+    @property
+    def value(self) -> float:
+        return self.fault.value
 
 
 def plan(events) -> list[Fault]:

@@ -1,4 +1,4 @@
-"""The fabric: one event queue owns virtual time and every cross-actor effect.
+"""The fabric's window loop: one event queue owns virtual time and every cross-actor effect.
 
 Queue entries are ``(time_us, rank, src, seq, copy, dst, payload)``: rank 0 faults, 1 messages,
 2 timers; ``(src, seq)`` is the sender's own counter, so the order never depends on which actor ran
@@ -6,12 +6,12 @@ first. The fabric advances in windows ``[t, t + L)`` where L is the network's mi
 lookahead): nothing sent inside a window can arrive inside it, so every entry due in the window is
 put in its receiver's mailbox at once and the receivers (trio tasks) are woken. A window that would
 hold more than ``WINDOW_CAP`` entries ends early, at a time boundary, so its actors stay in the CPU
-cache. A send is routed and queued as it is made: its key, its latency draw (counter-based) and its
-link's FIFO state (owned by its one sender) do not depend on which actor ran first. Only the
-journal order would, so each actor's records wait in its outbox until all are parked again, then
-are written actor by actor in wake order. A timer that falls inside the window is merged into its
-owner's own sorted mailbox. Faults start a new window. So trio's scheduling order never reaches the
-journal, the queue or a random draw, and the result is the same as delivering tick by tick.
+cache. Sends and timers are routed and queued as they are made (``routing``); each actor's journal
+records wait in its outbox until all are parked again, then are written actor by actor in wake
+order. A timer that falls inside the window is merged into its owner's own sorted mailbox. Faults
+start a new window: the kernel crashes and restarts actors, the network applies every other fault
+(``Network.apply``). So trio's scheduling order never reaches the journal, the queue or a random
+draw, and the result is the same as delivering tick by tick.
 
 Zero latency is allowed (then windows are one tick long): a message sent with latency 0 is delivered
 in a later window of the same tick, after the receiver's own timers due at that tick, so at equal
@@ -20,31 +20,29 @@ times the (time, rank, sender, seq) order holds only among entries already queue
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import types
-from bisect import insort
 
 import attrs
 import outcome
 import trio
 
 from . import parking, rand
-from .actor import LOCAL, RANK_FAULT, RANK_MESSAGE, RANK_TIMER, Actor, ActorCrashed, RunOver
+from .actor import LOCAL, RANK_FAULT, RANK_TIMER, Actor, ActorCrashed
 from .errors import ConfigError
-from .events import EventQueue
-from .faults import Fault, plan as make_plan
-from .journal import DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, Journal
-from .network import DRAWS_PER_SEND, Network
-from .rand import GOLDEN, MASK, MIX1, MIX2
+from .faults import Resolved, plan as make_plan
+from .journal import DELIVER, FAULT, TIMER_FIRE, Journal
+from .network import Network
+from .routing import OUTSIDE, Routing
 
-OUTSIDE = -1  # sender index of messages injected by the scenario
+__all__ = ["OUTSIDE", "WINDOW_CAP", "Fabric", "FabricStatistics", "gc_paused"]
+
 # A window delivers at most about this many entries (more only when they share a time): the actors
 # it wakes, their tasks and records then stay in the CPU cache from delivery through journaling.
 # Cachegrind, 10,000-actor ping-pong, misses per message: with a 2 MiB cache about 41 at 64 or 256
 # and 92 uncapped; with a 512 KiB cache 57 at 64 and 79 at 256.
 WINDOW_CAP = 64
-
-
 
 
 @attrs.frozen
@@ -63,32 +61,45 @@ class FabricStatistics:
     alive: int
 
 
-class Fabric:
+@contextlib.contextmanager
+def gc_paused():
+    """No cyclic garbage collection inside: for the whole process, not just the fabric's objects.
+
+    A run allocates millions of short-lived tuples and messages that reference counting frees; the
+    collector would keep walking thousands of live actors, trio tasks and queue entries to find
+    nothing. So what exists on entry is frozen (``gc.freeze``, no collection first) and collection
+    is disabled; on exit everything frozen is unfrozen (what the caller had frozen too) and
+    collection is enabled again if it was. Cycles made inside are collected after, not during."""
+    was_enabled = gc.isenabled()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
+
+
+class Fabric(Routing):
     """Actors, network, fault plan and journal of one deterministic run."""
 
     def __init__(self, seed: int = 0, *, network: Network | None = None, journal: Journal | None = None):
+        super().__init__(network, journal)
         self.seed = int(seed)
         self.now = 0
-        self.network = network or Network()
-        self.journal = journal or Journal(None)
-        self._queue = EventQueue(self._bucket_width())
-        self._push = self._queue.push
         self._names: list[str] = []
         self._index: dict[str, int] = {}
         self._factories: list = []
-        self._actors: list[Actor | None] = []
-        self._seq: list[int] = []
-        self._epoch: list[int] = []
-        self._keys: list[int] = []
+        self._seq: list[int] = []  # each actor's next sequence number, kept across its incarnations
+        self._epoch: list[int] = []  # timers numbered up to this belong to an earlier incarnation
         self._incarnations: list[int] = []
-        self._faults: list[Fault] = []
-        self._outside_seq = 0
-        self._window_end = 0
+        self._up: list[bool] = []  # False from a crash to the next restart
+        self._faults: list[Resolved] = []  # in plan order (a fault's index is its queue seq)
         self._running = 0
         self._driver = None
         self._driver_waiting = False
         self._woken = ()
-        self._last_event = 0
         self._until = None
         self._current = None
         self._nursery = None
@@ -98,9 +109,6 @@ class Fabric:
         self.events = 0
         self.windows = 0
         self.delivered = 0
-        self.timers = 0
-        self.sent_by_kind: dict[str, int] = {}
-        self.drops_by_cause: dict[str, int] = {}
         self.progress = None  # optional callable(fabric), called every ``progress_every`` windows
         self.progress_every = 1024
         self.window_cap = WINDOW_CAP
@@ -119,6 +127,7 @@ class Fabric:
         self._epoch.append(0)
         self._keys.append(rand.name_key(self.seed, f"net/{name}"))
         self._incarnations.append(0)
+        self._up.append(True)
         return idx
 
     def addr(self, name: str) -> int:
@@ -138,39 +147,17 @@ class Fabric:
         """The live instance at ``idx`` (None while crashed)."""
         return self._actors[idx]
 
-    def inject(self, dst: int, msg, at_us: int = 0) -> None:
-        """Schedule a message from outside the system (no network) for delivery at ``at_us``."""
-        self._outside_seq += 1
-        seq = self._outside_seq
-        self.journal.append((SEND, self.now, OUTSIDE, seq, dst, at_us, msg._fedemu_tag, msg._fedemu_fields(msg)))
-        self._push((at_us, RANK_MESSAGE, OUTSIDE, seq, 0, dst, msg))
-
     def add_faults(self, events) -> None:
-        """Add fault events (Fault objects or plain tuples); names are checked against the actors."""
+        """Add fault events (Fault objects or plain tuples); their actor names are resolved here,
+        once (an unknown name is a ConfigError)."""
         for fault in make_plan(events):
-            for n in fault.names():
-                if n not in self._index:
-                    known = ", ".join(self._names[:12]) + (", ..." if len(self._names) > 12 else "")
-                    raise ConfigError(f"fault {fault.kind} at {fault.at_us} us names unknown actor {n!r}; "
-                                      f"known: {known}")
-            if fault.kind == "slow" and fault.target == ("*",):
-                raise ConfigError("fault slow needs a link (a, b); '*' is only for loss")
-            self._push((fault.at_us, RANK_FAULT, OUTSIDE, len(self._faults), 0, OUTSIDE, fault))
-            self._faults.append(fault)
-
-    def _bucket_width(self) -> int:
-        """Event-queue buckets one window wide. Measured against a sixteenth of a window: fewer cache
-        misses per message in the 10,000-actor ping-pong, and Megha's goog case 45.3 s, not 47.1 s."""
-        return self.network.window
+            resolved = fault.resolve(self._index)
+            self._push((fault.at_us, RANK_FAULT, OUTSIDE, len(self._faults), 0, OUTSIDE, resolved))
+            self._faults.append(resolved)
 
     def stop(self) -> None:
         """End the run once the current window is done."""
         self._stop = True
-
-    @property
-    def sent(self) -> int:
-        """Messages the actors sent (injected ones are not counted)."""
-        return sum(self.sent_by_kind.values())
 
     def statistics(self) -> FabricStatistics:
         alive = sum(1 for a in self._actors if a is not None)
@@ -186,43 +173,45 @@ class Fabric:
         """Run until the queue is empty, ``stop()`` is called, or the next event is after ``until_us``.
 
         The driver task only starts the actors and waits for the end: whichever actor goes idle last
-        runs the fabric's next step (``_advance``) itself, so a window costs one trio scheduling pass."""
+        runs the fabric's next step (``_advance``) itself, so a window costs one trio scheduling pass.
+        For the whole run the process's cyclic garbage collector is off (``gc_paused``: objects
+        that exist at the start are frozen, collection is disabled, and both are undone at the end),
+        because its passes over every live actor and task find nothing to free and cost time."""
         self._driver = trio.lowlevel.current_task()
         if self._queue.width != self._bucket_width():  # the network may have changed since __init__
             self._queue.rebucket(self._bucket_width())
         self._until = until_us
         self._closing = False
-        gc_was_enabled = gc.isenabled()
-        gc.freeze()  # no collect first: garbage frozen here is collected after unfreeze
-        gc.disable()
-        try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                try:
-                    self._window_end = self.now + 1
-                    dead = self._start_faults()
-                    self._woken = [self._spawn(idx) for idx in range(len(self._names)) if idx not in dead]
-                    self._driver_waiting = self._running > 0
-                    if not self._driver_waiting:  # no actors at all: nothing will ever run the steps
-                        self._advance(None)
-                    if self._driver_waiting:
-                        await parking.wait()
-                except trio.Cancelled:
-                    raise
-                except BaseException as e:  # surface the driver's own error unwrapped
-                    self._error = e
-                if self._error is not None or not self._stop_actors():
-                    nursery.cancel_scope.cancel()
-        finally:
-            self._nursery = None
-            for actor in self._actors:  # where each sender's sequence stands (flushes do not track it)
-                if actor is not None:
-                    self._seq[actor.id] = actor._seq
-            gc.unfreeze()
-            if gc_was_enabled:
-                gc.enable()
+        with gc_paused():
+            try:
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    await self._drive(nursery)
+            finally:
+                self._nursery = None
+                for actor in self._actors:  # where each sender's sequence stands (flushes do not track it)
+                    if actor is not None:
+                        self._seq[actor.id] = actor._seq
         if self._error is not None:
             raise self._error
+
+    async def _drive(self, nursery) -> None:
+        """The driver task's part: apply the start-time faults, start the actors, wait for the end."""
+        try:
+            self._window_end = self.now + 1
+            self._start_faults()
+            self._woken = [self._spawn(idx) for idx in range(len(self._names)) if self._up[idx]]
+            self._driver_waiting = self._running > 0
+            if not self._driver_waiting:  # no actors at all: nothing will ever run the steps
+                self._advance(None)
+            if self._driver_waiting:
+                await parking.wait()
+        except trio.Cancelled:
+            raise
+        except BaseException as e:  # surface the driver's own error unwrapped
+            self._error = e
+        if self._error is not None or not self._stop_actors():
+            nursery.cancel_scope.cancel()
 
     def _stop_actors(self) -> bool:
         """The run is over: let every actor task return (all are parked now). False if one is not."""
@@ -234,27 +223,14 @@ class Fabric:
             trio.lowlevel.reschedule(actor._task, parking.STOP)
         return True
 
-    def _start_faults(self) -> set:
-        """Apply the faults due at the start time before any actor starts (as faults precede
-        everything else at any later time); returns the actors that start crashed."""
+    def _start_faults(self) -> None:
+        """Apply the faults due at the start time before any actor starts, as faults precede
+        everything else at any later time (an actor restarted here starts with the others)."""
         queue = self._queue
-        dead = set()
         while (entry := queue.first()) is not None and entry[1] == RANK_FAULT and entry[0] <= self.now:
             queue.pop()
-            fault = entry[6]
             self.events += 1
-            if fault.kind in ("crash", "restart"):
-                idx = self._index[fault.target[0]]
-                self.journal.append((FAULT, entry[0], entry[3], fault.kind, fault.target, fault.value))
-                if fault.kind == "crash":
-                    dead.add(idx)
-                elif idx in dead:
-                    dead.discard(idx)
-                    self._incarnations[idx] += 1
-            else:
-                self._apply_fault(entry, [])
-                self.network.changed()
-        return dead
+            self._fault(entry, None)
 
     def _advance(self, current) -> bool:
         """Every actor is idle: flush what the last window emitted, then deliver windows until some
@@ -266,19 +242,14 @@ class Fabric:
         journal = self.journal
         until_us = self._until
         progress = self.progress
-        reschedule = trio.lowlevel.reschedule
         while True:
             if self.windows & 15 == 0:
                 journal.maybe_drain()
             first = queue.first()
             if first is None or self._stop or self._error is not None or (until_us is not None and first[0] > until_us):
-                self.now = self._last_event
-                if until_us is not None and not self._stop and (first is None or first[0] > until_us):
-                    self.now = max(self.now, until_us)
-                self._finish()
+                self._end(first)
                 return False
-            t = first[0]
-            self.now = t
+            t = self.now = first[0]
             end = t + net.window
             if until_us is not None and end > until_us + 1:
                 end = until_us + 1
@@ -289,30 +260,43 @@ class Fabric:
             self.windows += 1
             if progress is not None and self.windows % self.progress_every == 0:
                 progress(self)
-            if not woken:
-                continue
-            self._woken = woken
-            resume = False
-            running = 0
-            for actor in woken:
-                if actor._parked:
-                    actor._parked = False
-                    running += 1
-                    if actor is current:
-                        resume = True
-                    else:
-                        reschedule(actor._task, parking.WAKE)
-            self._running += running
-            if self._running:
-                return resume
-            self._flush(woken)
-            self._woken = ()
+            if woken:
+                self._woken = woken
+                resume = self._wake(woken, current)
+                if self._running:
+                    return resume
+                self._flush(woken)
+                self._woken = ()
 
-    def _finish(self) -> None:
+    def _wake(self, woken: list, current) -> bool:
+        """Reschedule the parked actors among ``woken``; True when ``current`` is one of them (it
+        goes on by itself, without a trio round trip)."""
+        reschedule = trio.lowlevel.reschedule
+        wake = parking.WAKE
+        resume = False
+        running = 0
+        for actor in woken:
+            if actor._parked:
+                actor._parked = False
+                running += 1
+                if actor is current:
+                    resume = True
+                else:
+                    reschedule(actor._task, wake)
+        self._running += running
+        return resume
+
+    def _end(self, first) -> None:
+        """No window is left to deliver: set the end time and let the driver finish the run."""
+        until_us = self._until
+        self.now = self._last_event
+        if until_us is not None and not self._stop and (first is None or first[0] > until_us):
+            self.now = max(self.now, until_us)
         if self._driver_waiting:
             self._driver_waiting = False
             trio.lowlevel.reschedule(self._driver)
 
+    # ---- actor tasks --------------------------------------------------------------------
     def _spawn(self, idx: int) -> Actor:
         actor = self._factories[idx]()
         if not isinstance(actor, Actor):
@@ -331,19 +315,13 @@ class Fabric:
         return actor
 
     async def _actor_main(self, actor: Actor) -> None:
-        """The actor's trio task: ``on_start``, then its handlers (``_handle``) or its own ``run``."""
+        """The actor's trio task: ``on_start``, then its handlers (``_handle``) until the run ends."""
         actor._task = trio.lowlevel.current_task()
         try:
-            if self._actors[actor.id] is not actor:
-                pass
-            elif type(actor).run is not Actor.run:
-                await actor.run()  # an imperative actor: its own body, with receive()
-            else:
+            if self._actors[actor.id] is actor:  # else it crashed before its task first ran
                 await self._handle(actor)
         except ActorCrashed:
             pass
-        except RunOver:
-            return
         except (trio.Cancelled, GeneratorExit):  # trio's cancellation, or the task's coroutine closed
             raise
         except BaseException as e:  # a bug in an actor (or the fabric step it ran) ends the run
@@ -362,7 +340,8 @@ class Fabric:
     def _handle(self, actor: Actor):
         """A handler actor's loop: start, then hand each mailbox entry to its handler, parking when
         the mailbox is empty. One generator for the actor's whole life, which parks by yielding
-        trio's trap itself: no coroutine is made and freed per wake-up (see ``parking``)."""
+        trio's trap itself: no coroutine is made and freed per wake-up (see ``parking``; without
+        the trap it awaits ``parking.wait``, trio's public call)."""
         actor.on_start()
         cache = actor._handlers()
         idle = self._idle
@@ -372,10 +351,7 @@ class Fabric:
             mb = actor._mailbox
             if actor._pos >= len(mb):
                 if idle(actor):
-                    if park is None:  # pragma: no cover - a trio without the internal trap
-                        woke = yield from parking.wait()
-                    else:
-                        woke = (yield park).unwrap()
+                    woke = (yield from parking.wait()) if park is None else (yield park).unwrap()
                     if woke is stop:
                         return
                 mb = actor._mailbox
@@ -408,20 +384,16 @@ class Fabric:
             raise ActorCrashed()
         return True
 
-    async def _park(self, actor: Actor) -> None:
-        if self._idle(actor) and await parking.wait() is parking.STOP:
-            raise RunOver()
-
+    # ---- delivery -----------------------------------------------------------------------
     def _deliver(self, t: int, end: int) -> list:
         """Move every entry due in [t, end) into mailboxes; returns the actors to wake, in order.
-
         A fault after ``t`` ends the window early, so it is applied at the start of the next one."""
         queue = self._queue
         cur, pos = queue.current, queue.pos
         actors = self._actors
         append = self.journal.pack
         net = self.network
-        partitions = net.partitions  # faults change this list in place
+        partitions = net.partitions  # Network.apply changes this list in place
         epoch = self._epoch
         woken = []
         n = delivered = 0
@@ -434,47 +406,32 @@ class Fabric:
                     break
                 cur, pos = queue.current, 0
             entry = cur[pos]
-            at = entry[0]
-            if at >= end:
-                break
-            if n >= cap and at > last:  # a full batch: end the window at a time boundary
-                self._window_end = at
-                break
-            rank = entry[1]
-            if rank == RANK_FAULT:
-                if at > t:
+            at, rank = entry[0], entry[1]
+            if at >= end or (n >= cap and at > last) or (rank == RANK_FAULT and at > t):
+                if at < end:  # a full batch ends at a time boundary; a later fault starts the next window
                     self._window_end = at
-                    break
-                queue.pos = pos = pos + 1
-                n += 1
-                last = at
-                self._apply_fault(entry, woken)
-                cur, pos = queue.current, queue.pos
-                net.changed()
-                end = self._window_end = min(end, t + net.window)
-                continue
+                break
             pos += 1
             n += 1
             last = at
+            if rank == RANK_FAULT:
+                queue.pos = pos
+                self._fault(entry, woken)
+                end = self._window_end = min(end, t + net.window)  # a slow link may lower the lookahead
+                cur, pos = queue.current, queue.pos
+                continue
             dst = entry[5]
             actor = actors[dst]
             if rank == RANK_TIMER:
                 if actor is None or entry[3] <= epoch[dst]:
-                    append((DROP, at, entry[2], entry[3], dst, "stale-timer"))
-                    self._drop("stale-timer")
+                    self._dropped(at, entry[2], entry[3], dst, "stale-timer")
                     continue
                 append((TIMER_FIRE, at, dst, entry[3]))
+            elif actor is None or (partitions and net.blocked(entry[2], dst)):
+                self._dropped(at, entry[2], entry[3], dst, "dead" if actor is None else "partition")
+                continue
             else:
-                src = entry[2]
-                if actor is None:
-                    append((DROP, at, src, entry[3], dst, "dead"))
-                    self._drop("dead")
-                    continue
-                if partitions and net.blocked(src, dst):
-                    append((DROP, at, src, entry[3], dst, "partition"))
-                    self._drop("partition")
-                    continue
-                append((DELIVER, at, src, entry[3], dst, entry[4]))
+                append((DELIVER, at, entry[2], entry[3], dst, entry[4]))
                 delivered += 1
             mb = actor._mailbox  # empty unless it got an entry earlier in this window
             if not mb:
@@ -486,138 +443,47 @@ class Fabric:
         self._last_event = last
         return woken
 
-    def _drop(self, cause: str) -> None:
-        self.drops_by_cause[cause] = self.drops_by_cause.get(cause, 0) + 1
-
-    def _send(self, actor: Actor, dst: int, msg) -> None:
-        """Route ``actor``'s send number ``actor._seq`` now and queue it. Nothing here
-        depends on which actor ran first: queue keys are unique, draws are counter-based, a link's
-        FIFO state belongs to its one sender, counts add up. Only the journal order does, so the
-        records wait in the actor's outbox until ``_flush``."""
-        live = self._actors
-        if not 0 <= dst < len(live):
-            raise ValueError(f"{actor.name} sent {msg._fedemu_tag} to actor index {dst}; "
-                             f"valid: 0..{len(live) - 1}")
-        idx, seq, now = actor.id, actor._seq, actor._now
-        net = self.network
-        fixed = net.fixed
-        if fixed is not None:
-            at = now + fixed
-            copies = 1
-        elif net.jitter is not None:  # route() for a plain uniform network, inlined
-            lo, span, fifo = net.jitter
-            z = (actor._key + (seq * DRAWS_PER_SEND + 1) * GOLDEN) & MASK  # rand.draw(key, seq * 4)
-            z = ((z ^ (z >> 30)) * MIX1) & MASK
-            z = ((z ^ (z >> 27)) * MIX2) & MASK
-            at = now + lo + ((z ^ (z >> 31)) * span >> 64)
-            if fifo:
-                clamp = actor._fifo  # the network's sender_fifo(idx)
-                if now >= clamp.latest:  # SenderFifo.clamp's first branch, inlined
-                    clamp.table = None
-                    clamp.last_dst = dst
-                    clamp.latest = at
-                else:
-                    at = clamp.clamp(now, dst, at)
-            copies = 1
-        else:
-            at, copies = net.route(idx, dst, seq, now, self._keys[idx])
-        tag = msg._fedemu_tag
-        out = actor._outbox
-        out.append((SEND, now, idx, seq, dst, at, tag, msg._fedemu_fields(msg)))
-        by_kind = self.sent_by_kind
-        by_kind[tag] = by_kind.get(tag, 0) + 1
-        if copies == 0:
-            out.append((DROP, now, idx, seq, dst, "loss"))
-            self._drop("loss")
-            return
-        entry = (at, RANK_MESSAGE, idx, seq, 0, dst, msg)
-        queue = self._queue  # EventQueue.push, inlined: a send lands in a later bucket
-        b = at // queue.width
-        if b > queue.index:
-            bucket = queue.buckets.get(b)
-            if bucket is not None:
-                bucket.append(entry)
-            else:
-                queue.push(entry)
-        else:
-            queue.push(entry)
-        if copies == 2:
-            self._push((at, RANK_MESSAGE, idx, seq, 1, dst, msg))
-
-    def _set_timer(self, actor: Actor, at: int, msg) -> None:
-        """Set ``actor``'s timer number ``actor._seq``: into its own sorted mailbox when it falls in
-        the window being handled, else in the queue."""
-        idx, seq = actor.id, actor._seq
-        actor._outbox.append((TIMER_SET, actor._now, idx, seq, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
-        self.timers += 1
-        if at < self._window_end:
-            insort(actor._mailbox, (at, RANK_TIMER, idx, seq, LOCAL, idx, msg), lo=actor._pos)
-        else:
-            self._push((at, RANK_TIMER, idx, seq, 0, idx, msg))
-
-    def _local_fired(self, actor: Actor, entry) -> None:
-        """A timer merged into ``actor``'s mailbox is being handled."""
-        actor._outbox.append((TIMER_FIRE, entry[0], actor.id, entry[3]))
-        if entry[0] > self._last_event:
-            self._last_event = entry[0]
-
-    def _flush(self, actors) -> None:
-        """Journal what each actor emitted, in the given (deterministic) wake order."""
-        append = self.journal.pack
-        for actor in actors:
-            out = actor._outbox
-            if out:
-                for record in out:
-                    append(record)
-                out.clear()
-
-    def _apply_fault(self, entry, woken: list) -> None:
-        fault: Fault = entry[6]
-        net = self.network
+    # ---- faults -------------------------------------------------------------------------
+    def _fault(self, entry, woken: list | None) -> None:
+        """Journal and apply a fault: crash and restart here, every other kind in the network.
+        ``woken`` gets a restarted actor (None before the actors start: it starts with them)."""
+        resolved: Resolved = entry[6]
+        fault = resolved.fault
         self.journal.append((FAULT, entry[0], entry[3], fault.kind, fault.target, fault.value))
-        kind = fault.kind
-        if kind == "crash":
-            idx = self._index[fault.target[0]]
-            actor = self._actors[idx]
-            if actor is None:
-                return
-            self._actors[idx] = None
-            self._seq[idx] = actor._seq  # its next incarnation continues the sequence
-            actor._mailbox.clear()
-            actor._pos = 0
-            if actor._parked:
-                actor._parked = False
-                self._running += 1
-                if actor is self._current:  # it is running this very step: it ends itself on return
-                    actor._crashed = True
-                else:
-                    trio.lowlevel.reschedule(actor._task, outcome.Error(ActorCrashed()))
-        elif kind == "restart":
-            idx = self._index[fault.target[0]]
-            if self._actors[idx] is not None:
-                return
-            self._incarnations[idx] += 1
-            self._epoch[idx] = self._seq[idx]  # timers set by earlier incarnations are stale
-            woken.append(self._spawn(idx))
-        elif kind == "partition":
-            a = frozenset(self._index[n] for n in fault.target[0])
-            b = frozenset(self._index[n] for n in fault.target[1])
-            net.partitions.append((a, b))
-        elif kind == "heal":
-            net.partitions.clear()
-        elif fault.target == ("*",):
-            if kind == "loss":  # the most recent loss fault wins, for every link
-                net.default_loss = fault.value
-                net.loss.clear()
-            elif kind == "restore":
-                net.slow.clear()
+        if fault.kind == "crash":
+            self._crash(resolved.actor)
+        elif fault.kind == "restart":
+            self._restart(resolved.actor, woken)
         else:
-            a, b = self._index[fault.target[0]], self._index[fault.target[1]]
-            for pair in ((a, b), (b, a)):
-                if kind == "slow":
-                    net.slow[pair] = fault.value
-                    net.ever_slowed = True
-                elif kind == "restore":
-                    net.slow.pop(pair, None)
-                else:
-                    net.loss[pair] = fault.value
+            self.network.apply(resolved)
+
+    def _crash(self, idx: int) -> None:
+        """Take actor ``idx`` down: its instance and mailbox go; a parked task is ended by
+        ActorCrashed (the running one ends itself when it next goes idle)."""
+        if not self._up[idx]:
+            return
+        self._up[idx] = False
+        actor = self._actors[idx]
+        if actor is None:  # crashed before the start
+            return
+        self._actors[idx] = None
+        self._seq[idx] = actor._seq  # its next incarnation continues the sequence
+        actor._mailbox.clear()
+        actor._pos = 0
+        if actor._parked:
+            actor._parked = False
+            self._running += 1
+            if actor is self._current:  # it is running this very step: it ends itself on return
+                actor._crashed = True
+            else:
+                trio.lowlevel.reschedule(actor._task, outcome.Error(ActorCrashed()))
+
+    def _restart(self, idx: int, woken: list | None) -> None:
+        """Bring actor ``idx`` back up as a new incarnation; timers its earlier ones set go stale."""
+        if self._up[idx]:
+            return
+        self._up[idx] = True
+        self._incarnations[idx] += 1
+        self._epoch[idx] = self._seq[idx]
+        if woken is not None:
+            woken.append(self._spawn(idx))

@@ -1,7 +1,8 @@
 """The network model: per-link latency, loss, duplication and ordering, plus live fault state.
 
-Each directed link uses the default ``Link`` unless overridden. Faults change the live state:
-partitions between sets of actors, latency multipliers (slow) and loss overrides on links.
+Each directed link uses the default ``Link`` unless overridden. Network faults change the live state,
+through ``Network.apply`` only: partitions between sets of actors, latency multipliers (slow) and
+loss overrides on links.
 Draws come from counter-based streams keyed by (seed, "net", sender) and the send's sequence number,
 so a message's fate does not depend on what any other actor did first.
 """
@@ -14,6 +15,7 @@ import attrs
 
 from . import rand
 from .errors import ConfigError
+from .faults import ACTOR_KINDS, Resolved
 
 LATENCY_KINDS = ("const", "uniform", "lognormal")
 
@@ -158,9 +160,39 @@ class Network:
             low = min(low, *(int(low * f) for f in self.slow.values()))
         return low
 
+    def apply(self, fault: Resolved) -> None:
+        """Apply a network fault (partition, heal, slow, restore, loss; names already resolved to
+        indices) and refresh what is cached from the live state. Slow, restore and loss act on both
+        directions of a link; on every link ('*'), loss replaces every earlier loss fault and restore
+        ends every slow link."""
+        kind = fault.kind
+        if kind in ACTOR_KINDS:
+            raise ValueError(f"fault {kind} is the fabric's to apply, not the network's")
+        if kind == "partition":
+            self.partitions.append(fault.sides)
+        elif kind == "heal":
+            self.partitions.clear()
+        elif fault.link is None:
+            if kind == "loss":
+                self.default_loss = fault.value
+                self.loss.clear()
+            else:  # restore; slow on every link is refused when the plan is made
+                self.slow.clear()
+        else:
+            a, b = fault.link
+            for pair in ((a, b), (b, a)):
+                if kind == "slow":
+                    self.slow[pair] = fault.value
+                    self.ever_slowed = True
+                elif kind == "restore":
+                    self.slow.pop(pair, None)
+                else:
+                    self.loss[pair] = fault.value
+        self.changed()
+
     def changed(self) -> None:
-        """Recompute the cached ``window`` (lookahead, at least one tick) and ``fixed`` latency; call
-        after changing links, loss or slow factors in place (the fabric does for faults)."""
+        """Recompute the cached ``window`` (lookahead, at least one tick), ``fixed`` latency and
+        ``jitter``; call after changing links in place (``apply`` calls it for faults)."""
         self.window = max(self._lookahead(), 1)
         self.fixed = self.fixed_latency()
         self.jitter = self.plain_jitter()

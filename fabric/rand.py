@@ -12,7 +12,7 @@ import math
 
 _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
-MIX1, MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # splitmix64's multipliers (for inlined copies)
+MIX1, MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # splitmix64's multipliers (fastpath inlines mix64)
 MASK, GOLDEN = _MASK, _GOLDEN
 _TWO_64 = float(1 << 64)
 _TWO_53 = float(1 << 53)
@@ -63,10 +63,7 @@ class Stream:
     def bits64(self) -> int:
         """The next raw 64-bit value."""
         c = self.counter = self.counter + 1
-        z = (self.key + c * _GOLDEN) & _MASK  # mix64, inlined: this is every actor's hot draw
-        z = ((z ^ (z >> 30)) * MIX1) & _MASK
-        z = ((z ^ (z >> 27)) * MIX2) & _MASK
-        return z ^ (z >> 31)
+        return mix64((self.key + c * _GOLDEN) & _MASK)  # draw(key, c - 1), one call fewer
 
     def random(self) -> float:
         """A float in [0, 1)."""

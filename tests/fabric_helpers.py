@@ -424,7 +424,8 @@ def check_invariants(names: list[str], records: list[tuple], link_of, *, dup_all
     nothing is delivered to (and no timer fires at) a dead actor; partition drops only across an
     active partition, and nothing crosses one; per-link FIFO where configured; every send ends in
     exactly one delivery or one drop, every timer in one fire or one stale-timer drop.
-    Returns counts by outcome for the caller's own assertions."""
+    Returns counts by outcome for the caller's own assertions (``fifo_ordered``: deliveries on a FIFO
+    link checked against an earlier one; ``fifo_held``: sends FIFO held past the link's maximum)."""
     index = {name: i for i, name in enumerate(names)}
     alive = [True] * len(names)
     max_seq = [0] * len(names)
@@ -486,6 +487,7 @@ def check_invariants(names: list[str], records: list[tuple], link_of, *, dup_all
                     prev = delivered_seq.get((src, dst), 0)
                     assert seq > prev, f"{where}: FIFO broken on {names[src]}->{names[dst]}: #{seq} after #{prev}"
                     delivered_seq[(src, dst)] = seq
+                    counts["fifo_ordered"] += prev > 0  # a delivery that had to follow an earlier one
             counts["deliver"] += 1
         elif code == DROP:
             _, _, src, seq, dst, cause = rec

@@ -1,6 +1,8 @@
-"""Fault plans: crash, restart, partitions and heal, validation of plans as data."""
+"""Fault plans: crash, restart, partitions and heal, validation of plans as data, resolution of names and
+the network's own faults (``Network.apply``)."""
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.faults import FAULT_KINDS, Fault, plan
@@ -244,3 +246,85 @@ def test_faults_due_together_all_precede_the_restarted_actors_start(tmp_path):
     assert [c[:3] for c in x if c[2] == "start"] == [(0, 0, "start"), (2, 900, "start")]
     assert all(not 200 <= now < 900 for _, now, *_ in x)
     assert [r[1] for r in by_code(records, DROP) if r[5] == "dead"] == [300, 500, 700]
+
+
+# ---- the network applies network faults; names are resolved once ---------------------------------
+def test_faults_resolve_names_to_indices():
+    index = {"a": 0, "b": 1, "c": 2}
+    faults = plan([(1, "crash", "b"), (2, "partition", (["a", "b"], ["c"])), (3, "heal", ()),
+                   (4, "slow", ("c", "a"), 2.0), (5, "restore", "*"), (6, "loss", "*", 0.5)])
+    got = [f.resolve(index) for f in faults]
+    assert [(r.fault, r.actor, r.link, r.sides) for r in got] == [
+        (faults[0], 1, None, ()), (faults[1], -1, None, (frozenset({0, 1}), frozenset({2}))),
+        (faults[2], -1, None, ()), (faults[3], -1, (2, 0), ()), (faults[4], -1, None, ()), (faults[5], -1, None, ())]
+    assert [(r.kind, r.value) for r in got][3] == ("slow", 2.0)
+    with pytest.raises(ConfigError, match="fault loss at 1 us names unknown actor 'z'; known: a, b, c"):
+        Fault(1, "loss", ("a", "z"), 0.1).resolve(index)
+
+
+def _cached(net: Network) -> tuple:
+    return net.window, net.fixed, net.jitter
+
+
+NETWORK_FAULTS = st.lists(st.one_of(
+    st.tuples(st.just("partition"), st.tuples(st.sets(st.integers(0, 3)), st.sets(st.integers(0, 3)))),
+    st.tuples(st.just("heal"), st.just(())),
+    st.tuples(st.just("slow"), st.tuples(st.integers(0, 3), st.integers(0, 3)), st.sampled_from([0.25, 0.5, 3.0])),
+    st.tuples(st.sampled_from(["restore", "loss"]), st.tuples(st.integers(0, 3), st.integers(0, 3)),
+              st.sampled_from([0.0, 0.5, 1.0])),
+    st.tuples(st.sampled_from(["restore", "loss"]), st.just("*"), st.sampled_from([0.0, 0.5, 1.0])),
+), max_size=12)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(uniform=st.booleans(), faults=NETWORK_FAULTS)
+def test_network_apply_keeps_a_model_of_the_live_state_and_its_own_caches(uniform, faults):
+    """Each network fault against a plain model (partitions, slow factors and loss per directed link), and
+    the cached window, fixed latency and jitter always what a fresh ``changed()`` computes."""
+    names = ["n0", "n1", "n2", "n3"]
+    index = {n: i for i, n in enumerate(names)}
+    net = Network(Link(Latency.uniform(400, 900) if uniform else Latency.const(400)))
+    sides, slow, loss, every_loss, ever_slowed = [], {}, {}, None, False
+    for k, (kind, target, *value) in enumerate(faults):
+        if kind == "partition":
+            target = tuple(tuple(names[i] for i in sorted(side)) for side in target)
+        elif kind != "heal" and target != "*":
+            if target[0] == target[1]:
+                continue
+            target = (names[target[0]], names[target[1]])
+        fault = Fault(k, kind, target, *value)
+        net.apply(fault.resolve(index))
+        ever_slowed = ever_slowed or kind == "slow"
+        if kind == "partition":
+            sides.append(tuple(frozenset(index[n] for n in side) for side in fault.target))
+        elif kind == "heal":
+            sides.clear()
+        elif fault.target == ("*",):
+            if kind == "loss":
+                every_loss, loss = fault.value, {}
+            else:
+                slow.clear()
+        else:
+            a, b = index[target[0]], index[target[1]]
+            for pair in ((a, b), (b, a)):
+                if kind == "slow":
+                    slow[pair] = fault.value
+                elif kind == "restore":
+                    slow.pop(pair, None)
+                else:
+                    loss[pair] = fault.value
+        assert (net.partitions, net.slow, net.loss, net.default_loss) == (sides, slow, loss, every_loss)
+        for s in range(4):
+            for d in range(4):
+                assert net.blocked(s, d) == any((s in x and d in y) or (s in y and d in x) for x, y in sides)
+        cached = _cached(net)
+        net.changed()
+        assert cached == _cached(net)
+        assert net.window == max(1, min([400, *(int(400 * f) for f in slow.values())]))
+        assert net.fixed is None if (slow or loss or every_loss is not None or uniform or ever_slowed) else net.fixed == 400
+
+
+def test_the_network_leaves_crash_and_restart_to_the_kernel():
+    for kind in ("crash", "restart"):
+        with pytest.raises(ValueError, match=f"fault {kind} is the fabric's to apply"):
+            Network().apply(Fault(1, kind, "a").resolve({"a": 0}))
