@@ -1,14 +1,21 @@
 """The journal: every send, delivery, drop, timer and fault as a msgpack record, with a digest.
 
-Layout: a header map, then records (arrays ``[code, time_us, ...]``), then a footer map with counts
-and the blake2b digest of the records' bytes. Records are packed into one reusable buffer and hashed
-and written in 1 MiB chunks; with recording off the digest is still computed.
+Layout (version 2): a header map (``format``, ``version`` and the run's seed, scenario, params and
+actors), the CRC-32 of the header's bytes, then frames. A frame is a 17-byte head (kind ``R`` for a
+block of records or ``F`` for the footer, the payload's length and CRC-32, and the CRC-32 of those 13
+bytes) followed by its payload. A block's payload is whole records (arrays ``[code, time_us, ...]``);
+the footer's is a map with counts and the blake2b digest of all blocks' payloads. Records are packed
+into one reusable buffer and hashed (and, when recording, framed and written) in 1 MiB blocks; with
+recording off the digest is still computed. The checksums frame the record bytes, they are not part
+of what the digest covers, so a run's digest does not depend on the layout.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import struct
+import zlib
 
 import msgpack
 
@@ -16,7 +23,7 @@ from . import messages
 from .errors import JournalError
 
 FORMAT = "fedemu-journal"
-VERSION = 1
+VERSION = 2
 
 SEND, DELIVER, DROP, TIMER_SET, TIMER_FIRE, FAULT = range(6)
 CODE_NAMES = ("send", "deliver", "drop", "timer", "fire", "fault")
@@ -36,7 +43,19 @@ def well_formed(item) -> bool:
     if code == FAULT and not (isinstance(item[3], str) and isinstance(item[4], tuple)):
         return False
     return True
+
+
 FLUSH_BYTES = 1 << 20
+BLOCK, FOOTER = b"R", b"F"
+_HEAD = struct.Struct(">cQI")  # kind, payload length, payload CRC-32
+_HEAD_CRC = struct.Struct(">I")
+HEAD_BYTES = _HEAD.size + _HEAD_CRC.size
+
+
+def frame_head(kind: bytes, payload) -> bytes:
+    """The 17 bytes that precede a payload: kind, length, CRC-32 of the payload, CRC-32 of those."""
+    head = _HEAD.pack(kind, len(payload), zlib.crc32(payload))
+    return head + _HEAD_CRC.pack(zlib.crc32(head))
 
 
 class Journal:
@@ -45,7 +64,7 @@ class Journal:
     def __init__(self, path: str | os.PathLike | None = None) -> None:
         self.path = None if path is None else os.fspath(path)
         self._tmp = None if path is None else f"{self.path}.tmp"
-        self._file = None if path is None else open(self._tmp, "wb", buffering=FLUSH_BYTES)
+        self._file = None if path is None else open(self._tmp, "wb")
         self._packer = messages.new_packer()
         self._digest = hashlib.blake2b(digest_size=16)
         self.pack = self._packer.pack
@@ -55,7 +74,8 @@ class Journal:
     def write_header(self, header: dict) -> None:
         self.header = {"format": FORMAT, "version": VERSION, **header}
         if self._file is not None:
-            self._file.write(messages.packb(self.header))
+            data = messages.packb(self.header)
+            self._file.write(data + _HEAD_CRC.pack(zlib.crc32(data)))
 
     def append(self, record: tuple) -> None:
         """Pack one record (the fabric calls ``pack`` directly and ``maybe_drain`` once per window)."""
@@ -75,6 +95,7 @@ class Journal:
             self._digest.update(buf)
             self.bytes += len(buf)
             if self._file is not None:
+                self._file.write(frame_head(BLOCK, buf))
                 self._file.write(buf)
         buf.release()
         self._packer.reset()
@@ -85,18 +106,18 @@ class Journal:
         return self._digest.hexdigest()
 
     def close(self, footer: dict | None = None) -> str:
-        """Finish: write the footer and rename the file into place; returns the digest."""
+        """Finish: write the footer (``footer`` adds to it) and rename the file into place; returns the digest."""
         digest = self.digest
         if self._file is not None:
-            tail = {"footer": True, "digest": digest, **(footer or {})}
-            self._file.write(messages.packb(tail))
+            data = messages.packb({"footer": True, "digest": digest, **(footer or {})})
+            self._file.write(frame_head(FOOTER, data) + data)
             self._file.close()
             os.replace(self._tmp, self.path)
             self._file = None
         return digest
 
     def abort(self) -> None:
-        """Drop a half-written journal (a crashed run leaves nothing behind)."""
+        """Drop a half-written journal (an interrupted run leaves no temporary file behind)."""
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -107,71 +128,140 @@ class Journal:
 
 
 class JournalReader:
-    """Reads a journal: ``header``, then iterate ``records()``, then ``footer``; damage raises
-    JournalError naming the byte offset where the file stops making sense."""
+    """Reads a journal: ``header``, then iterate ``records()``, then ``footer``. Damage raises
+    JournalError: ``journal truncated at byte N`` when the file ends early, ``journal corrupted at byte
+    N (record R)`` when a checksum fails or the bytes make no sense, ``digest mismatch`` when the
+    checksums hold but the records are not the ones the footer's digest was computed over."""
 
     def __init__(self, path) -> None:
         self.path = os.fspath(path)
         try:
             self._file = open(self.path, "rb")
+            self.size = os.fstat(self._file.fileno()).st_size
         except OSError as e:
             raise JournalError(f"{self.path}: cannot open journal: {e.strerror}") from None
-        self._unpacker = messages.new_unpacker(self._file)
-        self.header = self._next("header")
-        if not isinstance(self.header, dict) or self.header.get("format") != FORMAT:
-            raise JournalError(f"{self.path}: not a fedemu journal (no '{FORMAT}' header at byte 0)")
-        if self.header.get("version") != VERSION:
-            raise JournalError(f"{self.path}: journal version {self.header.get('version')!r} is not supported; "
-                               f"this fedemu reads version {VERSION}")
-        self.records_start = self._unpacker.tell()
+        self.header = self._read_header()
+        self.records_start = self._file.tell()
         self.footer: dict | None = None
-        self.records_end = None
+        self.records_end: int | None = None
+        self._digest = hashlib.blake2b(digest_size=16)
 
-    def _next(self, what: str):
-        offset = self._unpacker.tell()
-        try:
-            return self._unpacker.unpack()
-        except (StopIteration, msgpack.OutOfData):
-            raise JournalError(f"{self.path}: journal truncated at byte {offset}: expected {what}") from None
-        except Exception as e:  # msgpack raises several types for damaged input
-            raise JournalError(f"{self.path}: journal corrupted at byte {offset}: {type(e).__name__}: {e}") from None
+    def _error(self, text: str) -> JournalError:
+        return JournalError(f"{self.path}: {text}")
+
+    def _read_header(self) -> dict:
+        unpacker = messages.new_unpacker()
+        while True:
+            chunk = self._file.read(1 << 16)
+            unpacker.feed(chunk)
+            try:
+                header = unpacker.unpack()
+                break
+            except msgpack.OutOfData:
+                if not chunk:
+                    raise self._error("journal truncated at byte 0: expected the header") from None
+            except Exception:  # noqa: BLE001 - msgpack raises several types for foreign bytes
+                raise self._error(f"not a fedemu journal (no '{FORMAT}' header at byte 0)") from None
+        end = unpacker.tell()
+        self._file.seek(0)
+        data = self._file.read(end)
+        crc = self._file.read(_HEAD_CRC.size)
+        intact = len(crc) == _HEAD_CRC.size and _HEAD_CRC.unpack(crc)[0] == zlib.crc32(data)
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            if intact:  # a checksummed map that is not ours: name what it is not
+                raise self._error(f"not a fedemu journal (its header has no format '{FORMAT}')")
+            raise self._error(f"not a fedemu journal (no '{FORMAT}' header at byte 0)")
+        version = header.get("version")
+        if version != VERSION:
+            older = " (written by an older fedemu, before checksums; record it again)" if version == 1 else ""
+            raise self._error(f"journal version {version!r} is not supported{older}; "
+                              f"this fedemu reads version {VERSION}")
+        if len(crc) < _HEAD_CRC.size:
+            raise self._error(f"journal truncated at byte {end}: expected the header's checksum")
+        if not intact:
+            raise self._error("journal corrupted at byte 0 (header): its checksum does not match")
+        return header
 
     def records(self):
-        """Yield ``(index, offset, record)``; stops at the footer, raises on truncation or damage."""
+        """Yield ``(index, offset, record)``; stops at the footer (checking the digest there), raises
+        JournalError on truncation, corruption or a digest mismatch."""
         index = 0
+        read = self._file.read
         while True:
-            offset = self._unpacker.tell()
-            item = self._next(f"record {index} or the footer")
-            if isinstance(item, dict):
-                if not item.get("footer"):
-                    raise JournalError(f"{self.path}: journal corrupted at byte {offset}: unexpected map")
-                self.footer = item
-                self.records_end = offset
-                end = self._unpacker.tell()
+            at = self._file.tell()
+            head = read(HEAD_BYTES)
+            if len(head) < HEAD_BYTES:
+                raise self._error(f"journal truncated at byte {at}: expected a block of records from record "
+                                  f"{index} or the footer")
+            if _HEAD_CRC.unpack_from(head, _HEAD.size)[0] != zlib.crc32(head[:_HEAD.size]):
+                raise self._error(f"journal corrupted at byte {at} (record {index}): a frame head fails its "
+                                  "checksum")
+            kind, length, crc = _HEAD.unpack_from(head)
+            start = at + HEAD_BYTES
+            what = "block" if kind == BLOCK else "footer" if kind == FOOTER else None
+            if what is None:
+                raise self._error(f"journal corrupted at byte {at} (record {index}): unknown frame kind {kind!r}")
+            if length > self.size - start:
+                raise self._error(f"journal truncated at byte {at}: the {what} there needs {length} bytes, "
+                                  f"the file ends {self.size - start} bytes after its head")
+            payload = read(length)
+            if zlib.crc32(payload) != crc:
+                held = f"the block of bytes {start}..{start + length - 1} (records from {index})" \
+                    if kind == BLOCK else f"the footer (bytes {start}..{start + length - 1})"
+                raise self._error(f"journal corrupted at byte {start} (record {index}): {held} fails its checksum")
+            if kind == FOOTER:
+                self._read_footer(payload, at)
+                return
+            self._digest.update(payload)
+            unpacker = messages.new_unpacker()
+            unpacker.feed(payload)
+            while unpacker.tell() < length:
+                offset = start + unpacker.tell()
                 try:
-                    self._unpacker.unpack()
-                except (StopIteration, msgpack.OutOfData):
-                    return
-                except Exception:  # noqa: BLE001 - any trailing bytes are damage
-                    pass
-                raise JournalError(f"{self.path}: journal corrupted at byte {end}: unexpected data after the footer")
-            if not well_formed(item):
-                raise JournalError(f"{self.path}: journal corrupted at byte {offset}: record {index} is {item!r}")
-            yield index, offset, item
-            index += 1
+                    item = unpacker.unpack()
+                except Exception as e:  # noqa: BLE001 - checksummed but undecodable: written wrong
+                    detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                    raise self._error(f"journal corrupted at byte {offset} (record {index}): record {index} "
+                                      f"cannot be decoded ({detail})") from None
+                if not well_formed(item):
+                    raise self._error(f"journal corrupted at byte {offset} (record {index}): record {index} "
+                                      f"is {item!r}")
+                yield index, offset, item
+                index += 1
+
+    def _read_footer(self, payload: bytes, at: int) -> None:
+        try:
+            footer = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+        except Exception as e:  # noqa: BLE001
+            raise self._error(f"journal corrupted at byte {at + HEAD_BYTES} (footer): {type(e).__name__}: {e}") \
+                from None
+        if not isinstance(footer, dict) or footer.get("footer") is not True:
+            raise self._error(f"journal corrupted at byte {at + HEAD_BYTES} (footer): {footer!r} is not a footer")
+        end = self._file.tell()
+        if end != self.size:
+            raise self._error(f"journal corrupted at byte {end}: unexpected data after the footer")
+        got = self._digest.hexdigest()
+        if got != footer.get("digest"):
+            raise self._error(f"digest mismatch: footer says {footer.get('digest')}, records hash to {got} "
+                              "(the checksums hold, so the journal was altered, not damaged)")
+        self.records_end = at
+        self.footer = footer
 
     def check_digest(self) -> None:
-        """Recompute the digest of the record bytes and compare it with the footer's."""
+        """Read to the end if not done yet: every checksum and the footer's digest are checked on the way."""
         if self.footer is None:
             for _ in self.records():
                 pass
-        with open(self.path, "rb") as f:
-            f.seek(self.records_start)
-            data = f.read(self.records_end - self.records_start)
-        got = hashlib.blake2b(data, digest_size=16).hexdigest()
-        if got != self.footer.get("digest"):
-            raise JournalError(f"{self.path}: digest mismatch: footer says {self.footer.get('digest')}, "
-                               f"records hash to {got} (journal altered)")
 
     def close(self) -> None:
         self._file.close()
+
+
+def check(path) -> JournalReader:
+    """Read a whole journal, checking every checksum and the digest; returns the (closed) reader."""
+    reader = JournalReader(path)
+    try:
+        reader.check_digest()
+    finally:
+        reader.close()
+    return reader

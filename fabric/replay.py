@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
+import re
+
 import attrs
 
-from .errors import JournalError
+from . import messages
+from .errors import ConfigError, JournalError
 from .journal import CODE_NAMES, DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, JournalReader
 
 
@@ -22,14 +26,15 @@ class Divergence:
 def compare(expected_path, got_path, formatter: "Formatter | None" = None) -> tuple[Divergence | None, int]:
     """Walk two journals in lockstep; returns (first divergence or None, records compared).
 
-    Damage in the expected journal (truncation, corruption, digest mismatch) is a divergence too, and
-    so are different footers. ``formatter`` (if given) learns message kinds along the way, so the
-    divergence can be described with them."""
+    Damage in either journal (truncation, a failed checksum, a digest mismatch) is not a divergence:
+    it raises JournalError. Different footers (counts, or how the run ended) are a divergence.
+    ``formatter`` (if given) learns message kinds along the way, so the divergence can be described
+    with them, and the expected journal's footer once it is reached."""
     exp = JournalReader(expected_path)
     got = JournalReader(got_path)
-    it_got = got.records()
-    count = 0
     try:
+        it_got = got.records()
+        count = 0
         for index, _, rec in exp.records():
             other = next(it_got, None)
             if other is None:
@@ -39,29 +44,90 @@ def compare(expected_path, got_path, formatter: "Formatter | None" = None) -> tu
             if formatter is not None:
                 formatter.kind_of(rec)
             count += 1
-        exp.check_digest()
-    except JournalError as e:
-        return Divergence(count, None, None, None, str(e)), count
-    extra = next(it_got, None)
-    if extra is not None:
-        return Divergence(extra[0], extra[2][1], None, extra[2], "the re-run has more records"), count
-    if exp.footer != got.footer:
-        diff = sorted((k for k in set(exp.footer) | set(got.footer) if exp.footer.get(k) != got.footer.get(k)), key=repr)
-        detail = ", ".join(f"{k}: expected {exp.footer.get(k)!r}, got {got.footer.get(k)!r}" for k in diff)
-        return Divergence(count, None, None, None, f"footers differ ({detail})"), count
-    return None, count
+        extra = next(it_got, None)
+        if extra is not None:
+            return Divergence(extra[0], extra[2][1], None, extra[2], "the re-run has more records"), count
+        diff = sorted((k for k in set(exp.footer) | set(got.footer) if exp.footer.get(k) != got.footer.get(k)),
+                      key=repr)
+        if formatter is not None:
+            formatter.footer = exp.footer
+        if diff:
+            detail = ", ".join(f"{k}: expected {exp.footer.get(k)!r}, got {got.footer.get(k)!r}" for k in diff)
+            return Divergence(count, None, None, None, f"footers differ ({detail})"), count
+        return None, count
+    finally:
+        exp.close()
+        got.close()
 
 
 def _t(us) -> str:
     return "?" if us is None else f"{us / 1e6:.6f}s"
 
 
+def _value(name: str, value) -> str:
+    """``name=value``; a ``*_us`` integer is shown in seconds under the name without ``_us``."""
+    if name.endswith("_us") and type(value) is int:
+        return f"{name[:-3]}={_t(value)}"
+    return f"{name}={value!r}"
+
+
+def name_ranges(names) -> str:
+    """Names listed compactly: ``gm-0..gm-9, lm-0..lm-99, submitter`` (numbered runs folded)."""
+    groups: dict[str, list[int]] = {}
+    out: list[tuple[str, str]] = []
+    for name in names:
+        m = re.fullmatch(r"(.*?)(0|[1-9][0-9]*)", name)
+        if m is None:
+            out.append((name, name))
+        else:
+            groups.setdefault(m.group(1), []).append(int(m.group(2)))
+    for prefix, nums in groups.items():
+        nums.sort()
+        lo = prev = nums[0]
+        for n in nums[1:] + [None]:
+            if n is not None and n == prev + 1:
+                prev = n
+                continue
+            text = f"{prefix}{lo}" if lo == prev else f"{prefix}{lo}..{prefix}{prev}"
+            out.append((f"{prefix}{lo:020d}", text))
+            if n is not None:
+                lo = prev = n
+    return ", ".join(text for _, text in sorted(out))
+
+
+def unknown(what: str, value: str, known) -> ConfigError:
+    """'unknown X' naming the closest known names first, then all of them compactly."""
+    known = list(known)
+    close = difflib.get_close_matches(value, known, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return ConfigError(f"unknown {what} {value!r}{hint}; known: {name_ranges(known) or '(none)'}")
+
+
 class Formatter:
-    """Turns records into one-line text, naming actors from the header and message kinds from sends."""
+    """Turns records into one-line text, naming actors from the header, message kinds from sends, and
+    message fields from the registered message classes."""
 
     def __init__(self, names: list[str]) -> None:
         self.names = names
         self.kinds: dict[tuple[int, int], str] = {}
+        self._fields: dict[str, tuple[str, ...] | None] = {}
+        self.footer: dict | None = None
+
+    def fields(self, tag: str | None, values: tuple) -> str:
+        """A message's fields as `` name=value`` pairs (times in seconds) when its class is registered,
+        else as the plain list the journal holds; empty when there are none."""
+        if not values:
+            return ""
+        names = self._fields.get(tag, ())
+        if names == ():
+            try:
+                names = tuple(f.name for f in attrs.fields(type(messages.decode(tag, values))))
+            except Exception:  # noqa: BLE001 - unregistered tag, or a class that changed since the recording
+                names = None
+            self._fields[tag] = names
+        if names is None or len(names) != len(values):
+            return f" {list(values)!r}"
+        return "".join(" " + _value(n, v) for n, v in zip(names, values))
 
     def name(self, idx: int) -> str:
         return "outside" if idx < 0 else (self.names[idx] if idx < len(self.names) else f"#{idx}")
@@ -102,7 +168,7 @@ class Formatter:
         head = f"[{index:>8}] {_t(rec[1]):>16} {CODE_NAMES[code]:<7}"
         kind = self.kind_of(rec)
         if code == SEND:
-            return (f"{head} {self.name(rec[2])} -> {self.name(rec[4])} #{rec[3]} {kind} {list(rec[7])} "
+            return (f"{head} {self.name(rec[2])} -> {self.name(rec[4])} #{rec[3]} {kind}{self.fields(kind, rec[7])} "
                     f"due {_t(rec[5])}")
         if code == DELIVER:
             dup = " (duplicate)" if rec[5] else ""
@@ -110,7 +176,7 @@ class Formatter:
         if code == DROP:
             return f"{head} {self.name(rec[2])} -> {self.name(rec[4])} #{rec[3]} {kind} cause={rec[5]}"
         if code == TIMER_SET:
-            return f"{head} {self.name(rec[2])} #{rec[3]} {kind} {list(rec[6])} fires {_t(rec[4])}"
+            return f"{head} {self.name(rec[2])} #{rec[3]} {kind}{self.fields(kind, rec[6])} fires {_t(rec[4])}"
         if code == TIMER_FIRE:
             return f"{head} {self.name(rec[2])} #{rec[3]} {kind}"
         return f"{head} {rec[3]} target={list(rec[4])} value={rec[5]}"

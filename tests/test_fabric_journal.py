@@ -1,10 +1,14 @@
 """The journal: layout, record shapes, digest, chunked writing, message encoding, damage reporting."""
 
 import hashlib
+import os
+import zlib
 
 import attrs
 import msgpack
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import fedemu.fabric.journal as journal_mod
 from fedemu.fabric import messages
@@ -14,6 +18,7 @@ from fedemu.fabric.network import Latency, Link, Network
 from fedemu.tools import runner
 
 from fabric_helpers import Box, Probe, Sender, Sink, by_code, read_journal, run_fabric
+from journal_frames import blocks, reframe, split
 
 SHAPES = {SEND: 8, DELIVER: 6, DROP: 6, TIMER_SET: 7, TIMER_FIRE: 4, FAULT: 6}
 
@@ -28,7 +33,7 @@ def demo_journal(tmp_path_factory):
 def test_layout_header_records_footer(demo_journal):
     path, result = demo_journal
     header, records, footer = read_journal(path)
-    assert header["format"] == "fedemu-journal" and header["version"] == 1
+    assert header["format"] == "fedemu-journal" and header["version"] == 2
     assert header["seed"] == 1 and header["scenario"] == "scenarios.demo"
     assert header["params"]["duration_ms"] == 400 and header["actors"] == tuple(f"peer-{i}" for i in range(5))
     assert footer["footer"] is True and footer["digest"] == result.digest
@@ -61,26 +66,43 @@ def test_every_record_has_its_documented_shape(demo_journal):
             assert isinstance(rec[4], tuple) and isinstance(rec[5], float)
 
 
-def test_digest_is_blake2b_of_the_record_bytes(demo_journal):
+def test_layout_is_header_checksum_then_checksummed_frames(demo_journal):
+    """Header map, its CRC-32, then frames: each a 17-byte head (kind, length, CRC-32 of the payload,
+    CRC-32 of the head) and its payload; blocks of records, then one footer that ends the file."""
+    data = demo_journal[0].read_bytes()
+    header, frames = split(data)
+    assert msgpack.unpackb(header, raw=False)["version"] == 2
+    assert data[len(header):len(header) + 4] == zlib.crc32(header).to_bytes(4, "big")
+    assert [kind for _, kind, _ in frames] == [b"R"] * (len(frames) - 1) + [b"F"]
+    for at, kind, payload in frames:
+        head = data[at:at + 13]
+        assert head[:1] == kind and int.from_bytes(head[1:9], "big") == len(payload)
+        assert int.from_bytes(head[9:13], "big") == zlib.crc32(payload)
+        assert data[at + 13:at + 17] == zlib.crc32(head).to_bytes(4, "big")
+    last_at, _, last = frames[-1]
+    assert last_at + 17 + len(last) == len(data)
+    assert msgpack.unpackb(last, raw=False) == read_journal(demo_journal[0])[2]
+
+
+def test_digest_is_blake2b_of_the_record_bytes_not_of_their_framing(demo_journal):
     path, result = demo_journal
-    reader = JournalReader(path)
-    for _ in reader.records():
-        pass
-    data = path.read_bytes()
-    body = data[reader.records_start:reader.records_end]
+    _, frames = split(path.read_bytes())
+    body = b"".join(p for _, kind, p in frames if kind == b"R")
     assert hashlib.blake2b(body, digest_size=16).hexdigest() == result.digest
-    assert msgpack.unpackb(data[:reader.records_start], raw=False)["format"] == "fedemu-journal"
-    reader.check_digest()
-    reader.close()
+    unpacker = msgpack.Unpacker(raw=False, use_list=False)
+    unpacker.feed(body)
+    assert len(list(unpacker)) == len(read_journal(path)[1])
 
 
-def test_chunked_writing_changes_nothing(tmp_path, monkeypatch, demo_journal):
-    """With a 64-byte flush threshold every window drains: same bytes, same digest."""
+def test_chunked_writing_changes_no_record_and_no_digest(tmp_path, monkeypatch, demo_journal):
+    """With a 64-byte flush threshold every window drains into its own block: more frames, the same
+    records and the same digest."""
     monkeypatch.setattr(journal_mod, "FLUSH_BYTES", 64)
     path = tmp_path / "small-chunks.fjl"
     result = runner.execute("demo", seed=1, overrides={"duration_ms": 400}, journal_path=path)
     assert result.digest == demo_journal[1].digest
-    assert path.read_bytes() == demo_journal[0].read_bytes()
+    assert len(blocks(path.read_bytes())) > 5 > len(blocks(demo_journal[0].read_bytes()))
+    assert read_journal(path)[1] == read_journal(demo_journal[0])[1]
 
 
 def test_recording_off_still_computes_the_digest(demo_journal):
@@ -156,49 +178,178 @@ def test_reader_rejects_foreign_and_missing_files(tmp_path):
     (tmp_path / "x").write_bytes(msgpack.packb({"hello": 1}))
     with pytest.raises(JournalError, match="not a fedemu journal \\(no 'fedemu-journal' header at byte 0\\)"):
         JournalReader(tmp_path / "x")
-    (tmp_path / "v").write_bytes(msgpack.packb({"format": "fedemu-journal", "version": 99}))
-    with pytest.raises(JournalError, match="journal version 99 is not supported; this fedemu reads version 1"):
+    (tmp_path / "t").write_text("hello, world\n")
+    with pytest.raises(JournalError, match="not a fedemu journal"):
+        JournalReader(tmp_path / "t")
+    (tmp_path / "empty").write_bytes(b"")
+    with pytest.raises(JournalError, match="journal truncated at byte 0: expected the header"):
+        JournalReader(tmp_path / "empty")
+
+
+@pytest.mark.parametrize("version, why", [(99, ""), (3, ""), ("2", ""), (None, ""),
+                                          (1, " \\(written by an older fedemu, before checksums; record it again\\)")])
+def test_another_version_is_a_clear_error(tmp_path, version, why):
+    header = msgpack.packb({"format": "fedemu-journal", "version": version, "seed": 1})
+    (tmp_path / "v").write_bytes(header + zlib.crc32(header).to_bytes(4, "big"))
+    with pytest.raises(JournalError, match=f"journal version {version!r} is not supported{why}; "
+                                           "this fedemu reads version 2$"):
         JournalReader(tmp_path / "v")
 
 
-def test_reader_reports_a_bad_record_with_its_offset(tmp_path, demo_journal):
-    data = demo_journal[0].read_bytes()
-    reader = JournalReader(demo_journal[0])
-    start = reader.records_start
-    reader.close()
-    (tmp_path / "bad").write_bytes(data[:start] + msgpack.packb((9, 0)) + data[start:])
-    with pytest.raises(JournalError, match=f"journal corrupted at byte {start}: record 0 is \\(9, 0\\)"):
-        list(JournalReader(tmp_path / "bad").records())
-    (tmp_path / "map").write_bytes(data[:start] + msgpack.packb({"x": 1}) + data[start:])
-    with pytest.raises(JournalError, match=f"journal corrupted at byte {start}: unexpected map"):
-        list(JournalReader(tmp_path / "map").records())
+def test_a_version_1_journal_is_named_as_such(tmp_path):
+    """What fedemu wrote before checksums: header map, bare records, footer map."""
+    old = (msgpack.packb({"format": "fedemu-journal", "version": 1, "seed": 1, "actors": ["a"]})
+           + msgpack.packb((0, 0, -1, 1, 0, 5, "x", ())) + msgpack.packb({"footer": True, "digest": "00"}))
+    (tmp_path / "old.fjl").write_bytes(old)
+    with pytest.raises(JournalError, match="journal version 1 is not supported \\(written by an older fedemu"):
+        JournalReader(tmp_path / "old.fjl")
 
 
-def _first_record_offsets(path):
+def _read_all(path):
+    reader = JournalReader(path)
+    try:
+        return [rec for _, _, rec in reader.records()], reader.footer
+    finally:
+        reader.close()
+
+
+def _small_blocks(tmp_path_factory):
+    """A demo journal of 72 records, drained at every chance (every 16 windows): three blocks."""
+    old = journal_mod.FLUSH_BYTES
+    journal_mod.FLUSH_BYTES = 1
+    try:
+        path = tmp_path_factory.mktemp("blocks") / "small.fjl"
+        runner.execute("demo", seed=1, overrides={"duration_ms": 20}, journal_path=path)
+    finally:
+        journal_mod.FLUSH_BYTES = old
+    return path
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    path = _small_blocks(tmp_path_factory)
+    data = path.read_bytes()
     reader = JournalReader(path)
     offsets = [off for _, off, _ in reader.records()]
-    end = reader.records_end
     reader.close()
-    return offsets, end
+    spans = blocks(data)
+    assert len(spans) >= 3 and len(offsets) == 72
+    first = [sum(1 for o in offsets if o < start) for start, _ in spans]  # first record of each block
+    return path, data, offsets, spans, first
 
 
-def test_truncation_is_reported_with_the_offset_of_the_broken_record(tmp_path, demo_journal):
-    data = demo_journal[0].read_bytes()
-    offsets, end = _first_record_offsets(demo_journal[0])
-    for cut in (offsets[3] + 1, offsets[10], (offsets[20] + offsets[21]) // 2, end, len(data) - 1):
-        (tmp_path / "t").write_bytes(data[:cut])
-        broken = max(o for o in offsets + [end] if o <= cut)
-        with pytest.raises(JournalError, match=f"at byte {broken}:"):
-            list(JournalReader(tmp_path / "t").records())
+def _where(off, data, spans, first, header_end):
+    """What the reader must say about a change at ``off``: (byte, record) of the block holding it."""
+    for k, (start, end) in enumerate(spans):
+        if start - 17 <= off < start:  # the frame head
+            return start - 17, first[k]
+        if start <= off < end:
+            return start, first[k]
+    return None  # header or footer
 
 
-def test_truncation_is_reported_as_truncation(tmp_path, demo_journal):
-    data = demo_journal[0].read_bytes()
-    offsets, end = _first_record_offsets(demo_journal[0])
-    for cut, broken in ((offsets[5] + 2, offsets[5]), (end, end), (7, 0)):
-        (tmp_path / "t").write_bytes(data[:cut])
-        with pytest.raises(JournalError, match=f"journal truncated at byte {broken}: expected "):
-            list(JournalReader(tmp_path / "t").records())
+def test_every_single_byte_change_is_reported_as_corruption(tmp_path, small):
+    """xor 0x01, 0x80 and 0xff at every byte of the file: the header is refused, a block or frame head
+    is 'corrupted at byte N (record R)' with the block's first byte and first record, the footer is
+    'corrupted'. Never a silent read, never a digest mismatch (that would be an altered journal)."""
+    path, data, offsets, spans, first = small
+    header_end = len(split(data)[0])
+    bad = tmp_path / "flip.fjl"
+    bad.write_bytes(data)
+    fd = os.open(bad, os.O_RDWR)
+    try:
+        for off in range(len(data)):
+            for x in (0x01, 0x80, 0xFF):
+                os.pwrite(fd, bytes([data[off] ^ x]), off)
+                with pytest.raises(JournalError) as err:
+                    _read_all(bad)
+                text = str(err.value)
+                where = _where(off, data, spans, first, header_end)
+                if off < header_end + 4:
+                    assert "version" in text or "not a fedemu journal" in text or "(header)" in text \
+                        or "truncated" in text, (off, text)
+                elif where is not None:
+                    byte, record = where
+                    assert f"journal corrupted at byte {byte} (record {record}): " in text, (off, text)
+                else:
+                    assert "journal corrupted at byte " in text and ("footer" in text or "frame head" in text), \
+                        (off, text)
+                os.pwrite(fd, data[off:off + 1], off)
+    finally:
+        os.close(fd)
+
+
+def test_every_truncation_is_reported_as_truncation(tmp_path, small):
+    """Cut the file at every length: 'truncated at byte N', N the start of the frame (or header) the cut
+    falls in."""
+    path, data, _, _, _ = small
+    header_end = len(split(data)[0])
+    frame_starts = [at for at, _, _ in split(data)[1]]
+    cut_path = tmp_path / "cut.fjl"
+    cut_path.write_bytes(data)
+    for cut in range(len(data) - 1, -1, -1):
+        os.truncate(cut_path, cut)
+        with pytest.raises(JournalError) as err:
+            _read_all(cut_path)
+        if cut < header_end + 4:
+            assert "journal truncated at byte 0: expected the header" in str(err.value) \
+                or f"journal truncated at byte {header_end}: expected the header's checksum" in str(err.value), cut
+        else:
+            broken = max(at for at in frame_starts if at <= cut)
+            assert f"journal truncated at byte {broken}: " in str(err.value), (cut, str(err.value))
+
+
+def test_bytes_after_the_footer_are_corruption(tmp_path, small):
+    data = small[1]
+    (tmp_path / "tail.fjl").write_bytes(data + b"\x00")
+    with pytest.raises(JournalError, match=f"journal corrupted at byte {len(data)}: unexpected data after the footer"):
+        _read_all(tmp_path / "tail.fjl")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_damage_is_never_read_as_a_journal(tmp_path_factory, small, data):
+    """Several bytes overwritten at random places (a burst, or scattered): the reader refuses the file."""
+    path, original, _, _, _ = small
+    damaged = bytearray(original)
+    for _ in range(data.draw(st.integers(1, 6), label="changes")):
+        at = data.draw(st.integers(0, len(original) - 1), label="offset")
+        new = data.draw(st.binary(min_size=1, max_size=8), label="bytes")
+        damaged[at:at + len(new)] = new
+    if bytes(damaged[:len(original)]) == original:
+        return
+    bad = tmp_path_factory.mktemp("damage") / "bad.fjl"
+    bad.write_bytes(bytes(damaged))
+    with pytest.raises(JournalError):
+        _read_all(bad)
+
+
+def test_an_altered_journal_with_valid_checksums_is_a_digest_mismatch(tmp_path, small):
+    """Checksums recomputed after a change but the footer's digest left alone: the reader names it."""
+    data = small[1]
+    digest = read_journal(small[0])[2]["digest"]
+    edited = reframe(data, records=lambda body: body[:-1] + bytes([body[-1] ^ 1]), footer=lambda f: {**f, "digest": digest})
+    (tmp_path / "alt.fjl").write_bytes(edited)
+    with pytest.raises(JournalError, match=f"digest mismatch: footer says {digest}, records hash to [0-9a-f]{{32}} "
+                                           "\\(the checksums hold, so the journal was altered, not damaged\\)"):
+        _read_all(tmp_path / "alt.fjl")
+
+
+def test_a_checksummed_record_of_the_wrong_shape_is_named(tmp_path, small):
+    data = small[1]
+    header_end = len(split(data)[0])
+    start = header_end + 4 + 17
+    for junk, what in ((msgpack.packb((9, 0)), "record 0 is \\(9, 0\\)"), (msgpack.packb({"x": 1}), "record 0 is {'x': 1}"),
+                       (b"\xc1", "record 0 cannot be decoded \\(FormatError\\)")):
+        (tmp_path / "bad").write_bytes(reframe(data, records=lambda body: junk + body))
+        with pytest.raises(JournalError, match=f"journal corrupted at byte {start} \\(record 0\\): {what}"):
+            _read_all(tmp_path / "bad")
+
+
+def test_a_reframed_journal_reads_back_the_same(tmp_path, small):
+    """The helper the replay tests use to fake other code's journals is itself faithful."""
+    (tmp_path / "same.fjl").write_bytes(reframe(small[1]))
+    assert _read_all(tmp_path / "same.fjl") == _read_all(small[0])
 
 
 def test_abort_leaves_nothing(tmp_path):

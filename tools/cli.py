@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
-from fedemu.fabric.errors import FedemuError
+from fedemu.fabric.errors import ConfigError, FedemuError
 
 
 def _cmd_run(args) -> int:
@@ -65,6 +67,10 @@ def _cmd_replay(args) -> int:
     from . import replay
 
     if args.verify:
+        filters = [opt for opt, value in (("--actor", args.actor), ("--kind", args.kind), ("--from", args.t_from),
+                                          ("--to", args.t_to)) if value is not None]
+        if filters:
+            raise ConfigError(f"{', '.join(filters)} filter the records shown; --verify compares them all")
         return replay.verify(args.log)
     return replay.show(args.log, actor=args.actor, kind=args.kind, t_from=args.t_from, t_to=args.t_to)
 
@@ -151,12 +157,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("replay", help="verify or show a recorded journal")
     rp.add_argument("log")
-    rp.add_argument("--verify", action="store_true", help="re-run from the header and compare")
-    rp.add_argument("--show", action="store_true", help="print records (the default)")
-    rp.add_argument("--actor")
-    rp.add_argument("--kind", help="record type (send, deliver, drop, timer, fire, fault) or message tag")
-    rp.add_argument("--from", dest="t_from", metavar="SECONDS", type=_seconds)
-    rp.add_argument("--to", dest="t_to", metavar="SECONDS", type=_seconds)
+    mode = rp.add_mutually_exclusive_group()
+    mode.add_argument("--verify", action="store_true", help="re-run from the header and compare")
+    mode.add_argument("--show", action="store_true", help="print records, filtered by the options below "
+                      "(the default)")
+    rp.add_argument("--actor", help="show: records involving this actor (a name from the header, e.g. gm-0)")
+    rp.add_argument("--kind", help="show: record type (send, deliver, drop, timer, fire, fault) or message kind")
+    rp.add_argument("--from", dest="t_from", metavar="SECONDS", type=_seconds, help="show: from this virtual time")
+    rp.add_argument("--to", dest="t_to", metavar="SECONDS", type=_seconds, help="show: up to this virtual time")
     rp.set_defaults(func=_cmd_replay)
 
     b = sub.add_parser("bench", help="benchmarks: fabric or megha")
@@ -173,22 +181,58 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Terminated:
+    """Set by the SIGTERM handler, so the KeyboardInterrupt it raises is reported as termination."""
+
+    seen = False
+
+
+def _on_sigterm(signum, frame) -> None:
+    """SIGTERM stops a run the way Ctrl-C does: through SIGINT's handler (trio's, inside a run, which
+    interrupts at a safe point), so temporary files are removed on the way out."""
+    _Terminated.seen = True
+    handler = signal.getsignal(signal.SIGINT)
+    if not callable(handler):  # SIGINT ignored (a background job) or left to the system
+        raise KeyboardInterrupt
+    handler(signal.SIGINT, frame)  # raises KeyboardInterrupt now, or (trio) at the next safe point
+
+
+def _quiet_stdout() -> None:
+    """The reader of our stdout went away (``| head``): drop what is still buffered, say nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
+        pass
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main else None
+    _Terminated.seen = False
     try:
         return args.func(args)
     except FedemuError as e:
         print(f"fedemu: error: {e}", file=sys.stderr)
         return e.exit_status
+    except BrokenPipeError:  # like other Unix tools: stop quietly, with SIGPIPE's status
+        _quiet_stdout()
+        return 128 + signal.SIGPIPE
     except OSError as e:  # an output path that cannot be written, a directory that does not exist
         where = e.filename if e.filename is not None else ""
         print(f"fedemu: error: {where}: {e.strerror or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        if _Terminated.seen:
+            print("fedemu: terminated (SIGTERM); temporary files removed", file=sys.stderr)
+            return 128 + signal.SIGTERM
         print("fedemu: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -11,13 +11,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import time
 from pathlib import Path
 
 import attrs
 
-from fedemu.fabric.errors import ConfigError
+from fedemu.fabric.errors import ConfigError, FedemuError
 from fedemu.fabric.journal import Journal
 from fedemu.fabric.kernel import Fabric
 
@@ -62,6 +63,29 @@ def load(ref: str):
     return module
 
 
+def failure(exc: BaseException) -> str:
+    """``Type: first line of the message``, without memory addresses (a journal footer must not vary)."""
+    text = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {re.sub(r' at 0x[0-9a-fA-F]+', '', text)}".rstrip(": ")
+
+
+def keep_failed_journal(journal: Journal, fabric: Fabric | None, exc: Exception) -> None:
+    """A run that failed after its header was written keeps its journal, closed with a footer whose
+    ``ended`` says how, so ``fedemu replay LOG --verify`` can reproduce the failure. Bad input (a
+    FedemuError) and a failure before the header leave nothing."""
+    if journal.header is None or journal.path is None or fabric is None or isinstance(exc, FedemuError):
+        journal.abort()
+        return
+    try:
+        stats = fabric.statistics()
+        counts = {"events": stats.events, "sent": stats.sent, "now_us": stats.now_us}
+    except Exception:  # noqa: BLE001 - a fabric broken by the failure: the footer says less
+        counts = {}
+    journal.close({**counts, "ended": failure(exc)})
+    exc.add_note(f"fedemu: the journal is kept in {journal.path}, its footer saying how the run ended; "
+                 f"`fedemu replay {journal.path} --verify` reproduces the failure")
+
+
 @attrs.define
 class RunResult:
     """What ``execute`` returns: the fabric after the run, the summary, and the journal digest."""
@@ -80,6 +104,7 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
     module = load(ref)
     params = params_mod.resolve(module.PARAMS, overrides or {})
     journal = Journal(journal_path)
+    fabric = None
     try:
         fabric = Fabric(seed, journal=journal)
         run = module.build(fabric, dict(params))
@@ -89,14 +114,18 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
         fabric.run_blocking()
         wall = time.perf_counter() - t0
         stats = fabric.statistics()
-        digest = journal.close({"events": stats.events, "sent": stats.sent, "now_us": stats.now_us})
-    except BaseException:
+        digest = journal.digest
+        info = {"scenario": ref, "seed": seed, "params": params, "wall_s": round(wall, 3), "events": stats.events,
+                "messages": stats.sent, "virtual_end_s": stats.now_us / 1e6, "digest": digest,
+                "messages_by_kind": stats.sent_by_kind, "drops_by_cause": stats.drops_by_cause}
+        summary = run.finish(fabric, info) if hasattr(run, "finish") else info
+    except Exception as exc:
+        keep_failed_journal(journal, fabric, exc)
+        raise
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM): nothing to replay, no temporary file left
         journal.abort()
         raise
-    info = {"scenario": ref, "seed": seed, "params": params, "wall_s": round(wall, 3), "events": stats.events,
-            "messages": stats.sent, "virtual_end_s": stats.now_us / 1e6, "digest": digest,
-            "messages_by_kind": stats.sent_by_kind, "drops_by_cause": stats.drops_by_cause}
-    summary = run.finish(fabric, info) if hasattr(run, "finish") else info
+    journal.close({"events": stats.events, "sent": stats.sent, "now_us": stats.now_us})
     recorder = getattr(run, "recorder", None)
     if recorder is not None:
         summary = write_results(out_dir, recorder=recorder, summary_extra=summary) if out_dir else \

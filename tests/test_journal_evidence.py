@@ -1,0 +1,174 @@
+"""Failed runs leave a journal that replays to the same failure; SIGTERM and Ctrl-C leave no temporary
+file; a closed pipe ends `fedemu replay` quietly."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from fedemu.fabric.errors import ConfigError
+from fedemu.tools import runner
+from fedemu.tools.cli import main
+
+from fabric_helpers import read_journal
+
+FAILING = textwrap.dedent('''
+    from fedemu.fabric.actor import Actor
+    from fedemu.fabric.errors import ConfigError
+    from fedemu.fabric.messages import message
+
+    PARAMS = {"n": 6, "fail": "finish"}
+
+    @message("fabtest.evidence.ping")
+    class Ping:
+        k: int
+
+    class A(Actor):
+        def __init__(self, params):
+            super().__init__()
+            self.params = params
+            self.seen = 0
+
+        def on_start(self):
+            if self.id == 0:
+                for k in range(self.params["n"]):
+                    self.set_timer(100 * k, Ping(k))
+
+        def on_Ping(self, msg, src):
+            if src == self.id:
+                self.send(1, Ping(msg.k))
+                return
+            self.seen += 1
+            if self.params["fail"] == "actor" and msg.k == 3:
+                raise ValueError(f"ping {msg.k} is one too many for {object()}")
+            if self.params["fail"] == "config" and msg.k == 3:
+                raise ConfigError("bad input found mid-run")
+
+    class Run:
+        def __init__(self, actors):
+            self.actors = actors
+
+        def finish(self, fabric, info):
+            seen = self.actors[1].seen
+            if self.actors[1].params["fail"] == "finish":
+                raise AssertionError(f"b saw {seen} pings, expected {seen + 1}")
+            return info
+
+    def build(fabric, params):
+        actors = [A(params), A(params)]
+        for name, actor in zip(("a", "b"), actors):
+            fabric.add(name, lambda actor=actor: actor)
+        return Run(actors)
+''')
+
+
+@pytest.fixture()
+def scenario(tmp_path):
+    path = tmp_path / "failing_scen.py"
+    path.write_text(FAILING)
+    return path
+
+
+def test_a_run_that_fails_at_its_end_check_keeps_its_journal(tmp_path, scenario, capsys):
+    log = tmp_path / "log.fjl"
+    with pytest.raises(AssertionError, match="b saw 6 pings, expected 7") as err:
+        runner.execute(str(scenario), journal_path=log)
+    assert any(f"the journal is kept in {log}" in note for note in err.value.__notes__)
+    _, records, footer = read_journal(log)
+    assert footer["ended"] == "AssertionError: b saw 6 pings, expected 7" and footer["sent"] == 6
+    assert not os.path.exists(f"{log}.tmp")
+    code, out, err = (main(["replay", str(log), "--verify"]), *capsys.readouterr())
+    assert (code, err) == (0, "")
+    assert out == (f"identical: {len(records)} records, digest matches "
+                   "(run ended with: AssertionError: b saw 6 pings, expected 7)\n")
+    code, out, _ = (main(["replay", str(log)]), *capsys.readouterr())
+    assert code == 0 and out.splitlines()[-1].endswith("(run ended with: AssertionError: b saw 6 pings, expected 7)")
+
+
+def test_a_run_whose_actor_raises_keeps_its_journal_and_replays_the_same_way(tmp_path, scenario, capsys):
+    """The failure's text has a memory address in it: the footer leaves it out, so it replays equal."""
+    log = tmp_path / "log.fjl"
+    with pytest.raises(ValueError, match="ping 3 is one too many"):
+        runner.execute(str(scenario), journal_path=log, overrides={"fail": "actor"})
+    _, records, footer = read_journal(log)
+    assert footer["ended"] == "ValueError: ping 3 is one too many for <object object>"
+    assert max(r[1] for r in records) <= 400 + 1000
+    assert main(["replay", str(log), "--verify"]) == 0
+    assert capsys.readouterr().out.endswith("(run ended with: ValueError: ping 3 is one too many for <object object>)\n")
+
+
+def test_a_failure_that_changes_is_a_divergence(tmp_path, scenario, capsys):
+    """Record a run that fails at its end check; then make the code fail elsewhere: verify says how the
+    two ends differ."""
+    log = tmp_path / "log.fjl"
+    with pytest.raises(AssertionError):
+        runner.execute(str(scenario), journal_path=log)
+    n = len(read_journal(log)[1])
+    scenario.write_text(FAILING.replace('raise AssertionError(f"b saw {seen} pings, expected {seen + 1}")',
+                                        'raise AssertionError("something else")'))
+    code, out, _ = (main(["replay", str(log), "--verify"]), *capsys.readouterr())
+    assert code == 1
+    assert out.splitlines()[0] == (f"journals diverge at record {n} (virtual time ?): footers differ (ended: expected "
+                                   "'AssertionError: b saw 6 pings, expected 7', got 'AssertionError: something else')")
+    scenario.write_text(FAILING.replace('if self.actors[1].params["fail"] == "finish":', "if False:"))
+    code, out, _ = (main(["replay", str(log), "--verify"]), *capsys.readouterr())
+    assert code == 1 and out.splitlines()[0].endswith(
+        "footers differ (ended: expected 'AssertionError: b saw 6 pings, expected 7', got None)")
+
+
+def test_bad_input_found_mid_run_leaves_no_journal(tmp_path, scenario):
+    log = tmp_path / "log.fjl"
+    with pytest.raises(ConfigError, match="bad input found mid-run"):
+        runner.execute(str(scenario), journal_path=log, overrides={"fail": "config"})
+    assert list(tmp_path.iterdir()) == [scenario]
+
+
+def test_a_good_journal_says_nothing_about_how_it_ended(tmp_path, scenario, capsys):
+    log = tmp_path / "log.fjl"
+    runner.execute(str(scenario), journal_path=log, overrides={"fail": "none"})
+    assert "ended" not in read_journal(log)[2]
+    assert main(["replay", str(log), "--verify"]) == 0
+    assert capsys.readouterr().out.endswith("digest matches\n")
+
+
+# ---- signals and pipes ------------------------------------------------------------------------------
+def _cli(*argv, **kw):
+    return subprocess.Popen([sys.executable, "-m", "fedemu", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **kw)
+
+
+@pytest.mark.parametrize("sig, status, says", [(signal.SIGTERM, 143, "fedemu: terminated (SIGTERM); temporary "
+                                                "files removed\n"), (signal.SIGINT, 130, "fedemu: interrupted\n")])
+def test_a_signal_mid_run_leaves_no_temporary_file(tmp_path, sig, status, says):
+    """A long demo run, recorded: once its journal has blocks on disk, the signal ends it with one line,
+    its status, and neither the journal nor its temporary file left."""
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = _cli("run", "demo", "--set", "duration_ms=100000000", "--set", "peers=20", "--record", "--out", str(out),
+                "--quiet")
+    tmp = out / "messages.log.tmp"
+    deadline = time.monotonic() + 60
+    while not (tmp.exists() and tmp.stat().st_size > 2 << 20):  # two blocks written: deep inside the run
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert (proc.returncode, stdout, stderr) == (status, "", says)
+    assert list(out.iterdir()) == []
+
+
+def test_a_closed_pipe_ends_replay_quietly(tmp_path):
+    """`fedemu replay LOG | head -1`: no message, SIGPIPE's status (141) like other Unix tools."""
+    log = tmp_path / "big.fjl"
+    runner.execute("demo", overrides={"duration_ms": 20000}, journal_path=log)
+    assert log.stat().st_size > 1 << 20
+    proc = _cli("replay", str(log))
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read()
+    assert (proc.wait(timeout=60), stderr) == (141, "")
+    assert first.startswith("[       0]")
