@@ -1,4 +1,7 @@
-"""A rich progress bar on stderr: virtual time and jobs done (the only place that reads wall time)."""
+"""A rich progress bar on stderr: virtual time and jobs done of the total (the only place that reads wall time).
+
+It appears only when stderr is a terminal and ``--quiet`` is not given, so logs and pipes stay clean.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ def progress_bar(enabled: bool = True):
 
         def update(fabric, run):
             done, total = getattr(run, "progress", lambda: (None, None))()
+            total = getattr(run, "total_jobs", None) or total  # the workload's size, known from the start
             status = f"virtual {fabric.now / 1e6:,.1f}s  events {fabric.events:,}"
             if total:
                 status += f"  jobs {done:,}/{total:,}"

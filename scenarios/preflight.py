@@ -1,0 +1,210 @@
+"""Checks a federation run before anything is built: numbers that make sense, a size that fits in memory,
+and at least one job that some worker can run; prints a warning for what is legal but doubtful.
+
+Every refusal is a ConfigError naming the key and its value (and, for sizes, the estimate), raised before
+the first actor exists, so a bad configuration costs no time and leaves nothing half-built behind.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import attrs
+
+from fedemu.fabric.errors import ConfigError
+
+from .trace import count_trace
+
+# What ``jobs = 0`` (the default) means for each workload: the workload's own size.
+DEFAULT_POISSON_JOBS = 500
+DEFAULT_SYN_JOBS = 2000
+
+# The memory model, fitted to peak RSS of default-scenario runs (Megha, Pigeon, Sparrow; 300 to 30,000
+# workers, 5,000 to 200,000 tasks) and rounded up: the recorder keeps a record of every task and job, and
+# every worker is an actor with a mailbox (Sparrow's node monitors are the heaviest, about 7 KiB each).
+BASE_BYTES = 64 << 20
+TASK_BYTES = 1 << 10
+JOB_BYTES = 1 << 10
+ACTOR_BYTES = 8 << 10
+LARGE_BYTES = 1 << 30  # above this a run is legal but worth a warning
+FALLBACK_MEMORY = 24 << 30
+MEMORY_SHARE = 0.8  # of the machine's memory a run may plan to use: the rest is the system's and the neighbours
+
+# Whole-number keys that size the run; inf or nan here would reach int() and overflow.
+COUNT_KEYS = ("gms", "lms", "workers_per_partition", "workers", "jobs", "fanout", "masters", "distributors",
+              "schedulers")
+
+
+@attrs.frozen
+class Estimate:
+    """What a configuration needs: actors, jobs, tasks (all of them: the recorder keeps every one) and bytes."""
+
+    actors: int
+    jobs: int
+    tasks: int
+    bytes: int
+    trace_jobs: int | None = None  # the jobs in the whole trace, for workload=trace
+
+    def text(self) -> str:
+        return (f"{self.actors:,} actors, {self.jobs:,} jobs, {self.tasks:,} tasks, "
+                f"about {_size(self.bytes)} of memory")
+
+
+def _size(n: float) -> str:
+    """Bytes as a short human figure: 512 MiB, 3.2 GiB, 7.3 TiB."""
+    for unit, shift in (("TiB", 40), ("GiB", 30)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):,.1f} {unit}"
+    return f"{n / (1 << 20):,.0f} MiB"
+
+
+def machine_memory() -> int:
+    """This machine's physical memory in bytes (24 GiB when the system will not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return FALLBACK_MEMORY
+
+
+def warn(text: str, level: str = "warning") -> None:
+    """One line on stderr for something legal but doubtful (or, as a "note", worth knowing); the run goes on."""
+    print(f"fedemu: {level}: {text}", file=sys.stderr)
+
+
+def _count(params: dict, key: str) -> int:
+    """A whole-number parameter >= 0 as an int; inf, nan, fractions and negatives are ConfigErrors."""
+    value = params[key]
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value, ok = int(value), True
+    if not ok or value < 0:
+        raise ConfigError(f"parameter {key!r} is {params[key]!r}; expected a whole number >= 0")
+    return value
+
+
+def _number(params: dict, key: str, *, allow_inf: bool = False) -> float:
+    """A number parameter >= 0 (finite unless ``allow_inf``); nan and negatives are ConfigErrors."""
+    value = params[key]
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+    if not ok or value < 0 or (math.isinf(value) and not allow_inf):
+        bound = "a number >= 0 (inf allowed)" if allow_inf else "a finite number >= 0"
+        raise ConfigError(f"parameter {key!r} is {value!r}; expected {bound}")
+    return float(value)
+
+
+def _workers(params: dict) -> int:
+    """The number of workers the cluster description gives (no check of the shape's divisibility)."""
+    total = _count(params, "workers")
+    return total if total > 0 else _count(params, "gms") * _count(params, "lms") * _count(
+        params, "workers_per_partition")
+
+
+def _workload(params: dict) -> tuple[int, int, int | None]:
+    """(jobs the run submits, tasks per job bound or total, jobs in the trace when it is a trace)."""
+    kind = str(params["workload"])
+    jobs = _count(params, "jobs")
+    if kind == "trace" and params["trace"]:
+        trace_jobs, trace_tasks = count_trace(params["trace"])
+        run_jobs = min(jobs, trace_jobs) if jobs else trace_jobs
+        # tasks of the first run_jobs jobs are not counted separately: the whole trace bounds them
+        return run_jobs, trace_tasks, trace_jobs
+    if kind.startswith("syn_") and kind[4:].isdigit():
+        run_jobs = jobs or DEFAULT_SYN_JOBS
+        return run_jobs, run_jobs * int(kind[4:]), None
+    run_jobs = jobs or DEFAULT_POISSON_JOBS
+    return run_jobs, run_jobs * _count(params, "fanout"), None
+
+
+def estimate(params: dict) -> Estimate:
+    """What the federation scenario's ``params`` need, before building anything."""
+    workers = _workers(params)
+    others = sum(_count(params, k) for k in ("gms", "lms", "masters", "distributors", "schedulers") if k in params) + 1
+    jobs, tasks, trace_jobs = _workload(params)
+    actors = workers + others
+    return Estimate(actors, jobs, tasks, BASE_BYTES + actors * ACTOR_BYTES + jobs * JOB_BYTES + tasks * TASK_BYTES,
+                    trace_jobs)
+
+
+def _check_network(params: dict) -> None:
+    latency = _number(params, "latency_ms")
+    jitter = _number(params, "jitter_ms")
+    if jitter > latency:
+        raise ConfigError(f"jitter_ms={params['jitter_ms']!r} is more than latency_ms={params['latency_ms']!r}; "
+                          "delays are drawn uniformly from latency_ms ± jitter_ms and cannot be negative")
+
+
+def _check_load(params: dict, workers: int) -> None:
+    """Warn when jobs arrive faster than the workers can run them."""
+    if params["workload"] != "poisson" or workers == 0:
+        return
+    fanout, task_s = _count(params, "fanout"), _number(params, "task_s")
+    rate = _number(params, "rate")
+    load = rate * fanout * task_s / workers if rate else _number(params, "load")
+    if load > 1:
+        given = f"rate={params['rate']!r} (load {load:.2f})" if rate else f"load={params['load']!r}"
+        warn(f"{given} is above 1: jobs arrive faster than the workers can run them, so queues grow "
+             "for the whole run and it never reaches a steady state")
+
+
+def _culprit(params: dict, est: Estimate) -> str:
+    """``key=value`` of the parameter that makes the estimate big: the largest of the dominant group."""
+    if est.tasks * TASK_BYTES >= est.actors * ACTOR_BYTES:
+        if est.trace_jobs is not None:
+            return f"trace={params['trace']!r}"
+        kind = str(params["workload"])
+        if kind.startswith("syn_"):
+            return f"workload={kind!r}" if int(kind[4:]) >= est.jobs else f"jobs={params['jobs']!r}"
+        keys = ("jobs", "fanout")
+    else:
+        keys = ("workers",) if _count(params, "workers") else ("gms", "lms", "workers_per_partition")
+    key = max(keys, key=lambda k: params[k] if isinstance(params[k], (int, float)) else 0)
+    return f"{key}={params[key]!r}"
+
+
+def check(params: dict) -> Estimate:
+    """Check ``params`` of the federation scenario; returns the estimate. Raises ConfigError; may warn."""
+    for key in COUNT_KEYS:
+        if key in params:  # scheduler keys exist only for the schedulers that declare them
+            _count(params, key)
+    _number(params, "short_cutoff_s", allow_inf=True)
+    _check_network(params)
+    est = estimate(params)
+    memory = machine_memory()
+    if est.bytes > MEMORY_SHARE * memory:
+        raise ConfigError(f"{_culprit(params, est)}: the run would need {est.text()}, more than "
+                          f"{MEMORY_SHARE:.0%} of this machine's {_size(memory)}")
+    if est.bytes > LARGE_BYTES:
+        warn(f"a large run: {est.text()}; it may take a long time (the progress bar shows how far it is)")
+    if est.trace_jobs is not None and est.jobs < est.trace_jobs:
+        warn(f"the trace {params['trace']} has {est.trace_jobs:,} jobs; this run uses the first {est.jobs:,} "
+             f"(jobs={params['jobs']}; jobs=0 runs the whole trace)", level="note")
+    _check_load(params, _workers(params))
+    return est
+
+
+def _why_not(job, max_capacity: tuple[int, ...], resources: tuple[str, ...]) -> str:
+    """Why the first job cannot run, in the words of the parameters that decide it."""
+    demand = tuple(job.demand)
+    if len(demand) != len(max_capacity):
+        return (f"demand names {len(demand)} resource(s) {demand} but capacity names {len(max_capacity)} "
+                f"({', '.join(resources)}): give demand and capacity the same number of values")
+    if any(d > c for d, c in zip(demand, max_capacity)):
+        return f"demand {demand} is more than the largest worker's capacity {max_capacity}"
+    return "no worker has every constraint its tasks ask for (constraints=true with too few or too small workers)"
+
+
+def check_feasible(jobs, feasible, max_capacity: tuple[int, ...], resources: tuple[str, ...]) -> None:
+    """Refuse a workload in which no job at all can run (read until the first job that can)."""
+    first = None
+    count = 0
+    for job in jobs:
+        count += 1
+        if first is None:
+            first = job
+        if all(feasible(c, job.demand) for c in job.constraints):
+            return
+    if first is not None:
+        raise ConfigError(f"no job can run: every one of the {count:,} jobs has a task no worker can run; "
+                          f"{_why_not(first, max_capacity, resources)}")
