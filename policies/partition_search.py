@@ -1,0 +1,123 @@
+"""Where a Megha GM looks for a worker: Algorithm 1 over its view of every LM's partitions, with a memo.
+
+Algorithm 1 of the Megha 2023 paper (shared/papers file 000, 4.3) finds the suitable workers of one
+partition (``PartitionView.suitable``). This module decides which partitions a GM asks, in which
+order, and which it may skip without asking.
+
+Search order (the papers leave it open): the GM's own (internal) partition in every LM, round robin
+over LMs from the one after the last internal match; then the other GMs' (external) partitions,
+round robin over LMs from the one after the last external match, and within an LM in GM order after
+our own. A match in an external partition becomes a repartition request (Megha 2022 paper, shared/
+papers file 002, IV-A4).
+
+The empty-search memo: per task signature (constraints, demand), the value of each partition's
+``gains`` counter when that partition last had no suitable worker. A partition whose counter has not
+moved since is not searched again for the signature. Every learnt value that changes a worker bumps
+its partition's counter; the GM's own allocations only take resources away and bump nothing. So a
+partition found empty stays empty until its counter moves: the memo never hides a match, it only
+saves searches. The same holds one level up for a whole LM (``row_gains``) and for the whole search
+(``gain_total``): a signature found nowhere costs O(1) until something anywhere changes.
+"""
+
+from __future__ import annotations
+
+
+class PartitionSearch:
+    """A GM's views of every (LM, partition), the free-worker total, the round-robin pointers and the memo.
+
+    ``find`` is called once per match attempt and ``learn`` once per update message, so the
+    per-partition loop stays inside one Python call (the GM's matching is most of Megha's run time).
+    """
+
+    def __init__(self, views, home: int, policy) -> None:
+        """``views[lm][p]``: the PartitionView of partition p (GM p's) in LM lm's cluster; ``home``: our p."""
+        self.views = views
+        self.home = home
+        self.policy = policy
+        self.rng = None  # the worker-choice stream, set by the owner once its actor has one
+        self.num_lms = len(views)
+        self.num_partitions = len(views[0])
+        self.per_partition = views[0][0].n
+        self.rr_internal = 0
+        self.rr_external = 0
+        self.external_order = [(home + j) % self.num_partitions for j in range(1, self.num_partitions)]
+        self.total_free = sum(view.free_count for row in views for view in row)
+        self.gains = [[0] * self.num_partitions for _ in range(self.num_lms)]
+        self.row_gains = [0] * self.num_lms
+        self.gain_total = 0
+        self.memo: dict[tuple, list] = {}  # signature -> [gain_total, known row_gains, known gains]
+
+    def learn(self, lm: int, workers: tuple, frees: tuple) -> None:
+        """Absolute free vectors of LM ``lm``'s workers (LM-wide indices); bump the memo's counters."""
+        per = self.per_partition
+        views, gains = self.views[lm], self.gains[lm]
+        changed = free_delta = 0
+        for w, free in zip(workers, frees):
+            p, local = divmod(w, per)
+            delta = views[p].update(local, free)
+            if delta is None:
+                continue  # nothing new: no memo entry needs invalidating either
+            gains[p] += 1
+            changed += 1
+            free_delta += delta
+        if changed:
+            self.total_free += free_delta
+            self.row_gains[lm] += changed
+            self.gain_total += changed
+
+    def allocate(self, lm: int, p: int, local: int, demand: tuple) -> int:
+        """Take ``demand`` from a found worker (an optimistic launch); returns its LM-wide index."""
+        view = self.views[lm][p]
+        before = view.is_available(local)
+        view.allocate(local, demand)
+        if before and not view.is_available(local):
+            self.total_free -= 1
+        return p * self.per_partition + local
+
+    def find(self, signature: tuple):
+        """(lm, partition, local) of a worker suitable for ``signature`` = (constraints, demand), or None:
+        internal partitions first, then external ones, skipping what the memo knows to be empty.
+
+        A partition with no worker free for the unit demand is skipped unasked, so the demand must
+        cover the unit demand, or take nothing the unit demand needs (then every worker stays free
+        for it): a run's tasks share one demand vector of whole numbers, so either holds."""
+        memo = self.memo.get(signature)
+        n_lm = self.num_lms
+        if memo is None:
+            memo = self.memo[signature] = [-1, [-1] * n_lm, [[-1] * self.num_partitions for _ in range(n_lm)]]
+        elif memo[0] == self.gain_total:
+            return None  # nothing changed anywhere since every partition was found empty
+        constraints, demand = signature
+        _, known_rows, known = memo
+        gains, row_gains, views = self.gains, self.row_gains, self.views
+        g = self.home
+        start = self.rr_internal
+        for k in range(n_lm):
+            lm = (start + k) % n_lm
+            if known_rows[lm] == row_gains[lm] or known[lm][g] == gains[lm][g]:
+                continue
+            view = views[lm][g]
+            if view.free_count:
+                cand = view.suitable(constraints, demand)
+                if len(cand):
+                    self.rr_internal = (lm + 1) % n_lm
+                    return lm, g, self.policy.choose(view, cand, self.rng)
+            known[lm][g] = gains[lm][g]
+        start = self.rr_external
+        for k in range(n_lm):
+            lm = (start + k) % n_lm
+            if known_rows[lm] == row_gains[lm]:
+                continue
+            row, known_row, gains_row = views[lm], known[lm], gains[lm]
+            for p in self.external_order:
+                if known_row[p] != gains_row[p]:
+                    view = row[p]
+                    if view.free_count:
+                        cand = view.suitable(constraints, demand)
+                        if len(cand):
+                            self.rr_external = (lm + 1) % n_lm
+                            return lm, p, self.policy.choose(view, cand, self.rng)
+                    known_row[p] = gains_row[p]
+            known_rows[lm] = row_gains[lm]  # every partition of this LM is known empty for the signature
+        memo[0] = self.gain_total
+        return None

@@ -1,0 +1,149 @@
+"""PartitionSearch (a Megha GM's search over partitions, with its memo) against a brute-force model.
+
+The model holds plain free lists and searches every partition in the same order with no memo, so
+any match the memo hid, any wrong order and any drift of the free-worker total shows up.
+"""
+
+import hypothesis.strategies as st
+from hypothesis import settings
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from fedemu.fabric.rand import Stream
+from fedemu.model import WorkerSpec
+from fedemu.policies.partition_search import PartitionSearch
+from fedemu.policies.partition_view import PartitionView
+from fedemu.policies.worker_choice import MinConstraintsChoice, RandomChoice
+
+CONSTRAINTS = 3
+
+
+def padded(demand, r):
+    return list(demand) + [0] * (r - len(demand))
+
+
+class SearchMachine(RuleBasedStateMachine):
+    """Random learnt updates, matches and optimistic allocations on a small grid of LMs x partitions."""
+
+    @initialize(data=st.data(), lms=st.integers(1, 3), gms=st.integers(1, 3), per=st.integers(1, 4),
+                resources=st.integers(1, 2), min_constraints=st.booleans())
+    def build(self, data, lms, gms, per, resources, min_constraints):
+        self.r = resources
+        cap = st.tuples(st.integers(1, 2), *[st.integers(0, 2)] * (resources - 1))
+        cons = st.sets(st.integers(0, CONSTRAINTS - 1)).map(lambda s: tuple(sorted(s)))
+        self.capacity, self.constraints, views = [], [], []
+        for lm in range(lms):
+            caps = data.draw(st.lists(cap, min_size=gms * per, max_size=gms * per))
+            conss = data.draw(st.lists(cons, min_size=gms * per, max_size=gms * per))
+            self.capacity.append(caps)
+            self.constraints.append([set(c) for c in conss])
+            workers = [WorkerSpec(lm * 1000 + w, lm, caps[w], conss[w]) for w in range(gms * per)]
+            views.append([PartitionView(workers[p * per:(p + 1) * per], num_constraints=CONSTRAINTS,
+                                        num_resources=resources) for p in range(gms)])
+        self.home = data.draw(st.integers(0, gms - 1))
+        self.lms, self.gms, self.per = lms, gms, per
+        policy = MinConstraintsChoice() if min_constraints else RandomChoice()
+        self.search = PartitionSearch(views, self.home, policy)
+        self.search.rng = Stream(data.draw(st.integers(0, 99)), "test/search")
+        self.free = [[list(c) for c in caps] for caps in self.capacity]  # the model: free[lm][worker]
+        self.rr = [0, 0]  # the model's own round-robin pointers (internal, external)
+        # A few signatures used over and over, so memo entries are reused (and could go stale). Demands
+        # cover the unit demand (1,), as find requires.
+        demand = st.tuples(st.integers(1, 2), *[st.integers(0, 2)] * (resources - 1))
+        self.signatures = data.draw(st.lists(st.tuples(cons, demand), min_size=1, max_size=4, unique=True))
+
+    def suitable(self, lm, p, signature):
+        constraints, demand = signature
+        need = padded(demand, self.r)
+        return [w - p * self.per for w in range(p * self.per, (p + 1) * self.per)
+                if set(constraints) <= self.constraints[lm][w]
+                and all(f >= d for f, d in zip(self.free[lm][w], need))]
+
+    def brute_find(self, signature):
+        """The first partition with a suitable worker, in the search order, and its suitable workers."""
+        for k in range(self.lms):
+            lm = (self.rr[0] + k) % self.lms
+            found = self.suitable(lm, self.home, signature)
+            if found:
+                return 0, lm, self.home, found
+        for k in range(self.lms):
+            lm = (self.rr[1] + k) % self.lms
+            for j in range(1, self.gms):
+                p = (self.home + j) % self.gms
+                found = self.suitable(lm, p, signature)
+                if found:
+                    return 1, lm, p, found
+        return None
+
+    @rule(lm=st.integers(0, 2), workers=st.lists(st.integers(0, 11), unique=True, max_size=4),
+          values=st.lists(st.integers(0, 2), min_size=8, max_size=8))
+    def learn(self, lm, workers, values):
+        """An update message: absolute free vectors of some of one LM's workers (unchanged ones too)."""
+        lm %= self.lms
+        workers = list(dict.fromkeys(w % (self.gms * self.per) for w in workers))
+        frees = []
+        for i, w in enumerate(workers):
+            free = tuple(v % (c + 1) for v, c in zip(values[2 * i:], self.capacity[lm][w]))
+            frees.append(free)
+            self.free[lm][w] = list(free)
+        self.search.learn(lm, tuple(workers), tuple(frees))
+
+    @rule(which=st.integers(0, 3), allocate=st.booleans())
+    def find(self, which, allocate):
+        signature = self.signatures[which % len(self.signatures)]
+        expected = self.brute_find(signature)
+        got = self.search.find(signature)
+        if expected is None:
+            assert got is None, f"search found {got} where brute force finds nothing"
+            return
+        assert got is not None, f"the memo hid a match brute force finds: {expected}"
+        kind, lm, p, locals_ = expected
+        assert got[:2] == (lm, p) and got[2] in locals_
+        self.rr[kind] = (lm + 1) % self.lms
+        if allocate:
+            worker = self.search.allocate(lm, p, got[2], signature[1])
+            assert worker == p * self.per + got[2]
+            row = self.free[lm][worker]
+            for i, d in enumerate(signature[1]):
+                row[i] -= d
+
+    @precondition(lambda self: hasattr(self, "search"))
+    @invariant()
+    def views_and_total_agree_with_the_model(self):
+        total = 0
+        for lm in range(self.lms):
+            for p in range(self.gms):
+                rows = self.free[lm][p * self.per:(p + 1) * self.per]
+                assert self.search.views[lm][p].free.tolist() == rows
+                total += sum(row[0] >= 1 for row in rows)
+        assert self.search.total_free == total
+
+
+SearchMachine.TestCase.settings = settings(max_examples=50, stateful_step_count=30, deadline=None)
+test_search_against_brute_force = SearchMachine.TestCase
+
+
+def test_memo_skips_searches_until_something_changes():
+    """A signature found nowhere is not searched again (no view asked) until an update arrives."""
+    asked = []
+
+    class CountingView(PartitionView):
+        def suitable(self, *args):
+            asked.append(self)
+            return super().suitable(*args)
+
+    views = [[CountingView([WorkerSpec(10 * lm + p, lm, (1,), (0,))]) for p in range(2)] for lm in range(2)]
+    search = PartitionSearch(views, 0, RandomChoice())
+    search.rng = Stream(1, "test")
+    assert search.find(((1,), (1,))) is None and len(asked) == 4  # no worker has constraint 1
+    assert search.find(((1,), (1,))) is None and len(asked) == 4  # memo: nothing changed anywhere
+    assert search.find(((0,), (1,))) == (0, 0, 0) and len(asked) == 5  # another signature searches
+    for lm, p in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        search.allocate(lm, p, 0, (1,))
+    assert search.total_free == 0
+    search.learn(1, (1,), ((1,),))  # LM 1's worker 1 (partition 1, external) is free again
+    asked.clear()
+    assert search.find(((1,), (1,))) is None and asked == [views[1][1]]  # only the changed partition
+    assert search.find(((0,), (1,))) == (1, 1, 0)
+    search.learn(1, (1,), ((1,),))  # the same value again: not a change
+    asked.clear()
+    assert search.find(((1,), (1,))) is None and asked == []
