@@ -6,15 +6,19 @@
 - The cluster, described once: workers grouped into clusters (a Megha LM's cluster = a Pigeon
   group). Every scheduler maps these same machines onto its own shape, so comparisons are fair.
 - What a run measures (``Recorder``): per-job and per-task records plus named counters. Actors report
-  protocol events through its methods; ``tools.metrics`` turns it into percentiles, CSVs and plots.
-  -1 means "not yet".
+  protocol events through its methods (never by touching its records); ``tools.metrics`` turns it into
+  percentiles, CSVs and plots. -1 means "not yet".
+- A declared parameter (``Param``): what scenarios and scheduler plug-ins accept from ``--set``.
 """
 
 from __future__ import annotations
 
 from bisect import insort
+from typing import Any, Callable
 
 import attrs
+
+from fedemu.fabric.errors import ConfigError
 
 NUM_CONSTRAINTS = 21  # constraint ids 0..20 (the 2023 Megha paper's 21 machine attributes)
 
@@ -26,6 +30,48 @@ def seconds_to_us(seconds: float) -> int:
     """Round seconds to integer microseconds."""
     return int(round(seconds * US_PER_S))
 
+
+
+# ---- parameters ---------------------------------------------------------------------------
+@attrs.frozen
+class Param:
+    """One ``--set`` key a scenario or scheduler declares: default, meaning and what a valid value is.
+
+    ``ok(value)`` says whether a value (already of the default's kind) is valid; ``expected`` words the
+    rule for the one-line error naming key and value."""
+
+    name: str
+    default: Any
+    help: str
+    ok: Callable[[Any], bool] | None = None
+    expected: str = ""
+
+    @property
+    def kind(self) -> str:
+        """bool, int, float or text: how ``--set`` reads a value for this key."""
+        d = self.default
+        return "bool" if isinstance(d, bool) else "int" if isinstance(d, int) else \
+            "float" if isinstance(d, float) else "text"
+
+    def check(self, value) -> None:
+        """Raise a ConfigError naming the key and value unless ``value`` is valid."""
+        if self.ok is not None and not self.ok(value):
+            raise ConfigError(f"parameter {self.name!r} is {value!r}; expected {self.expected}")
+
+
+def whole_at_least(minimum: int) -> dict:
+    """``ok``/``expected`` of a whole-number Param with a lower bound."""
+    return {"ok": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum,
+            "expected": f"a whole number >= {minimum}"}
+
+
+def finite_at_least(minimum: float, strict: bool = False) -> dict:
+    """``ok``/``expected`` of a finite-number Param with a lower bound (``strict``: above it)."""
+    def ok(v) -> bool:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), -float("inf")):
+            return False
+        return v > minimum if strict else v >= minimum
+    return {"ok": ok, "expected": f"a finite number {'>' if strict else '>='} {minimum:g}"}
 
 
 # ---- jobs -------------------------------------------------------------------------------
@@ -101,8 +147,9 @@ class Cluster:
 @attrs.define(slots=True)
 class TaskRecord:
     """One task's life. Allocation time (start - arrival) splits, as in the 2022 Megha paper, into
-    framework queuing (waiting in a scheduler queue), processing (scheduler decision cost) and
-    communication (the rest: messages in flight)."""
+    framework queuing (waiting in a scheduler queue) and communication (the rest: messages in flight).
+    The paper's third part, processing (the scheduler's decision cost), is not modelled: decisions
+    take no virtual time, so no column reports it."""
 
     job_id: int
     index: int
@@ -112,7 +159,6 @@ class TaskRecord:
     end_us: int = -1
     worker: int = -1
     queue_us: int = 0
-    processing_us: int = 0
     attempts: int = 0
 
     @property
@@ -121,7 +167,7 @@ class TaskRecord:
 
     @property
     def communication_us(self) -> int:
-        return self.allocation_us - self.queue_us - self.processing_us
+        return self.allocation_us - self.queue_us
 
 
 @attrs.define(slots=True)
@@ -169,6 +215,13 @@ class Recorder:
         )
         for i, d in enumerate(job.durations_us):
             self.tasks[(job.job_id, i)] = TaskRecord(job.job_id, i, job.arrival_us, d)
+
+    def task_dispatched(self, job_id: int, index: int, waited_us: int) -> None:
+        """A scheduler took the task off its queue after ``waited_us`` and sent it towards a worker
+        (one attempt; a failed launch queues it again and the next dispatch adds its wait)."""
+        rec = self.tasks[(job_id, index)]
+        rec.queue_us += waited_us
+        rec.attempts += 1
 
     def task_started(self, job_id: int, index: int, now: int, worker: int, units: int = 1) -> None:
         rec = self.tasks[(job_id, index)]

@@ -95,19 +95,20 @@ class DistributorStatistics:
 class Distributor(JobFrontEnd, Actor):
     """One of Ns distributors; ``counts`` (a ConstraintSetCounts) makes it PigeonC's, None Pigeon's."""
 
-    def __init__(self, master_ids: list[int], *, counts: ConstraintSetCounts | None, short_cutoff_us: int,
+    def __init__(self, master_names: list[str], *, counts: ConstraintSetCounts | None, short_cutoff_us: int,
                  recorder, feasible) -> None:
         super().__init__()
-        self.master_ids = master_ids
+        self.master_names = master_names
+        self.master_ids: list[int] = []  # the masters' actor ids, resolved from their names at start
         self.counts = counts
         self.short_cutoff_us = short_cutoff_us
         self.recorder = recorder
         self.feasible = feasible
-        self.open_jobs: dict[int, int] = {}
         self.jobs = self.tasks = self.rejected = 0
         self.pick = None
 
     def on_start(self) -> None:
+        self.master_ids = [self.fabric.addr(name) for name in self.master_names]
         self.pick = self.rng.child("masters")
 
     def on_Job(self, job, src: int) -> None:
@@ -115,7 +116,7 @@ class Distributor(JobFrontEnd, Actor):
         if not self.admit(job):
             self.rejected += 1
             return
-        self.open_jobs[job.job_id] = job.num_tasks
+        self.open_job(job.job_id, job.num_tasks)
         self.tasks += job.num_tasks
         n = len(self.master_ids)
         if self.counts is None:
@@ -135,12 +136,7 @@ class Distributor(JobFrontEnd, Actor):
                                                         tuple(constraints[i] for i in indices)))
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
-        left = self.open_jobs[msg.job_id] - 1
-        if left:
-            self.open_jobs[msg.job_id] = left
-            return
-        del self.open_jobs[msg.job_id]
-        self.close_job(msg.job_id)
+        self.task_done(msg.job_id)
 
     def statistics(self) -> DistributorStatistics:
         return DistributorStatistics(self.name, self.jobs, self.tasks, len(self.open_jobs), self.rejected)

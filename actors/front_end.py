@@ -6,7 +6,13 @@ from __future__ import annotations
 
 
 class JobFrontEnd:
-    """Mixin for an Actor that has ``self.recorder`` and ``self.feasible(constraints, demand)``."""
+    """Mixin for an Actor that has ``self.recorder`` and ``self.feasible(constraints, demand)``.
+
+    ``open_jobs`` counts, per admitted job, the tasks not yet reported done."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open_jobs: dict[int, int] = {}
 
     def admit(self, job) -> bool:
         """True when every task can run somewhere; else the job is recorded as unschedulable."""
@@ -17,6 +23,20 @@ class JobFrontEnd:
         self.recorder.count("unschedulable_tasks", len(bad))
         self.stop_if_finished()
         return False
+
+    def open_job(self, job_id: int, tasks: int) -> None:
+        """Start counting down the job's ``tasks``."""
+        self.open_jobs[job_id] = tasks
+
+    def task_done(self, job_id: int) -> bool:
+        """One of the job's tasks is done; the last one closes the job (returns True)."""
+        left = self.open_jobs[job_id] - 1
+        if left:
+            self.open_jobs[job_id] = left
+            return False
+        del self.open_jobs[job_id]
+        self.close_job(job_id)
+        return True
 
     def close_job(self, job_id: int) -> None:
         """The job's last task is done: its response time ends now."""

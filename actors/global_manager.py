@@ -48,16 +48,17 @@ class GlobalManagerStatistics:
 
 
 class GlobalManager(JobFrontEnd, Actor):
-    def __init__(self, gm: int, lm_ids: list[int], views, *, policy, feasible, recorder) -> None:
+    def __init__(self, gm: int, lm_names: list[str], views, *, policy, feasible, recorder) -> None:
         """``views[lm][p]``: PartitionView of partition p (GM p's) in LM lm's cluster."""
         super().__init__()
         self.gm = gm
-        self.lm_ids = lm_ids
+        self.lm_names = lm_names
+        self.lm_ids: list[int] = []  # the LMs' actor ids, resolved from their names at start
         self.views = views
         self.policy = policy
         self.feasible = feasible
         self.recorder = recorder
-        self.num_lms = len(lm_ids)
+        self.num_lms = len(lm_names)
         self.num_gms = len(views[0])
         self.per_partition = views[0][0].n
         self.rr_internal = 0
@@ -67,7 +68,6 @@ class GlobalManager(JobFrontEnd, Actor):
         self.heads: list = []  # (seq, signature) of every non-empty signature queue
         self.seq = 0
         self.queued = 0
-        self.open_jobs: dict[int, int] = {}
         self.inflight: dict[tuple[int, int], Pending] = {}
         self.total_free = 0
         self.gains = [[0] * self.num_gms for _ in range(self.num_lms)]
@@ -79,6 +79,7 @@ class GlobalManager(JobFrontEnd, Actor):
         self.choice_rng = None
 
     def on_start(self) -> None:
+        self.lm_ids = [self.fabric.addr(name) for name in self.lm_names]
         self.choice_rng = self.rng.child("choice")
 
     # ---- the view --------------------------------------------------------------------
@@ -107,7 +108,7 @@ class GlobalManager(JobFrontEnd, Actor):
     def on_Job(self, job, src: int) -> None:
         if not self.admit(job):
             return
-        self.open_jobs[job.job_id] = job.num_tasks
+        self.open_job(job.job_id, job.num_tasks)
         now = self.now
         for i, d in enumerate(job.durations_us):
             self._enqueue(Pending(job.job_id, i, d, job.constraints[i], job.demand, now))
@@ -116,12 +117,7 @@ class GlobalManager(JobFrontEnd, Actor):
     def on_TaskCompleted(self, msg: TaskCompleted, src: int) -> None:
         self._set_free(msg.lm, msg.worker, msg.free)
         self.inflight.pop((msg.job_id, msg.index), None)
-        left = self.open_jobs[msg.job_id] - 1
-        if left:
-            self.open_jobs[msg.job_id] = left
-        else:
-            del self.open_jobs[msg.job_id]
-            self.close_job(msg.job_id)
+        self.task_done(msg.job_id)
         self._schedule()
 
     def on_Heartbeat(self, msg: Heartbeat, src: int) -> None:
@@ -230,9 +226,7 @@ class GlobalManager(JobFrontEnd, Actor):
         else:
             self.internal += 1
         self.launches += 1
-        rec = self.recorder.tasks[(task.job_id, task.index)]
-        rec.queue_us += self.now - task.since_us
-        rec.attempts += 1
+        self.recorder.task_dispatched(task.job_id, task.index, self.now - task.since_us)
         self.inflight[(task.job_id, task.index)] = task
         self.send(self.lm_ids[lm], Launch(task.job_id, task.index, task.duration_us, task.demand, worker, self.gm,
                                           external))

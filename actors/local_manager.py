@@ -44,32 +44,41 @@ class LocalManagerStatistics:
 
 
 class LocalManager(Actor):
-    def __init__(self, lm: int, workers, worker_ids: list[int], gm_ids: list[int], *, heartbeat_us: int,
+    def __init__(self, lm: int, workers, worker_names: list[str], gm_names: list[str], *, heartbeat_us: int,
                  recorder) -> None:
+        """``worker_names[w]`` names the actor of LM-local worker ``w``; ``gm_names[g]`` GM ``g``'s actor."""
         super().__init__()
         self.lm = lm
         self.specs = list(workers)
-        self.worker_ids = worker_ids
-        self.gm_ids = gm_ids
+        self.worker_names = worker_names
+        self.gm_names = gm_names
+        self.worker_ids: list[int] = []  # resolved from the names at start, like the next two
+        self.gm_ids: list[int] = []
+        self.local_of: dict[int, int] = {}  # worker actor id -> LM-local worker index
         self.heartbeat_us = heartbeat_us
         self.recorder = recorder
         n = len(self.specs)
-        self.per_partition = n // len(gm_ids)
+        self.per_partition = n // len(gm_names)
         self.capacity = [tuple(w.capacity) for w in self.specs]
         self.free = [list(w.capacity) for w in self.specs]
         self.cause = [NO_CAUSE] * n
         self.changes: list[int] = []
         self.base = 0
-        self.cursor = [0] * len(gm_ids)
+        self.cursor = [0] * len(gm_names)
         self.launches = 0
         self.invalid_internal = 0
         self.invalid_external = 0
         self.repartitions = 0
         self.heartbeats = 0
         self.armed = False
-        self.first_worker = worker_ids[0]
-        if worker_ids != list(range(worker_ids[0], worker_ids[0] + n)):
-            raise ValueError(f"LM {lm}: worker actors must have consecutive ids")
+        if len(worker_names) != n:
+            raise ValueError(f"LM {lm}: {len(worker_names)} worker names for {n} workers")
+
+    def on_start(self) -> None:
+        addr = self.fabric.addr
+        self.worker_ids = [addr(name) for name in self.worker_names]
+        self.gm_ids = [addr(name) for name in self.gm_names]
+        self.local_of = {actor: w for w, actor in enumerate(self.worker_ids)}
 
     def _arm(self) -> None:
         period = self.heartbeat_us
@@ -128,7 +137,7 @@ class LocalManager(Actor):
         self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, self.lm, workers, frees))
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
-        w = src - self.first_worker
+        w = self.local_of[src]
         free = self.free[w]
         cap = self.capacity[w]
         for r, d in enumerate(msg.demand):

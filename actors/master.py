@@ -50,19 +50,20 @@ class MasterStatistics:
 
 
 class Master(Actor):
-    """Master of group ``group``: ``workers`` are its WorkerSpecs, ``worker_ids`` their consecutive actor ids."""
+    """Master of group ``group``: ``workers`` are its WorkerSpecs, ``worker_names`` their actors' names."""
 
-    def __init__(self, group: int, workers, worker_ids: list[int], *, policy, weight, reserved: int,
+    def __init__(self, group: int, workers, worker_names: list[str], *, policy, weight, reserved: int,
                  constraint_aware: bool, num_resources: int, recorder) -> None:
         super().__init__()
         n = len(workers)
-        if worker_ids != list(range(worker_ids[0], worker_ids[0] + n)):
-            raise ValueError(f"master {group}: worker actors must have consecutive ids")
+        if len(worker_names) != n:
+            raise ValueError(f"master {group}: {len(worker_names)} worker names for {n} workers")
         if not 0 <= reserved < n:
             raise ValueError(f"master {group}: {reserved} reserved of {n} workers leaves none for long tasks")
         self.group = group
-        self.worker_ids = worker_ids
-        self.first_worker = worker_ids[0]
+        self.worker_names = worker_names
+        self.worker_ids: list[int] = []  # the workers' actor ids, resolved from their names at start
+        self.local_of: dict[int, int] = {}  # worker actor id -> index in the group
         self.policy = policy
         self.aware = constraint_aware
         self.recorder = recorder
@@ -84,6 +85,8 @@ class Master(Actor):
         self.choice = None
 
     def on_start(self) -> None:
+        self.worker_ids = [self.fabric.addr(name) for name in self.worker_names]
+        self.local_of = {actor: local for local, actor in enumerate(self.worker_ids)}
         self.choice = self.rng.child("choice")
 
     # ---- messages --------------------------------------------------------------------
@@ -101,7 +104,7 @@ class Master(Actor):
         self._dispatch()
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
-        local = src - self.first_worker
+        local = self.local_of[src]
         view = self.view
         before = view.is_available(local)
         view.release(local, msg.demand)
@@ -174,16 +177,14 @@ class Master(Actor):
         if before and not view.is_available(local):
             self._count(local, -1)
         recorder = self.recorder
-        rec = recorder.tasks[(task.job_id, task.index)]
-        rec.queue_us += self.now - task.since_us
-        rec.attempts += 1
+        recorder.task_dispatched(task.job_id, task.index, self.now - task.since_us)
         recorder.count(_COUNTER[cls])
         if not self.aware and task.constraints:
             need = sum(1 << c for c in task.constraints)
             if need & ~self.worker_bits[local]:
                 recorder.count("constraint_violations")
-        self.send(self.first_worker + local, RunTask(task.job_id, task.index, task.duration_us, task.demand, -1,
-                                                     (task.distributor, self.id)))
+        self.send(self.worker_ids[local], RunTask(task.job_id, task.index, task.duration_us, task.demand, -1,
+                                                  (task.distributor, self.id)))
 
     def statistics(self) -> MasterStatistics:
         fq = self.fq

@@ -1,4 +1,4 @@
-"""Wires Pigeon / PigeonC onto a fabric: distributors, one master per group, generic workers.
+"""Pigeon and PigeonC as plug-ins: distributors, one master per group, generic workers.
 
 Choices where the papers are silent:
 - A group is one cluster of the cluster description; with ``masters`` set to another count the same
@@ -7,7 +7,8 @@ Choices where the papers are silent:
   PigeonC uses FQW = 20); ``inf`` is strict priority.
 - Reserved workers (Pigeon only): round(reserved_fraction * group size), half up, the last ones of each
   group; PigeonC reserves none (so ``reserved_fraction`` does not apply to it).
-- Actor ids: distributors, then masters, then workers (``w-<worker id>``) in cluster order.
+- Actors, in this order: ``dist-<d>``, ``master-<g>``, then ``w-<worker id>`` in cluster order; they
+  address each other by these names.
 """
 
 from __future__ import annotations
@@ -15,20 +16,15 @@ from __future__ import annotations
 import math
 
 from fedemu.fabric.errors import ConfigError
-from fedemu.model import seconds_to_us
+from fedemu.model import Param, seconds_to_us, whole_at_least
+from fedemu.policies.fair_queue import check_weight
 
 from .distributor import ConstraintSetCounts, Distributor
 from .master import Master
+from .plugin import FRONT_END_COUNTERS, Context, Scheduler
 from .worker import Worker
 
 PAPER_FQW = 20
-
-
-def _whole(params: dict, key: str, minimum: int) -> int:
-    value = params[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"parameter {key!r} is {value!r}; expected a whole number >= {minimum}")
-    return value
 
 
 def groups_of(cluster, masters: int) -> list[tuple]:
@@ -43,16 +39,19 @@ def groups_of(cluster, masters: int) -> list[tuple]:
 
 
 def fair_queue_weight(value):
-    """The WFQ weight from ``fqw``: 0 -> the paper's 20, an integer >= 1, or inf."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ConfigError(f"parameter 'fqw' is {value!r}; expected an integer >= 1, inf, or 0 for the default")
-    if value == 0:
+    """The WFQ weight from ``fqw``: 0 means the paper's 20, else the fair queue's own rule (an integer
+    >= 1, or inf)."""
+    if value == 0 and not isinstance(value, bool):
         return PAPER_FQW
-    if math.isinf(value) and value > 0:
-        return math.inf
-    if value < 1 or not float(value).is_integer():
-        raise ConfigError(f"parameter 'fqw' is {value!r}; expected an integer >= 1, inf, or 0 for the default")
-    return int(value)
+    return check_weight(value)
+
+
+def _valid_fqw(value) -> bool:
+    try:
+        fair_queue_weight(value)
+    except ConfigError:
+        return False
+    return True
 
 
 def reserved_count(fraction, group_size: int) -> int:
@@ -66,33 +65,59 @@ def reserved_count(fraction, group_size: int) -> int:
     return k
 
 
-def build(fabric, cluster, params: dict, *, policy, recorder, feasible, constraint_aware: bool) -> list[int]:
-    """Add every Pigeon (or PigeonC) actor; returns the distributor ids (where jobs are submitted)."""
-    groups = groups_of(cluster, _whole(params, "masters", 0))
-    num_dist = _whole(params, "distributors", 1)
+COMMON = (
+    Param("masters", 0, "masters (worker groups); 0: one per cluster, else equal slices of all workers",
+          **whole_at_least(0)),
+    Param("distributors", 3, "distributors (front ends jobs are submitted to)", **whole_at_least(1)),
+    Param("fqw", 0, "weighted-fair-queue weight W of short over long tasks; 0: the paper's 20, inf: strict",
+          ok=_valid_fqw, expected="an integer >= 1, inf, or 0 for the default"),
+)
+RESERVED = Param("reserved_fraction", 0.02, "share of each group's workers reserved for short jobs' tasks",
+                 ok=lambda v: not isinstance(v, bool) and isinstance(v, (int, float)) and 0 <= v < 1,
+                 expected="a number in [0, 1)")
+
+COUNTERS = FRONT_END_COUNTERS + (
+    ("wfq_high", "tasks of short jobs a master dispatched"),
+    ("wfq_low", "tasks of long jobs a master dispatched"),
+)
+VIOLATIONS = (("constraint_violations", "tasks placed on a machine lacking one of their constraints"),)
+
+
+def _build(ctx: Context, *, constraint_aware: bool) -> list[str]:
+    """Add every Pigeon (or PigeonC) actor; returns the distributor names."""
+    params, cluster, recorder = ctx.params, ctx.cluster, ctx.recorder
+    groups = groups_of(cluster, params["masters"])
     weight = fair_queue_weight(params["fqw"])
-    cutoff_s = params["short_cutoff_s"]
-    if isinstance(cutoff_s, bool) or not isinstance(cutoff_s, (int, float)) or not 0 <= cutoff_s < math.inf:
-        raise ConfigError(f"parameter 'short_cutoff_s' is {cutoff_s!r}; expected a finite number >= 0")
-    cutoff_us = seconds_to_us(float(cutoff_s))
+    cutoff_us = seconds_to_us(float(params["short_cutoff_s"]))
     reserved = 0 if constraint_aware else reserved_count(params["reserved_fraction"], len(groups[0]))
     num_resources = len(cluster.resources)
-
-    first = len(fabric.names)
-    dist_ids = list(range(first, first + num_dist))
-    master_ids = list(range(first + num_dist, first + num_dist + len(groups)))
+    dist_names = [f"dist-{d}" for d in range(params["distributors"])]
+    master_names = [f"master-{g}" for g in range(len(groups))]
     counts = ConstraintSetCounts(groups) if constraint_aware else None
-    for d in range(num_dist):
-        assert fabric.add(f"dist-{d}", lambda: Distributor(master_ids, counts=counts, short_cutoff_us=cutoff_us,
-                                                            recorder=recorder, feasible=feasible)) == dist_ids[d]
-    base = master_ids[-1] + 1
+    for name in dist_names:
+        ctx.add(name, lambda: Distributor(master_names, counts=counts, short_cutoff_us=cutoff_us,
+                                          recorder=recorder, feasible=ctx.feasible))
     for g, workers in enumerate(groups):
-        ids = list(range(base, base + len(workers)))
-        assert fabric.add(f"master-{g}", lambda g=g, workers=workers, ids=ids: Master(
-            g, workers, ids, policy=policy, weight=weight, reserved=reserved, constraint_aware=constraint_aware,
-            num_resources=num_resources, recorder=recorder)) == master_ids[g]
-        base += len(workers)
+        names = [f"w-{w.worker_id}" for w in workers]
+        ctx.add(master_names[g], lambda g=g, workers=workers, names=names: Master(
+            g, workers, names, policy=ctx.policy, weight=weight, reserved=reserved,
+            constraint_aware=constraint_aware, num_resources=num_resources, recorder=recorder))
     for workers in groups:
         for w in workers:
-            fabric.add(f"w-{w.worker_id}", lambda w=w: Worker(w, recorder))
-    return dist_ids
+            ctx.add(f"w-{w.worker_id}", lambda w=w: Worker(w, recorder))
+    return dist_names
+
+
+def build_pigeon(ctx: Context) -> list[str]:
+    return _build(ctx, constraint_aware=False)
+
+
+def build_pigeonc(ctx: Context) -> list[str]:
+    return _build(ctx, constraint_aware=True)
+
+
+PIGEON = Scheduler("pigeon", "Pigeon (2019): distributors split jobs evenly over group masters with two WFQ "
+                   "classes and reserved workers; ignores constraints", build_pigeon,
+                   params=COMMON + (RESERVED,), counters=COUNTERS + VIOLATIONS, constraint_aware=False)
+PIGEONC = Scheduler("pigeonc", "PigeonC (2023): Pigeon with constraint-aware distribution and matching, no "
+                    "reserved workers", build_pigeonc, params=COMMON, counters=COUNTERS)

@@ -1,40 +1,48 @@
-"""Wires Sparrow onto a fabric: ``schedulers`` distributed schedulers and one probe-queue node per machine.
+"""Sparrow as a plug-in: ``schedulers`` distributed schedulers and one probe-queue node per machine.
 
 Every scheduler sees every machine (Sparrow has no groups); the cluster's grouping only fixes worker ids.
-Actor ids: schedulers (``sparrow-<i>``), then nodes (``w-<worker id>``) in cluster order.
+Actors, in this order: ``sparrow-<i>``, then ``w-<worker id>`` in cluster order. Sparrow places tasks by
+late binding, so the worker-choice ``policy`` does not apply to it.
 """
 
 from __future__ import annotations
 
-import math
-
-from fedemu.fabric.errors import ConfigError
+from fedemu.model import Param, finite_at_least, whole_at_least
 from fedemu.policies.partition_view import PartitionView
 
+from .plugin import FRONT_END_COUNTERS, Context, Scheduler
 from .sparrow_node import SparrowNode
 from .sparrow_scheduler import SparrowScheduler
 
+PARAMS = (
+    Param("schedulers", 3, "Sparrow schedulers (front ends jobs are submitted to)", **whole_at_least(1)),
+    Param("probe_ratio", 2.0, "probes per task (d in the Sparrow paper)", **finite_at_least(1)),
+)
 
-def build(fabric, cluster, params: dict, *, recorder, feasible) -> list[int]:
-    """Add every Sparrow actor; returns the scheduler ids (where jobs are submitted)."""
-    count = params["schedulers"]
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ConfigError(f"parameter 'schedulers' is {count!r}; expected a whole number >= 1")
-    ratio = params["probe_ratio"]
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 1 <= ratio < math.inf:
-        raise ConfigError(f"parameter 'probe_ratio' is {ratio!r}; expected a finite number >= 1")
-    workers = tuple(cluster.workers())
-    num_resources = len(cluster.resources)
-    first = len(fabric.names)
-    sched_ids = list(range(first, first + count))
-    node_ids = list(range(first + count, first + count + len(workers)))
+COUNTERS = FRONT_END_COUNTERS + (
+    ("probes", "probes the schedulers sent"),
+    ("cancels", "node requests answered with a cancel (the probe's group was already placed)"),
+)
+
+
+def build(ctx: Context) -> list[str]:
+    """Add every Sparrow actor; returns the scheduler names."""
+    workers = tuple(ctx.cluster.workers())
+    num_resources = len(ctx.cluster.resources)
+    ratio = float(ctx.params["probe_ratio"])
+    node_names = [f"w-{w.worker_id}" for w in workers]
+    names = [f"sparrow-{i}" for i in range(ctx.params["schedulers"])]
 
     def make():
         view = PartitionView(workers, num_resources=num_resources)
-        return SparrowScheduler(node_ids, view, probe_ratio=float(ratio), recorder=recorder, feasible=feasible)
+        return SparrowScheduler(node_names, view, probe_ratio=ratio, recorder=ctx.recorder, feasible=ctx.feasible)
 
-    for i in range(count):
-        assert fabric.add(f"sparrow-{i}", make) == sched_ids[i]
-    for w in workers:
-        fabric.add(f"w-{w.worker_id}", lambda w=w: SparrowNode(w, recorder))
-    return sched_ids
+    for name in names:
+        ctx.add(name, make)
+    for w, name in zip(workers, node_names):
+        ctx.add(name, lambda w=w: SparrowNode(w, ctx.recorder))
+    return names
+
+
+SPARROW = Scheduler("sparrow", "Sparrow (2013): distributed schedulers, batch probing, late binding",
+                    build, params=PARAMS, counters=COUNTERS, takes_policy=False)

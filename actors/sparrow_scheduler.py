@@ -49,12 +49,11 @@ def probe_targets(pool_size: int, count: int, stream) -> list[int]:
 
 
 class _OpenJob:
-    __slots__ = ("job", "groups", "left", "arrival_us")
+    __slots__ = ("job", "groups", "arrival_us")
 
     def __init__(self, job, groups, arrival_us):
         self.job = job
         self.groups = groups  # per probe group: deque of unplaced task indices
-        self.left = job.num_tasks
         self.arrival_us = arrival_us
 
 
@@ -69,12 +68,13 @@ class SparrowSchedulerStatistics:
 
 
 class SparrowScheduler(JobFrontEnd, Actor):
-    """``node_ids[p]`` is the node actor of the p-th worker of ``view`` (a PartitionView of every worker,
-    used read-only to find the workers satisfying a task's constraints and demand)."""
+    """``node_names[p]`` names the node actor of the p-th worker of ``view`` (a PartitionView of every
+    worker, used read-only to find the workers satisfying a task's constraints and demand)."""
 
-    def __init__(self, node_ids: list[int], view, *, probe_ratio: float, recorder, feasible) -> None:
+    def __init__(self, node_names: list[str], view, *, probe_ratio: float, recorder, feasible) -> None:
         super().__init__()
-        self.node_ids = node_ids
+        self.node_names = node_names
+        self.node_ids: list[int] = []  # the nodes' actor ids, resolved from their names at start
         self.view = view
         self.probe_ratio = probe_ratio
         self.recorder = recorder
@@ -85,6 +85,7 @@ class SparrowScheduler(JobFrontEnd, Actor):
         self.pick = None
 
     def on_start(self) -> None:
+        self.node_ids = [self.fabric.addr(name) for name in self.node_names]
         self.pick = self.rng.child("probes")
 
     def _pool(self, key: tuple):
@@ -110,6 +111,7 @@ class SparrowScheduler(JobFrontEnd, Actor):
                 keys.append(key)
             groups[g].append(i)
         self.jobs[job.job_id] = _OpenJob(job, groups, self.now)
+        self.open_job(job.job_id, job.num_tasks)
         node_ids = self.node_ids
         sent = 0
         for g, key in enumerate(keys):
@@ -133,18 +135,13 @@ class SparrowScheduler(JobFrontEnd, Actor):
             return
         index = queue.popleft()
         job = state.job
-        rec = self.recorder.tasks[(job.job_id, index)]
-        rec.queue_us += self.now - state.arrival_us
-        rec.attempts += 1
+        self.recorder.task_dispatched(job.job_id, index, self.now - state.arrival_us)
         self.assigns += 1
         self.send(src, Assign(job.job_id, msg.group, index, job.durations_us[index], job.demand))
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
-        state = self.jobs[msg.job_id]
-        state.left -= 1
-        if state.left == 0:
+        if self.task_done(msg.job_id):
             del self.jobs[msg.job_id]
-            self.close_job(msg.job_id)
 
     def statistics(self) -> SparrowSchedulerStatistics:
         return SparrowSchedulerStatistics(self.name, len(self.jobs), self.probes, self.requests, self.assigns,

@@ -1,7 +1,7 @@
 """Job submission: releases the workload's jobs at their arrival times to the schedulers' front ends.
 
 The workload is an iterator read lazily, one job ahead, so a 300k-task trace is never held at once.
-Targets are chosen round robin (default) or at random from the actor's seeded stream.
+Targets (front-end actors, by name) are chosen round robin (default) or at random from the actor's seeded stream.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from .protocol import SubmitNext
 
 
 class Submitter(Actor):
-    def __init__(self, jobs, targets: list[int], recorder, *, short_cutoff_us: float, choice: str = "round-robin"):
+    def __init__(self, jobs, targets: list[str], recorder, *, short_cutoff_us: float, choice: str = "round-robin"):
         super().__init__()
         self.jobs = iter(jobs)
-        self.targets = targets
+        self.target_names = targets
+        self.targets: list[int] = []  # the front ends' actor ids, resolved from their names at start
         self.recorder = recorder
         self.short_cutoff_us = short_cutoff_us
         self.choice = choice
@@ -24,6 +25,7 @@ class Submitter(Actor):
         self.rr = 0
 
     def on_start(self) -> None:
+        self.targets = [self.fabric.addr(name) for name in self.target_names]
         self.next_job = next(self.jobs, None)
         self._arm()
 

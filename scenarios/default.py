@@ -2,6 +2,6 @@
 10 tasks (1 s mean) at 80% load, constraints from the stand-in table, 0.5 ms links."""
 
 from fedemu.scenarios.federation import PARAMS as _BASE
-from fedemu.scenarios.federation import build  # noqa: F401  (the scenario's build)
+from fedemu.scenarios.federation import build, declare  # noqa: F401  (the scenario's build and keys)
 
 PARAMS = dict(_BASE)

@@ -1,62 +1,88 @@
 """The common scenario: one cluster description, one workload, any scheduler, any policy.
 
-``PARAMS`` lists every parameter ``--set`` may change; ``build`` turns them into a cluster (clusters
-of workers with constraint profiles, described once so every scheduler maps the same machines onto
-its own shape), a streamed workload with task constraints, the scheduler's actors and the network.
-Scenario scripts import ``PARAMS`` and ``build`` from here and change the defaults they care about.
+``COMMON`` declares the keys every run has (scheduler, policy, cluster, workload, network); each
+scheduler plug-in (``actors.registry``) declares its own. ``PARAMS`` holds the defaults of all of them,
+so scenario scripts import ``PARAMS`` and ``build`` from here and change the defaults they care about;
+``declare`` says which keys apply to a run (the common ones and the chosen scheduler's), and a key set
+with ``--set`` that does not apply is an error. ``build`` turns the parameters into a cluster (clusters
+of workers with constraint profiles, described once so every scheduler maps the same machines onto its
+own shape), a streamed workload with task constraints, the scheduler's actors and the network.
 """
 
 from __future__ import annotations
 
 import attrs
 
+from fedemu.actors import registry
+from fedemu.actors.plugin import Context
+from fedemu.actors.submitter import Submitter
 from fedemu.fabric.errors import ConfigError, unknown_name
 from fedemu.fabric.network import Latency, Link
 from fedemu.fabric.rand import Stream
+from fedemu.model import Param, Recorder, finite_at_least, seconds_to_us, whole_at_least
 from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES, get_worker_choice
 from fedemu.scenarios import constraints as cons
-from fedemu.model import seconds_to_us
-from fedemu.scenarios.synthetic import poisson_jobs, syn_jobs
+from fedemu.scenarios import preflight
+from fedemu.scenarios.synthetic import TASK_DISTS, poisson_jobs, syn_jobs
 from fedemu.scenarios.trace import read_trace
 
-PARAMS = {
-    # scheduler
-    "scheduler": "megha",
-    "policy": "random",
-    "heartbeat_s": 10.0,
-    # cluster: lms clusters of gms * workers_per_partition workers ("workers" > 0 derives the shape)
-    "gms": 3,
-    "lms": 4,
-    "workers_per_partition": 25,
-    "workers": 0,
-    "capacity": "1",
-    "demand": "1",
-    "constraints": True,
-    "constraint_table": "",
-    # workload: syn_N, poisson or trace
-    "workload": "poisson",
-    "trace": "",
-    "jobs": 500,
-    "load": 0.8,
-    "rate": 0.0,
-    "fanout": 10,
-    "task_s": 1.0,
-    "task_dist": "exp",
-    "short_cutoff_s": 90.5811,
-    # network
-    "latency_ms": 0.5,
-    "jitter_ms": 0.0,
-    "loss": 0.0,
-    # Pigeon / PigeonC / Sparrow
-    "masters": 0,
-    "distributors": 3,
-    "reserved_fraction": 0.02,
-    "fqw": 0,
-    "probe_ratio": 2.0,
-    "schedulers": 3,
-}
+from .run import FederationRun
 
-SCHEDULERS = ("centralized", "megha", "pigeon", "pigeonc", "sparrow")
+POLICY = Param("policy", "random", f"worker-choice policy: {', '.join(sorted(WORKER_CHOICE_NAMES))}")
+COMMON = (
+    Param("scheduler", "megha", f"the scheduler: {', '.join(registry.SCHEDULERS)}"),
+    POLICY,
+    # cluster: lms clusters of gms * workers_per_partition workers ("workers" > 0 derives the shape)
+    Param("gms", 3, "partitions per cluster (Megha's GMs); with lms and workers_per_partition fixes the machines",
+          **whole_at_least(1)),
+    Param("lms", 4, "clusters (Megha's LMs, Pigeon's groups)", **whole_at_least(1)),
+    Param("workers_per_partition", 25, "workers per partition (each cluster has gms * this many)",
+          **whole_at_least(1)),
+    Param("workers", 0, "total workers; > 0 derives workers_per_partition (a multiple of gms * lms)",
+          **whole_at_least(0)),
+    Param("capacity", "1", "each worker's capacity vector, e.g. 1 (slots) or 4,16 (cpu,mem)"),
+    Param("demand", "1", "each task's demand vector, as long as capacity"),
+    Param("constraints", True, "draw machine and task constraints from the constraint table"),
+    Param("constraint_table", "", "a constraint table JSON file; empty: the built-in stand-in table"),
+    # workload
+    Param("workload", "poisson", "syn_N (jobs of N 1-s tasks), poisson, or trace"),
+    Param("trace", "", "the trace file of workload=trace"),
+    Param("jobs", 0, "jobs to submit; 0: the workload's own size (500 poisson jobs, 2000 syn_N jobs, the "
+          "whole trace)", **whole_at_least(0)),
+    Param("load", 0.8, "poisson: offered load as a share of the slots (when rate is 0)"),
+    Param("rate", 0.0, "poisson: jobs per second; 0 derives it from load"),
+    Param("fanout", 10, "poisson: tasks per job", **whole_at_least(1)),
+    Param("task_s", 1.0, "mean task duration in seconds (poisson, syn_N)"),
+    Param("task_dist", "exp", f"poisson: task duration distribution: {', '.join(sorted(TASK_DISTS))}"),
+    Param("short_cutoff_s", 90.5811, "jobs whose mean task is at most this many seconds count as short",
+          **finite_at_least(0)),
+    # network
+    Param("latency_ms", 0.5, "one-way message latency in milliseconds"),
+    Param("jitter_ms", 0.0, "latency spread: uniform in latency +- jitter"),
+    Param("loss", 0.0, "probability that a message is lost"),
+)
+
+PARAMS = {p.name: p.default for p in COMMON + tuple(p for s in registry.SCHEDULERS.values() for p in s.params)}
+
+
+def declare(params: dict, given=()) -> list[tuple[str, tuple[Param, ...]]]:
+    """The keys that apply to a run, as (section title, params); ``given`` (the keys set with --set)
+    must all apply, else a ConfigError naming the key and what it belongs to."""
+    scheduler = registry.get(params["scheduler"])
+    common = COMMON if scheduler.takes_policy else tuple(p for p in COMMON if p is not POLICY)
+    if scheduler.takes_policy and params["policy"] not in WORKER_CHOICE_NAMES:
+        raise unknown_name("policy", params["policy"], WORKER_CHOICE_NAMES)
+    applies = {p.name for p in common} | set(scheduler.param_names)
+    for key in given:
+        if key in applies:
+            continue
+        if key == POLICY.name:
+            raise ConfigError(f"parameter 'policy' does not apply to scheduler {scheduler.name!r}: it takes no "
+                              "worker-choice policy")
+        owners = [s.name for s in registry.SCHEDULERS.values() if key in s.param_names]
+        raise ConfigError(f"parameter {key!r} does not apply to scheduler {scheduler.name!r} (it is "
+                          f"{'/'.join(owners)}'s); see fedemu run --help-params --set scheduler={scheduler.name}")
+    return [("common", common), (f"scheduler {scheduler.name}", scheduler.params)]
 
 
 def _vector(text, key: str) -> tuple[int, ...]:
@@ -73,7 +99,7 @@ def shape(params: dict) -> tuple[int, int, int]:
     """(gms, lms, workers_per_partition) of the cluster description (``workers`` > 0 derives the last).
 
     The machines are the same for every scheduler: the centralized baseline runs one GM and one LM
-    over all of them (``centralize``), not a differently drawn cluster."""
+    over all of them (``actors.megha.centralize``), not a differently drawn cluster."""
     gms, lms, wpp = int(params["gms"]), int(params["lms"]), int(params["workers_per_partition"])
     total = int(params["workers"])
     for key, value in (("gms", gms), ("lms", lms)):
@@ -86,14 +112,6 @@ def shape(params: dict) -> tuple[int, int, int]:
     if wpp < 1:
         raise ConfigError(f"workers_per_partition is {wpp}; expected at least 1")
     return gms, lms, wpp
-
-
-def centralize(cluster):
-    """The same machines as one cluster (one LM), keeping every worker's id and constraints."""
-    profiles = "+".join(c.profile for c in cluster.clusters)
-    workers = tuple(w for c in cluster.clusters for w in c.workers)
-    return attrs.evolve(cluster, clusters=(attrs.evolve(cluster.clusters[0], index=0, profile=profiles,
-                                                        workers=workers),))
 
 
 def build_cluster(params: dict, seed: int):
@@ -121,10 +139,11 @@ def build_workload(params: dict, seed: int, total_units: int, table):
             n = int(kind[4:])
         except ValueError:
             raise ConfigError(f"workload {kind!r}: expected syn_N with N a whole number, e.g. syn_100") from None
-        stream = syn_jobs(n, jobs=jobs if jobs > 0 else 2000, task_s=float(params["task_s"]))
+        stream = syn_jobs(n, jobs=jobs or preflight.DEFAULT_SYN_JOBS, task_s=float(params["task_s"]))
     elif kind == "poisson":
         rate = float(params["rate"]) or None
-        stream = poisson_jobs(Stream(seed, "workload"), jobs=jobs, fanout=int(params["fanout"]),
+        stream = poisson_jobs(Stream(seed, "workload"), jobs=jobs or preflight.DEFAULT_POISSON_JOBS,
+                              fanout=int(params["fanout"]),
                               task_s=float(params["task_s"]), task_dist=params["task_dist"], rate=rate,
                               load=None if rate else float(params["load"]), workers=total_units)
     elif kind == "trace":
@@ -148,18 +167,10 @@ def network(params: dict) -> Link:
 
 
 def build(fabric, params: dict):
-    """Build the whole run onto ``fabric``; returns the Run whose ``finish`` writes results."""
-    from fedemu.model import Recorder
-    from fedemu.actors.submitter import Submitter
-
-    from .run import FederationRun
-
-    scheduler = params["scheduler"]
-    if scheduler not in SCHEDULERS:
-        raise unknown_name("scheduler", scheduler, SCHEDULERS)
-    if params["policy"] not in WORKER_CHOICE_NAMES:
-        raise unknown_name("policy", params["policy"], WORKER_CHOICE_NAMES)
-    policy = get_worker_choice(params["policy"])
+    """Build the whole run onto ``fabric``; returns the Run the runner checks and writes results of."""
+    estimate = preflight.check(params)  # numbers, size and warnings, before anything is built
+    scheduler = registry.get(params["scheduler"])
+    policy = get_worker_choice(params["policy"]) if scheduler.takes_policy else None
     cluster, table = build_cluster(params, fabric.seed)
     total_units = sum(w.capacity[0] for w in cluster.workers())
     recorder = Recorder(total_units=total_units)
@@ -172,30 +183,12 @@ def build(fabric, params: dict):
             return False
         return index.feasible(constraints)
 
-    targets = _build_scheduler(fabric, scheduler, params, cluster, policy, recorder, feasible)
+    preflight.check_feasible(build_workload(params, fabric.seed, total_units, table), feasible, max_cap,
+                             cluster.resources)
+    targets = scheduler.build(Context(fabric, cluster, params, recorder, feasible, policy))
     jobs = build_workload(params, fabric.seed, total_units, table)
     cutoff = seconds_to_us(float(params["short_cutoff_s"]))
     fabric.add("submitter", lambda: Submitter(jobs, targets, recorder, short_cutoff_us=cutoff))
-    return FederationRun(params, cluster, recorder)
-
-
-def _build_scheduler(fabric, scheduler, params, cluster, policy, recorder, feasible) -> list[int]:
-    gms, _, _ = shape(params)
-    if scheduler in ("megha", "centralized"):
-        from fedemu.actors import megha
-
-        heartbeat = float(params["heartbeat_s"])
-        if not heartbeat > 0 or heartbeat == float("inf"):
-            raise ConfigError(f"parameter 'heartbeat_s' is {params['heartbeat_s']!r}; expected a finite number > 0")
-        if scheduler == "centralized":
-            cluster, gms = centralize(cluster), 1
-        return megha.build(fabric, cluster, gms=gms, policy=policy, recorder=recorder, feasible=feasible,
-                           heartbeat_us=seconds_to_us(float(params["heartbeat_s"])))
-    if scheduler in ("pigeon", "pigeonc"):
-        from fedemu.actors import pigeon
-
-        return pigeon.build(fabric, cluster, params, policy=policy, recorder=recorder, feasible=feasible,
-                            constraint_aware=scheduler == "pigeonc")
-    from fedemu.actors import sparrow
-
-    return sparrow.build(fabric, cluster, params, recorder=recorder, feasible=feasible)
+    run = FederationRun(params, cluster, recorder)
+    run.total_jobs = estimate.jobs  # the progress bar's total, known before the jobs are submitted
+    return run

@@ -46,7 +46,8 @@ class FederationRun:
 
     def finish(self, fabric, info: dict) -> dict:
         """Check the run; returns what the summary says besides the recorder's measurements."""
-        self.check()
-        return {"scheduler": self.params["scheduler"], "policy": self.params["policy"], "seed": info["seed"],
+        if not info.get("partial"):  # a run stopped early (the live view's q) has unfinished jobs
+            self.check()
+        return {"scheduler": self.params["scheduler"], "policy": self.params.get("policy", "-"), "seed": info["seed"],
                 **self.describe(), "counters": dict(sorted(self.recorder.counters.items())),
                 **{k: v for k, v in info.items() if k not in ("seed", "params")}, "params": info["params"]}

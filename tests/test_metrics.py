@@ -3,11 +3,10 @@
 import numpy as np
 import pytest
 
-from fedemu.model import Job, Recorder
 from fedemu.fabric.errors import ConfigError
+from fedemu.model import US_PER_S as S
+from fedemu.model import Job, Recorder
 from fedemu.tools import metrics
-
-S = 1_000_000
 
 
 def hand_recorder() -> Recorder:
@@ -31,9 +30,8 @@ def hand_recorder() -> Recorder:
     rec.job_completed(2, 3 * S)
     rec.task_finished(1, 0, 7 * S // 2)
     rec.job_completed(1, 7 * S // 2)
-    rec.tasks[(1, 0)].queue_us = 1 * S
-    rec.tasks[(1, 0)].processing_us = S // 5
-    rec.tasks[(1, 0)].attempts = 2
+    rec.task_dispatched(1, 0, S // 4)  # a launch that failed, then the one that ran: 1 s queued in all
+    rec.task_dispatched(1, 0, 3 * S // 4)
     return rec
 
 
@@ -93,8 +91,8 @@ def test_allocation_components():
     assert comp["count"] == 4
     assert comp["allocation"] == pytest.approx(0.5)
     assert comp["queue"] == pytest.approx(0.25)
-    assert comp["processing"] == pytest.approx(0.05)
-    assert comp["communication"] == pytest.approx(0.2)
+    assert comp["communication"] == pytest.approx(0.25)
+    assert "processing" not in comp  # decisions take no virtual time: no constant-0 part is reported
 
 
 def test_tables_are_sorted_and_mark_missing_values():

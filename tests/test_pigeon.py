@@ -11,10 +11,9 @@ from fedemu.actors.distributor import split_evenly
 from fedemu.actors.pigeon import fair_queue_weight, groups_of, reserved_count
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.rand import Stream
+from fedemu.model import US_PER_S as US
 from fedemu.model import Cluster, ClusterSpec, WorkerSpec
 from fedemu.tools.runner import execute
-
-US = 1_000_000
 
 
 def run(seed=1, **overrides):

@@ -7,11 +7,10 @@ import os
 import numpy as np
 import pytest
 
+from fedemu.model import US_PER_S as S
 from fedemu.model import Job, Recorder
 from fedemu.tools.atomic import atomic_write, write_bytes, write_json, write_text
 from fedemu.tools.results import JOBS_HEADER, TASKS_HEADER, plot_cdfs, write_results
-
-S = 1_000_000
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -23,8 +22,8 @@ def small_recorder() -> Recorder:
     rec.task_started(0, 0, S // 4, worker=7)
     rec.task_finished(0, 0, 5 * S // 4)
     rec.job_completed(0, 5 * S // 4)
-    rec.tasks[(0, 0)].queue_us = S // 10
-    rec.counters["probes"] = 3
+    rec.task_dispatched(0, 0, S // 10)
+    rec.count("probes", 3)
     return rec
 
 
@@ -60,8 +59,8 @@ def test_write_results_files(tmp_path):
     assert jobs[2] == ["1", "1.0", "1", "2.0", "", "", "", "0"]
     tasks = read_csv(out / "tasks.csv")
     assert tuple(tasks[0]) == TASKS_HEADER
-    assert tasks[1] == ["0", "0", "0.0", "0.25", "1.25", "7", "0.25", "0.1", "0.0", "0.15", "0"]
-    assert tasks[2] == ["1", "0", "1.0", "", "", "", "", "0.0", "0.0", "", "0"]
+    assert tasks[1] == ["0", "0", "0.0", "0.25", "1.25", "7", "0.25", "0.1", "0.15", "1"]
+    assert tasks[2] == ["1", "0", "1.0", "", "", "", "", "0.0", "", "0"]
     util = read_csv(out / "utilization.csv")
     assert util[0] == ["time_s", "utilization"]
     assert [float(u) for _, u in util[1:]] == pytest.approx([0.75, 1.0])

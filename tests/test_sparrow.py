@@ -8,12 +8,8 @@ import pytest
 from fedemu.actors.sparrow_scheduler import probe_targets
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.rand import Stream
-from fedemu.scenarios import federation
-from fedemu.scenarios.default import PARAMS
-from fedemu.tools.params import resolve
 from fedemu.tools.runner import execute
-
-US = 1_000_000
+from scheduler_helpers import rebuilt
 
 
 def run(seed=1, **overrides):
@@ -64,9 +60,7 @@ def test_placement_respects_constraints():
     r = execute("default", seed=2, overrides=overrides)
     s = r.summary
     assert s["jobs_completed"] + s["unschedulable"] == 200
-    params = resolve(PARAMS, overrides)
-    cluster, table = federation.build_cluster(params, 2)
-    jobs = {j.job_id: j for j in federation.build_workload(params, 2, cluster.num_workers, table)}
+    cluster, jobs = rebuilt(overrides, 2)
     provides = {w.worker_id: set(w.constraints) for w in cluster.workers()}
     rec = recorder_of(r)
     for (job_id, index), task in rec.tasks.items():

@@ -12,26 +12,41 @@ import threading
 
 from fedemu.fabric.errors import ConfigError, FedemuError
 
+from . import outdir
+
 
 def _cmd_run(args) -> int:
     from . import params, runner
     from .progress import progress_bar
 
     overrides = params.parse_overrides(args.set)
+    if args.record and not args.out and not args.journal:
+        args.out = outdir.default_run_dir(args.scenario, args.seed)
+    journal = args.journal or (os.path.join(args.out, "messages.log") if args.record else None)
     if args.check_determinism:
-        return _check_determinism(args, overrides)
-    journal = None
-    if args.record or args.journal:
-        journal = args.journal or (os.path.join(args.out, "messages.log") if args.out else "messages.log")
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-    with progress_bar(enabled=not args.quiet) as progress:
+        return _check_determinism(args, overrides, journal)
+    with outdir.prepared(args.out), progress_bar(enabled=not args.quiet) as progress:
         result = runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=journal,
                                 out_dir=args.out, progress=progress)
     _print_summary(result.summary)
+    _warn_unfinished(result.summary)
     if journal:
         print(f"journal: {journal}")
+    if args.out:
+        print(f"results: {args.out}")
     return 0
+
+
+def _warn_unfinished(summary: dict) -> None:
+    """A line on stderr when some jobs did not complete (most often: no worker could run them)."""
+    jobs, done = summary.get("jobs"), summary.get("jobs_completed")
+    if not isinstance(jobs, int) or not isinstance(done, int) or done >= jobs:
+        return
+    rejected = summary.get("unschedulable", 0)
+    why = f"{rejected:,} unschedulable (a task no worker can run: see capacity, demand, constraints)" \
+        if rejected else "still running when the run ended"
+    level = "warning" if 2 * (jobs - done) > jobs else "note"  # most jobs lost: the results mean little
+    print(f"fedemu: {level}: {jobs - done:,} of {jobs:,} jobs did not complete; {why}", file=sys.stderr)
 
 
 def _print_summary(summary: dict) -> None:
@@ -40,16 +55,18 @@ def _print_summary(summary: dict) -> None:
     print_summary(summary)
 
 
-def _check_determinism(args, overrides) -> int:
-    """Run twice (the second time in a fresh process with another PYTHONHASHSEED) and compare."""
+def _check_determinism(args, overrides, journal) -> int:
+    """Run twice (the second time in a fresh process with another PYTHONHASHSEED) and compare.
+
+    The first run writes ``--out`` and keeps its journal where ``--record``/``--journal`` say."""
     from fedemu.fabric.journal import JournalReader
 
     from . import runner
     from .replay import report_comparison
 
-    with tempfile.TemporaryDirectory(prefix="fedemu-det-") as tmp:
-        first, second = os.path.join(tmp, "first.fjl"), os.path.join(tmp, "second.fjl")
-        runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=first)
+    with tempfile.TemporaryDirectory(prefix="fedemu-det-") as tmp, outdir.prepared(args.out):
+        first, second = journal or os.path.join(tmp, "first.fjl"), os.path.join(tmp, "second.fjl")
+        runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=first, out_dir=args.out)
         cmd = [sys.executable, "-m", "fedemu", "run", args.scenario, "--seed", str(args.seed), "--quiet",
                "--journal", second]
         for item in args.set or ():
@@ -95,7 +112,8 @@ def _cmd_bench(args) -> int:
 def _cmd_compare(args) -> int:
     from . import compare
 
-    return compare.main(args)
+    with outdir.prepared(args.out, compare=True, force=args.force):
+        return compare.main(args)
 
 
 def _seconds(text: str) -> str:
@@ -107,15 +125,41 @@ def _seconds(text: str) -> str:
     return text
 
 
-def _positive(text: str) -> int:
-    """argparse type: a positive integer."""
+def _whole(text: str, minimum: int, maximum: int | None = None) -> int:
+    """``text`` as a whole number in [minimum, maximum], else an argparse error saying the range."""
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        value = None
+    if value is None or value < minimum or (maximum is not None and value > maximum):
+        bound = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
+        raise argparse.ArgumentTypeError(f"expected a whole number {bound}, got {text!r}")
     return value
+
+
+def _positive(text: str) -> int:
+    """argparse type: a positive integer."""
+    return _whole(text, 1)
+
+
+def _non_negative(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    return _whole(text, 0)
+
+
+SEED_MAX = 2**64 - 1  # the journal stores the seed as a 64-bit unsigned integer
+
+
+def _seed(text: str) -> int:
+    """argparse type for --seed: a whole number from 0 to 2^64 - 1 (refused outside, never reduced)."""
+    return _whole(text, 0, SEED_MAX)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, ``fedemu: error: ...``, with exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"fedemu: error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -130,12 +174,12 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fedemu", description="Deterministic emulator of federated schedulers.")
+    p = _Parser(prog="fedemu", description="Deterministic emulator of federated schedulers.")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run a scenario script")
     r.add_argument("scenario", help="scenario name (e.g. default) or path to a scenario .py file")
-    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--seed", type=_seed, default=1, help="the run's seed, 0 to 2^64-1 (default 1)")
     r.add_argument("--out", help="directory for summary.json, CSVs and plots")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario parameter")
     r.add_argument("--record", action="store_true", help="write the message journal (OUT/messages.log)")
@@ -150,9 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--schedulers", default="megha,pigeonc,pigeon,sparrow")
     c.add_argument("--policies", default="random")
     c.add_argument("--seeds", default="1")
-    c.add_argument("--out", default="compare-out")
+    c.add_argument("--out", default="out/compare",
+                   help="folder for compare.csv, plots and one folder per run (default out/compare); it must "
+                   "be empty or new")
+    c.add_argument("--force", action="store_true",
+                   help="reuse a non-empty --out: remove an earlier compare's results first")
     c.add_argument("--set", action="append", metavar="KEY=VALUE")
-    c.add_argument("--jobs", type=int, default=0, help="parallel processes (default: CPU count)")
+    c.add_argument("--jobs", type=_non_negative, default=0, help="parallel processes (default: CPU count)")
     c.set_defaults(func=_cmd_compare)
 
     rp = sub.add_parser("replay", help="verify or show a recorded journal")
@@ -170,10 +218,10 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="benchmarks: fabric or megha")
     b.add_argument("what", choices=["fabric", "megha"])
     b.add_argument("--sizes", type=_sizes, help="fabric: comma-separated actor counts")
-    b.add_argument("--messages", type=int, default=200_000, help="fabric: messages per pattern and size")
+    b.add_argument("--messages", type=_positive, default=200_000, help="fabric: messages per pattern and size")
     b.add_argument("--repeat", type=_positive, default=3,
                    help="fabric: runs of each case, alternating the sides; the best of each is reported")
-    b.add_argument("--neighbour", type=int, default=0, metavar="MB",
+    b.add_argument("--neighbour", type=_non_negative, default=0, metavar="MB",
                    help="fabric: run beside a process that streams through MB MiB (a tenant that loads the cache)")
     b.add_argument("--case", action="append", help="megha: which cases (yh1-1k, yh1, goog, syn1000; repeat the "
                    "option or separate with commas); default all")
@@ -208,7 +256,10 @@ def _quiet_stdout() -> None:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, or a usage error already printed as one line
+        return e.code if isinstance(e.code, int) else 2
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main else None
     _Terminated.seen = False

@@ -2,16 +2,18 @@
 
 Choices made here:
 - Every run is ``runner.execute`` with the same scenario, overrides and seed, so the cluster, workload and
-  constraint assignment are the same for every scheduler of a seed; each writes its own folder
+  constraint assignment are the same for every scheduler of a seed (a ``--set`` key that only some
+  schedulers declare goes to those runs only); each writes its own folder
   ``OUT/<scheduler>-<policy>-s<seed>/`` exactly as ``fedemu run --out`` does.
 - Runs go to a pool of ``--jobs`` processes (default: the CPU count), started with ``spawn`` so no trio or
   numpy state is inherited; with one process or one run they run here, one after another.
-- Sparrow does not use the worker-choice policy, so it runs once per seed (under the first policy) and
+- A scheduler that takes no worker-choice policy (its plug-in says so; Sparrow) runs once per seed and
   its rows show policy ``-``.
 - CDFs pool the seeds of one scheduler/policy into one curve: delays from each run's jobs.csv, utilization
   from its utilization.csv (1 s buckets).
-- compare.csv has one row per run in plan order; "invalid_requests" (Megha's failed validations) is empty
-  where it does not apply; every counter any run kept is a ``counter:<name>`` column.
+- compare.csv has one row per run in plan order; "invalid_requests" (the requests a scheduler found
+  invalid, from the counters its plug-in names: Megha's failed validations) is empty where the
+  scheduler names none; every counter any run kept is a ``counter:<name>`` column.
 """
 
 from __future__ import annotations
@@ -27,15 +29,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from fedemu.actors.registry import SCHEDULERS
 from fedemu.fabric.errors import ConfigError, FedemuError, unknown_name
 
 from . import params as params_mod
 from . import runner
 from .atomic import write_text
 
-POLICY_FREE = ("sparrow",)
-INVALID = ("invalid_internal", "invalid_external")
-SHOWN = (*INVALID, "unschedulable_tasks")
 STATS = ("p50", "p90", "p99", "max", "mean")
 
 
@@ -63,7 +63,6 @@ def _seeds(text: str) -> list[int]:
 def plan_runs(scenario: str, schedulers: str, policies: str, seeds: str, overrides: dict, out: str) -> list[dict]:
     """The runs to make, in table order; every parameter set is checked before anything runs."""
     from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES
-    from fedemu.scenarios import federation
 
     ref = runner.scenario_ref(scenario)
     module = runner.load(ref)
@@ -72,17 +71,21 @@ def plan_runs(scenario: str, schedulers: str, policies: str, seeds: str, overrid
             raise ConfigError(f"--set {key}=... is chosen by compare; use --{key}s instead")
         if key not in module.PARAMS:
             raise ConfigError(f"scenario {scenario!r} has no {key!r} parameter, so compare cannot vary it")
-    known = getattr(module, "SCHEDULERS", federation.SCHEDULERS)
-    scheds = _names(schedulers, "scheduler", known)
+    scheds = _names(schedulers, "scheduler", SCHEDULERS)
     pols = _names(policies, "policy", WORKER_CHOICE_NAMES)
     seed_list = _seeds(seeds)
     plan = []
+    own = {name for s in SCHEDULERS.values() for name in s.param_names}  # keys of some scheduler only
+    for key in overrides:
+        if key in own and not any(key in SCHEDULERS[s].param_names for s in scheds):
+            raise ConfigError(f"--set {key}=... applies to none of the schedulers compared ({', '.join(scheds)})")
     for scheduler in scheds:
-        for policy in pols[:1] if scheduler in POLICY_FREE else pols:
+        free = not SCHEDULERS[scheduler].takes_policy
+        mine = {k: v for k, v in overrides.items() if k not in own or k in SCHEDULERS[scheduler].param_names}
+        for policy in [None] if free else pols:
             for seed in seed_list:
-                run_overrides = {**overrides, "scheduler": scheduler, "policy": policy}
-                params_mod.resolve(module.PARAMS, run_overrides)
-                free = scheduler in POLICY_FREE
+                run_overrides = {**mine, "scheduler": scheduler, **({} if free else {"policy": policy})}
+                params_mod.resolve_scenario(module, run_overrides)
                 label = "-" if free else policy
                 name = f"{scheduler}-{'any' if free else policy}-s{seed}"
                 plan.append({"scenario": ref, "scheduler": scheduler, "policy": label, "seed": seed,
@@ -138,12 +141,12 @@ def row_of(spec: dict, summary: dict) -> dict:
         for stat in STATS:
             row[f"{prefix}_{stat}_s"] = d.get(stat)
     row["utilization_mean"] = summary.get("utilization_mean")
-    megha = spec["scheduler"] in ("megha", "centralized")
-    row["invalid_requests"] = sum(counters.get(k, 0) for k in INVALID) if megha else None
+    invalid = SCHEDULERS[spec["scheduler"]].invalid_counters
+    row["invalid_requests"] = sum(counters.get(k, 0) for k in invalid) if invalid else None
     for key in ("messages", "events", "wall_s", "virtual_end_s", "digest"):
         row[key] = summary.get(key)
     row["run_dir"] = spec["out_dir"]
-    row["counters"] = {k: v for k, v in counters.items() if k not in SHOWN}
+    row["counters"] = {k: v for k, v in counters.items() if k not in invalid and k != "unschedulable_tasks"}
     return row
 
 

@@ -13,17 +13,17 @@ import operator
 
 import numpy as np
 
-from fedemu.model import Recorder
 from fedemu.fabric.errors import unknown_name
+from fedemu.model import US_PER_S as US
+from fedemu.model import Recorder
 
-US = 1_000_000
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99.9", 99.9))
 JOB_KINDS = ("all", "short", "long")
 
 _JOB_FIELDS = ("job_id", "arrival_us", "num_tasks", "ideal_jrt_us", "completion_us", "short")
 _TASK_FIELDS = (
     "job_id", "index", "arrival_us", "duration_us", "start_us", "end_us", "worker",
-    "queue_us", "processing_us", "attempts",
+    "queue_us", "attempts",
 )
 
 
@@ -163,12 +163,11 @@ def cdf(values) -> tuple[np.ndarray, np.ndarray]:
 
 
 def allocation_components(recorder: Recorder, tasks: dict | None = None) -> dict:
-    """Mean allocation time of started tasks and its queue/processing/communication split, in s."""
+    """Mean allocation time of started tasks and its queue/communication split, in s."""
     tasks = task_table(recorder) if tasks is None else tasks
     started = tasks["start_us"] >= 0
     alloc = tasks["start_us"][started] - tasks["arrival_us"][started]
     queue = tasks["queue_us"][started]
-    proc = tasks["processing_us"][started]
     n = int(started.sum())
 
     def mean(a):
@@ -178,6 +177,5 @@ def allocation_components(recorder: Recorder, tasks: dict | None = None) -> dict
         "count": n,
         "allocation": mean(alloc),
         "queue": mean(queue),
-        "processing": mean(proc),
-        "communication": mean(alloc - queue - proc),
+        "communication": mean(alloc - queue),
     }

@@ -1,10 +1,16 @@
-"""Scenario parameters: defaults from the scenario, overrides from ``--set key=value``."""
+"""Scenario parameters: defaults from the scenario, overrides from ``--set key=value``.
+
+A scenario may declare which keys apply to a run (``declare(params, given)``: the federation scenario
+returns the common keys and the chosen scheduler's, each a ``model.Param``); then a key that does not
+apply is an error, every value is checked by its Param, and the run's parameters are only those keys.
+"""
 
 from __future__ import annotations
 
 import math
 
 from fedemu.fabric.errors import ConfigError
+from fedemu.model import Param
 
 
 def parse_value(text: str):
@@ -35,8 +41,9 @@ def parse_overrides(items) -> dict:
     return out
 
 
-def resolve(defaults: dict, overrides: dict) -> dict:
-    """Defaults updated by overrides; an unknown key or a wrongly typed value is a ConfigError."""
+def resolve(defaults: dict, overrides: dict, declare=None) -> dict:
+    """Defaults updated by overrides; an unknown key, a wrongly typed value or (with ``declare``) a key
+    that does not apply or a value its Param rejects is a ConfigError."""
     params = dict(defaults)
     for key, value in overrides.items():
         if key not in defaults:
@@ -53,4 +60,39 @@ def resolve(defaults: dict, overrides: dict) -> dict:
         elif isinstance(default, (int, float)) and not isinstance(value, (int, float)):
             raise ConfigError(f"parameter {key!r} expects a number, got {value!r}")
         params[key] = value
-    return params
+    if declare is None:
+        return params
+    applies = set()
+    for _, declared in declare(params, tuple(overrides)):
+        for p in declared:
+            p.check(params[p.name])
+            applies.add(p.name)
+    return {k: v for k, v in params.items() if k in applies}
+
+
+def resolve_scenario(module, overrides: dict) -> dict:
+    """The parameters of a run of scenario ``module`` (its PARAMS, and its ``declare`` if it has one)."""
+    return resolve(module.PARAMS, overrides, getattr(module, "declare", None))
+
+
+def describe(module, overrides: dict) -> str:
+    """``--help-params``: the keys that apply to a run of ``module`` with ``overrides``, with defaults
+    (the scenario's) and meaning."""
+    params = resolve_scenario(module, overrides)
+    declare = getattr(module, "declare", None)
+    sections = declare(params, ()) if declare else [("parameters", tuple(
+        Param(k, v, "") for k, v in module.PARAMS.items()))]
+    rows = [(title, p.name, repr(module.PARAMS.get(p.name, p.default)),
+             "; ".join(x for x in (p.help, p.expected) if x) + (f" (now {params[p.name]!r})"
+                                                             if params[p.name] != module.PARAMS[p.name] else ""))
+            for title, declared in sections for p in declared]
+    name_w = max(len(r[1]) for r in rows)
+    default_w = max(len(r[2]) for r in rows)
+    lines, last = [], None
+    for title, name, default, text in rows:
+        if title != last:
+            lines.append(f"{title} (key, default, meaning):")
+            last = title
+        lines.append(f"  {name:<{name_w}}  {default:<{default_w}}  {text}".rstrip())
+    lines.append("set with --set KEY=VALUE")
+    return "\n".join(lines)

@@ -6,7 +6,7 @@ Every file goes through ``atomic_write``, so a crash leaves old or complete file
 from __future__ import annotations
 
 import csv
-import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +41,7 @@ def summarize_run(
         "tasks": int(tasks["job_id"].size),
         "tasks_completed": int((tasks["end_us"] >= 0).sum()),
         "unschedulable": len(recorder.unschedulable),
+        "jobs_not_completed": _not_completed(jobs, len(recorder.unschedulable)),
         "total_units": recorder.total_units,
         "delay_s": delays["all"],
         "delay_short_s": delays["short"],
@@ -51,12 +52,38 @@ def summarize_run(
     }
 
 
-def _json_default(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
+def _not_completed(jobs: dict, rejected: int) -> dict:
+    """How many submitted jobs did not complete, and why: rejected as unschedulable, or still running
+    (queued or running when the run ended)."""
+    missing = int((jobs["completion_us"] < 0).sum())
+    return {"total": missing, "unschedulable": rejected, "still_running": missing - rejected}
+
+
+def plain(obj):
+    """A JSON-ready copy of ``obj``: numpy values as Python ones; inf, -inf and nan (e.g. ``fqw=inf``, strict
+    priority) as the strings "inf", "-inf", "nan", which strict JSON has no numbers for."""
+    if isinstance(obj, dict):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
     if isinstance(obj, np.ndarray):
-        return obj.tolist()
+        return plain(obj.tolist())
+    if isinstance(obj, np.generic):
+        return plain(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
     raise TypeError(f"summary value of type {type(obj).__name__} is not JSON serializable")
+
+
+def write_summary(out_dir, summary: dict) -> dict:
+    """Write ``summary`` as OUT/summary.json (see ``plain``); returns it as written."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = plain(summary)
+    write_json(out / "summary.json", summary)
+    return summary
 
 
 def _seconds(us: np.ndarray, present: np.ndarray | None = None) -> list:
@@ -130,29 +157,44 @@ def _ecdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x, p
 
 
+# Each series gets its own line style, marker and width, so curves that coincide (the "all" and "short"
+# delays when there are no long jobs; two schedulers with equal results) stay visible beneath each other.
+LINE_STYLES = (("-", "o", 2.6), ("--", "s", 1.8), (":", "^", 1.8), ("-.", "D", 1.4), ((0, (5, 1)), "v", 1.4),
+               ((0, (3, 1, 1, 1)), "P", 1.2), ((0, (1, 1)), "X", 1.2))
+
+
 def plot_cdfs(
     path, series: dict, xlabel: str, log: bool = True, *, title: str | None = None,
     floor: float = DELAY_FLOOR_S,
 ) -> None:
     """One figure with the empirical CDF of each labelled series (Agg backend, no pyplot state).
 
-    With ``log`` the x axis is logarithmic and values <= 0 are clipped to ``floor``.
+    With ``log`` the x axis is logarithmic and values <= 0 are drawn at ``floor``; the legend counts
+    them and a note under the plot says so.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7, 4.5))
+    fig = Figure(figsize=(7, 4.8))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     plotted = 0
+    clipped = False
     for label, values in series.items():
         v = np.asarray(values, dtype=np.float64).reshape(-1)
         if v.size == 0:
             continue
+        text = f"{label} (n={v.size}"
         if log:
+            zeros = int((v <= 0).sum())
+            if zeros:
+                text += f", {zeros} at <= 0"
+                clipped = True
             v = np.maximum(v, floor)
         x, p = _ecdf_points(v)
-        ax.step(x, p, where="post", label=f"{label} (n={v.size})")
+        style, marker, width = LINE_STYLES[plotted % len(LINE_STYLES)]
+        ax.step(x, p, where="post", label=text + ")", linestyle=style, linewidth=width, marker=marker,
+                markevery=_marks(x.size, plotted), markersize=5, markerfacecolor="none", zorder=2 + plotted)
         plotted += 1
     if log and plotted:
         ax.set_xscale("log")
@@ -166,10 +208,30 @@ def plot_cdfs(
         ax.legend(loc="lower right")
     else:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
-    fig.tight_layout()
+    if clipped:
+        fig.text(0.01, 0.01, f"values <= 0 (e.g. a zero delay) are drawn at {floor:g} on the log axis",
+                 fontsize=8, color="0.3")
+    fig.tight_layout(rect=(0, 0.03 if clipped else 0, 1, 1))
     fmt = Path(path).suffix.lstrip(".") or "png"
     with atomic_write(path, "wb") as f:
         fig.savefig(f, format=fmt, dpi=110, metadata={"Software": None} if fmt == "png" else None)
+
+
+def _marks(points: int, series: int) -> tuple[int, int]:
+    """``markevery`` of a curve: 8 markers, shifted per series so coinciding curves show every marker."""
+    step = max(1, points // 8)
+    return (step * (series % 4) // 4, step)
+
+
+def run_title(summary: dict) -> str:
+    """The per-run plot title: scheduler (and policy), scenario and seed, as far as the summary says."""
+    who = summary.get("scheduler") or ""
+    if who and summary.get("policy"):
+        who += f"/{summary['policy']}"
+    scenario = str(summary.get("scenario") or "").removeprefix("scenarios.")
+    where = ", ".join(str(x) for x in (who, scenario,
+                                       f"seed {summary['seed']}" if "seed" in summary else None) if x)
+    return f"Job delay: {where}" if where else "Job delay"
 
 
 def write_results(
@@ -189,8 +251,7 @@ def write_results(
     clash = sorted(set(summary_extra) & set(measured))
     if clash:
         raise ValueError(f"summary_extra keys {clash} clash with metric keys; rename them")
-    summary = json.loads(json.dumps({**summary_extra, **measured}, default=_json_default, allow_nan=False))
-    write_json(out / "summary.json", summary)
+    summary = write_summary(out, {**summary_extra, **measured})
     if record_csv:
         write_jobs_csv(out / "jobs.csv", jobs)
         write_tasks_csv(out / "tasks.csv", tasks)
@@ -198,5 +259,6 @@ def write_results(
         write_utilization_csv(out / "utilization.csv", *series)
     if plot:
         delays = {k: metrics.job_delays_s(recorder, k, jobs) for k in metrics.JOB_KINDS}
-        plot_cdfs(out / "delay_cdf.png", delays, "delay in job response time (s)", log=True)
+        plot_cdfs(out / "delay_cdf.png", delays, "delay in job response time (s)", log=True,
+                  title=run_title(summary))
     return summary

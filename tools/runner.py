@@ -8,8 +8,10 @@ object has a ``recorder``, the runner adds its measurements and writes the resul
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -23,44 +25,119 @@ from fedemu.fabric.journal import Journal
 from fedemu.fabric.kernel import Fabric
 
 from . import params as params_mod
-from .results import summarize_run, write_results
+from .results import summarize_run, write_results, write_summary
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 
 
 def scenario_ref(ref: str) -> str:
-    """A stable name for a scenario: ``scenarios.x`` for the project's own, else an absolute path."""
+    """A stable name for a scenario: ``scenarios.x`` for the project's own, else an absolute path.
+
+    A name the project knows wins over a file of that name in the working directory."""
+    name = ref.split(".", 1)[1] if ref.startswith("scenarios.") else ref
+    if name in known_scenarios():
+        return f"scenarios.{name}"
     path = Path(ref)
-    if ref.endswith(".py") or os.sep in ref:
-        if not path.exists():
-            raise ConfigError(f"scenario file {ref!r} does not exist")
-        resolved = path.resolve()
-        if resolved.parent == SCENARIO_DIR:
-            return f"scenarios.{resolved.stem}"
-        return str(resolved)
-    name = ref if ref.startswith("scenarios.") else f"scenarios.{ref}"
-    if not (SCENARIO_DIR / f"{name.split('.', 1)[1]}.py").exists():
-        raise ConfigError(f"unknown scenario {ref!r}; known: {', '.join(known_scenarios())}")
-    return name
+    if not (ref.endswith(".py") or os.sep in ref or path.exists()):
+        raise ConfigError(f"unknown scenario {ref!r}; known: {', '.join(known_scenarios())}, "
+                          "or the path of a scenario .py file")
+    if not path.exists():
+        raise ConfigError(f"scenario file {ref!r} does not exist")
+    if path.is_dir():
+        raise ConfigError(f"scenario {ref!r} is a directory; expected a scenario .py file")
+    if path.suffix != ".py":
+        raise ConfigError(f"scenario file {ref!r} is not a .py file")
+    resolved = path.resolve()
+    if resolved.parent == SCENARIO_DIR and resolved.stem in known_scenarios():
+        return f"scenarios.{resolved.stem}"
+    return str(resolved)
+
+
+def _is_scenario(path: Path) -> bool:
+    """Whether a module's source defines (or imports) both ``PARAMS`` and ``build`` at top level."""
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom):
+            names.update(a.asname or a.name for a in node.names)
+    return {"PARAMS", "build"} <= names
 
 
 def known_scenarios() -> list[str]:
-    """The project's scenario scripts (modules in scenarios/ that define build)."""
-    return sorted(p.stem for p in SCENARIO_DIR.glob("*.py") if "\ndef build(" in p.read_text())
+    """The names ``fedemu run`` accepts: modules in scenarios/ with PARAMS and build."""
+    return sorted(p.stem for p in SCENARIO_DIR.glob("*.py") if _is_scenario(p))
+
+
+def _where(exc: BaseException, path: str) -> str:
+    """``FILE:LINE`` of the deepest traceback frame in ``path`` (just ``FILE`` when none is)."""
+    line = getattr(exc, "lineno", None) if isinstance(exc, SyntaxError) else None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return f"{path}:{line}" if line else path
+
+
+def _user_error(exc: Exception, path: str, doing: str) -> ConfigError:
+    """A one-line error for an exception raised by a user's scenario file: file, line, exception."""
+    if isinstance(exc, SyntaxError):
+        return ConfigError(f"{_where(exc, path)}: syntax error in the scenario: {exc.msg}")
+    text = str(exc).strip().splitlines()
+    return ConfigError(f"{_where(exc, path)}: {doing} raised {type(exc).__name__}"
+                       + (f": {text[0]}" if text else ""))
 
 
 def load(ref: str):
-    """Import the scenario module named by ``scenario_ref``."""
+    """Import the scenario module named by ``scenario_ref`` and check it has PARAMS and build."""
     if ref.startswith("scenarios."):
         module = importlib.import_module(f"fedemu.{ref}")
     else:
-        spec = importlib.util.spec_from_file_location(f"fedemu_scenario_{abs(len(ref))}", ref)
+        name = f"fedemu_scenario_{Path(ref).stem}"
+        spec = importlib.util.spec_from_file_location(name, ref)
         module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    if not hasattr(module, "PARAMS") or not hasattr(module, "build"):
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except FedemuError:
+            sys.modules.pop(name, None)
+            raise
+        except Exception as exc:  # the user's file: its bug, reported as one line naming file and line
+            sys.modules.pop(name, None)
+            raise _user_error(exc, ref, "importing the scenario") from None
+    params, build = getattr(module, "PARAMS", None), getattr(module, "build", None)
+    if not isinstance(params, dict) or build is None:
         raise ConfigError(f"scenario {ref!r} has no PARAMS dict and build(fabric, params) function")
+    if not callable(build):
+        raise ConfigError(f"scenario {ref!r}: build is {type(build).__name__}, expected a function "
+                          "build(fabric, params)")
+    try:
+        inspect.signature(build).bind(None, None)
+    except TypeError:
+        raise ConfigError(f"scenario {ref!r}: build{inspect.signature(build)} cannot be called as "
+                          "build(fabric, params)") from None
+    except ValueError:  # a builtin without a signature: let the call decide
+        pass
     return module
+
+
+def build_run(module, ref: str, fabric, params: dict):
+    """Call the scenario's ``build``; an exception other than a FedemuError from a user's file is one line."""
+    if ref.startswith("scenarios."):
+        return module.build(fabric, params)
+    try:
+        return module.build(fabric, params)
+    except FedemuError:
+        raise
+    except Exception as exc:
+        raise _user_error(exc, ref, "build") from None
 
 
 def failure(exc: BaseException) -> str:
@@ -107,7 +184,7 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
     fabric = None
     try:
         fabric = Fabric(seed, journal=journal)
-        run = module.build(fabric, dict(params))
+        run = build_run(module, ref, fabric, dict(params))
         journal.write_header({"seed": seed, "scenario": ref, "params": params, "actors": fabric.names})
         fabric.progress = progress and (lambda f: progress(f, run))
         t0 = time.perf_counter()
@@ -130,4 +207,6 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
     if recorder is not None:
         summary = write_results(out_dir, recorder=recorder, summary_extra=summary) if out_dir else \
             {**summary, **summarize_run(recorder)}
+    elif out_dir:  # a scenario without a recorder (e.g. demo) still leaves its summary
+        summary = write_summary(out_dir, summary)
     return RunResult(fabric, summary, digest, wall)

@@ -1,0 +1,154 @@
+"""Schedulers as plug-ins: the registry, what each declares (keys, counters, traits), keys that do not
+apply, --help-params, a scheduler added without touching the scenario, name-based addressing, and a
+run under ``python -O``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import attrs
+import pytest
+
+from fedemu.actors import megha, registry
+from fedemu.actors.plugin import Scheduler
+from fedemu.fabric.errors import ConfigError
+from fedemu.scenarios import default, federation
+from fedemu.tools.cli import main
+from fedemu.tools.params import describe, resolve_scenario
+from fedemu.tools.runner import execute
+from scheduler_helpers import ROOT, rebuilt, recorder_of
+
+NAMES = ("centralized", "megha", "pigeon", "pigeonc", "sparrow")
+
+
+def test_the_registry_lists_every_scheduler_once():
+    assert tuple(registry.SCHEDULERS) == NAMES
+    assert all(s.name == name for name, s in registry.SCHEDULERS.items())
+    with pytest.raises(ConfigError, match="unknown scheduler 'yarn'; known: centralized, megha, pigeon"):
+        registry.get("yarn")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_declared_parameters_have_help_and_valid_defaults(name):
+    scheduler = registry.SCHEDULERS[name]
+    for p in federation.COMMON + scheduler.params:
+        assert p.help, p.name
+        p.check(p.default)  # every default passes its own rule
+        assert federation.PARAMS[p.name] == p.default
+    assert not set(scheduler.param_names) & {p.name for p in federation.COMMON}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_run_keeps_only_declared_counters_and_parameters(name):
+    r = execute("default", seed=2, overrides={"scheduler": name, "jobs": 60})
+    declared = {c for c, _ in registry.SCHEDULERS[name].counters}
+    assert set(r.summary["counters"]) <= declared
+    scheduler = registry.SCHEDULERS[name]
+    applies = {p.name for p in federation.COMMON} | set(scheduler.param_names)
+    if not scheduler.takes_policy:
+        applies.discard("policy")
+    assert set(r.summary["params"]) == applies  # the journal header holds these same keys
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_other_schedulers_key_is_refused(name, capsys):
+    mine = set(registry.SCHEDULERS[name].param_names)
+    others = {p.name: p.default for s in registry.SCHEDULERS.values() for p in s.params if p.name not in mine}
+    assert others
+    for key, value in others.items():
+        with pytest.raises(ConfigError, match=f"parameter '{key}' does not apply to scheduler '{name}'"):
+            resolve_scenario(default, {"scheduler": name, key: value})
+        assert main(["run", "default", "--quiet", "--set", f"scheduler={name}", "--set", f"{key}={value}"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("fedemu: error: parameter")
+
+
+def test_policy_applies_only_to_schedulers_that_take_one():
+    assert [n for n in NAMES if not registry.SCHEDULERS[n].takes_policy] == ["sparrow"]
+    with pytest.raises(ConfigError, match="'policy' does not apply to scheduler 'sparrow'"):
+        resolve_scenario(default, {"scheduler": "sparrow", "policy": "random"})
+    assert "policy" not in resolve_scenario(default, {"scheduler": "sparrow"})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_help_params_lists_exactly_the_keys_that_apply(name, capsys):
+    assert main(["run", "--help-params", "--set", f"scheduler={name}"]) == 0
+    out = capsys.readouterr().out
+    listed = {line.split()[0] for line in out.splitlines() if line.startswith("  ")}
+    assert listed == set(resolve_scenario(default, {"scheduler": name}))
+    assert f"scheduler {name} (key, default, meaning):" in out
+    for p in registry.SCHEDULERS[name].params:
+        assert p.help in out
+
+
+def test_help_params_of_a_scenario_without_declarations(capsys):
+    assert main(["run", "demo", "--help-params"]) == 0
+    assert "peers" in capsys.readouterr().out
+
+
+def test_a_scheduler_added_through_the_registry_alone(monkeypatch):
+    """A new plug-in (Megha with one GM over the same clusters) runs by name with no change elsewhere."""
+    one_gm = Scheduler("one-gm", "Megha with a single GM", lambda ctx: megha.add_actors(ctx, ctx.cluster, 1),
+                       params=megha.PARAMS, counters=megha.COUNTERS)
+    monkeypatch.setitem(registry.SCHEDULERS, "one-gm", one_gm)
+    r = execute("default", overrides={"scheduler": "one-gm", "jobs": 40})
+    assert r.fabric.names[:5] == ["gm-0", "lm-0", "lm-1", "lm-2", "lm-3"]
+    assert r.summary["jobs_completed"] + r.summary["unschedulable"] == 40
+    with pytest.raises(ConfigError, match="'probe_ratio' does not apply to scheduler 'one-gm'"):
+        execute("default", overrides={"scheduler": "one-gm", "probe_ratio": 3})
+
+
+def reversed_workers(build):
+    """A plug-in that builds like ``build`` but adds the worker actors in reverse order (other actor ids)."""
+    def wrapped(ctx):
+        held = []
+
+        def add(name, factory):
+            return held.append((name, factory)) if name.startswith("w-") else ctx.fabric.add(name, factory)
+
+        names = build(attrs.evolve(ctx, fabric=SimpleNamespace(seed=ctx.fabric.seed, add=add)))
+        for name, factory in reversed(held):
+            ctx.fabric.add(name, factory)
+        return names
+    return wrapped
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_actors_address_each_other_by_name_not_by_id(name, monkeypatch):
+    """Workers renumbered (added in reverse order): every message still reaches the actor it names, so the
+    run completes, every task runs once, and constraint-aware schedulers place only on machines that
+    satisfy the task. (Id arithmetic would send launches and probes to the wrong machines, or refuse the
+    ids.) Placements may differ: messages arriving at the same microsecond are ordered by sender id."""
+    base = registry.SCHEDULERS[name]
+    monkeypatch.setitem(registry.SCHEDULERS, "renumbered", attrs.evolve(base, name="renumbered",
+                                                                          build=reversed_workers(base.build)))
+    overrides = {"jobs": 80, "load": 0.9}
+    a = execute("default", seed=3, overrides={"scheduler": name, **overrides})
+    b = execute("default", seed=3, overrides={"scheduler": "renumbered", **overrides})
+    assert a.fabric.addr("w-0") != b.fabric.addr("w-0")
+    assert sorted(a.fabric.names) == sorted(b.fabric.names)
+    for key in ("jobs_completed", "unschedulable", "tasks_completed"):
+        assert a.summary[key] == b.summary[key]
+    if base.constraint_aware:
+        cluster, jobs = rebuilt({"scheduler": name, **overrides}, 3)
+        provides = {w.worker_id: set(w.constraints) for w in cluster.workers()}
+        placed = [(k, t.worker) for k, t in recorder_of(b.fabric).tasks.items() if t.worker >= 0]
+        assert len(placed) == b.summary["tasks_completed"]
+        for (job_id, index), worker in placed:
+            assert set(jobs[job_id].constraints[index]) <= provides[worker]
+
+
+def test_python_dash_o_runs_megha():
+    """No side effects inside assert: under -O the default scenario still builds every actor and runs."""
+    proc = subprocess.run([sys.executable, "-O", "-m", "fedemu", "run", "default", "--quiet", "--set", "jobs=50"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "jobs_completed" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_help_params_text_names_default_and_rule():
+    text = describe(default, {"scheduler": "pigeon"})
+    assert "fqw" in text and "an integer >= 1, inf, or 0 for the default" in text
+    assert "heartbeat_s" not in text and "probe_ratio" not in text
