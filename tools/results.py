@@ -11,18 +11,18 @@ from pathlib import Path
 
 import numpy as np
 
+from fedemu.model import US_PER_S as US
 from fedemu.model import Recorder
 from fedemu.tools import metrics
 from fedemu.tools.atomic import atomic_write, write_json
 
-US = metrics.US
 DELAY_FLOOR_S = 1e-6
 CDF_MAX_POINTS = 4000
 
 JOBS_HEADER = ("job_id", "arrival_s", "num_tasks", "ideal_jrt_s", "completion_s", "jrt_s", "delay_s", "short")
 TASKS_HEADER = (
     "job_id", "index", "arrival_s", "start_s", "end_s", "worker", "allocation_s", "queue_s",
-    "processing_s", "communication_s", "attempts",
+    "communication_s", "attempts",
 )
 UTILIZATION_HEADER = ("time_s", "utilization")
 
@@ -136,8 +136,7 @@ def write_tasks_csv(path, tasks: dict) -> None:
         worker,
         _seconds(alloc, started),
         _seconds(tasks["queue_us"]),
-        _seconds(tasks["processing_us"]),
-        _seconds(alloc - tasks["queue_us"] - tasks["processing_us"], started),
+        _seconds(alloc - tasks["queue_us"], started),
         tasks["attempts"].tolist(),
     )
     _write_csv(Path(path), TASKS_HEADER, rows)

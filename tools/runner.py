@@ -179,7 +179,7 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
     ``journal_path`` and written to ``out_dir``."""
     ref = scenario_ref(ref)
     module = load(ref)
-    params = params_mod.resolve(module.PARAMS, overrides or {})
+    params = params_mod.resolve_scenario(module, overrides or {})
     journal = Journal(journal_path)
     fabric = None
     try:
@@ -187,6 +187,7 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
         run = build_run(module, ref, fabric, dict(params))
         journal.write_header({"seed": seed, "scenario": ref, "params": params, "actors": fabric.names})
         fabric.progress = progress and (lambda f: progress(f, run))
+        fabric.progress_every = getattr(progress, "every", fabric.progress_every)  # e.g. the live view's
         t0 = time.perf_counter()
         fabric.run_blocking()
         wall = time.perf_counter() - t0
@@ -195,6 +196,9 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
         info = {"scenario": ref, "seed": seed, "params": params, "wall_s": round(wall, 3), "events": stats.events,
                 "messages": stats.sent, "virtual_end_s": stats.now_us / 1e6, "digest": digest,
                 "messages_by_kind": stats.sent_by_kind, "drops_by_cause": stats.drops_by_cause}
+        partial = getattr(progress, "partial", None)  # the live view's q stopped the run early
+        if partial:
+            info["partial"] = partial
         summary = run.finish(fabric, info) if hasattr(run, "finish") else info
     except Exception as exc:
         keep_failed_journal(journal, fabric, exc)
@@ -202,7 +206,8 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
     except BaseException:  # interrupted (Ctrl-C, SIGTERM): nothing to replay, no temporary file left
         journal.abort()
         raise
-    journal.close({"events": stats.events, "sent": stats.sent, "now_us": stats.now_us})
+    journal.close({"events": stats.events, "sent": stats.sent, "now_us": stats.now_us,
+                   **({"ended": f"stopped early ({partial['by']}): partial"} if partial else {})})
     recorder = getattr(run, "recorder", None)
     if recorder is not None:
         summary = write_results(out_dir, recorder=recorder, summary_extra=summary) if out_dir else \
