@@ -1,0 +1,315 @@
+"""The live view's panels: rich renderables built from one ``Snapshot`` (and the one before it).
+
+Panels read statistics snapshots duck-typed, by their fields: a front end with ``queued`` and
+``launches`` is a Megha-style manager, one with ``queued_high`` a Pigeon master, a node with
+``queued_probes`` a Sparrow node, anything with ``running`` and ``free`` a worker. A field a snapshot
+lacks shows as a dash, never an error, so a new scheduler plug-in gets whichever panels its
+statistics fit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+from rich import box
+from rich.console import Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+GM_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
+SHADES = " ░▒▓█"  # occupancy 0 .. 1 in five steps
+DASH = "-"
+
+
+@attrs.frozen
+class Snapshot:
+    """What one sample of a run holds: the fabric's counts, every actor's statistics (None while it
+    is crashed), the jobs and delay percentiles so far, the network's live faults and new events."""
+
+    now_us: int
+    wall_s: float
+    fabric: object  # FabricStatistics
+    names: tuple = ()
+    stats: tuple = ()  # per actor: its statistics snapshot, or None while crashed
+    jobs: tuple = (0, 0, 0, None)  # submitted, completed, rejected, expected (None: not known yet)
+    delays: tuple | None = None  # (p50, p90, p99) in s of completed jobs, None before the first
+    network: tuple = ()  # lines describing active partitions, slow and lossy links
+    shares: tuple = ()  # (user, share, target) when the run has users
+    workers: tuple = ()  # indices of the actors that are workers (known from their first snapshot)
+
+
+def field(stat, name: str, default=None):
+    """A statistics field, or ``default`` when this snapshot type has none."""
+    return getattr(stat, name, default)
+
+
+def _num(value) -> str:
+    return DASH if value is None else f"{value:,}"
+
+
+def _seconds(us: int) -> str:
+    return f"{us / 1e6:,.6f} s"
+
+
+def _fmt_rate(value: float | None, unit: str) -> str:
+    return DASH if value is None else f"{value:,.0f} {unit}"
+
+
+def table(title: str, columns, left=()) -> Table:
+    """A compact table: ``columns`` right-aligned except those in ``left``, the first never wrapped."""
+    t = Table(title=title, expand=True, title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD,
+              title_style="bold", show_edge=False)
+    for i, col in enumerate(columns):
+        t.add_column(col, justify="left" if col in left else "right", no_wrap=i == 0)
+    return t
+
+
+def kinds(snap: Snapshot) -> dict[str, list]:
+    """The snapshots grouped by role, picked by their fields (see the module docstring)."""
+    out: dict[str, list] = {"gm": [], "lm": [], "master": [], "sparrow": [], "worker": [], "node": []}
+    for stat in snap.stats:
+        if stat is None:
+            continue
+        if hasattr(stat, "queued_high"):
+            out["master"].append(stat)
+        elif hasattr(stat, "queued_probes"):
+            out["node"].append(stat)
+            out["worker"].append(stat)
+        elif hasattr(stat, "free_in_view") or (hasattr(stat, "queued") and hasattr(stat, "launches")):
+            out["gm"].append(stat)
+        elif hasattr(stat, "free_units") and hasattr(stat, "repartitions"):
+            out["lm"].append(stat)
+        elif hasattr(stat, "probes") and hasattr(stat, "assigns"):
+            out["sparrow"].append(stat)
+        elif hasattr(stat, "running") and hasattr(stat, "free"):
+            out["worker"].append(stat)
+    return out
+
+
+def _delta(snap: Snapshot, prev: Snapshot | None, idx: int, name: str):
+    """How much counter ``name`` of actor ``idx`` grew since ``prev`` (since the start without one,
+    or when the actor restarted and its counters began again); None when it has no such counter."""
+    now = field(snap.stats[idx], name)
+    if now is None:
+        return None
+    before = field(prev.stats[idx], name) if prev is not None and idx < len(prev.stats) else None
+    return now if before is None or before > now else now - before
+
+
+# ---- clock ------------------------------------------------------------------------------
+def clock(snap: Snapshot, prev: Snapshot | None, status: str = "") -> Panel:
+    """Virtual and wall time, event and message rates, speed, jobs and delay percentiles."""
+    fab = snap.fabric
+    rate_e = rate_m = speed = None
+    if prev is not None and snap.wall_s > prev.wall_s:
+        dt = snap.wall_s - prev.wall_s
+        rate_e = (fab.events - prev.fabric.events) / dt
+        rate_m = (fab.sent - prev.fabric.sent) / dt
+        speed = (snap.now_us - prev.now_us) / 1e6 / dt
+    submitted, done, rejected, expected = snap.jobs
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row("virtual", _seconds(snap.now_us), "wall", f"{snap.wall_s:,.1f} s")
+    grid.add_row("events/s", _fmt_rate(rate_e, ""), "messages/s", _fmt_rate(rate_m, ""))
+    grid.add_row("speed", DASH if speed is None else f"{speed:,.2f}x real time", "events",
+                 f"{fab.events:,}  (windows {fab.windows:,})")
+    of = "" if expected is None else f" of {expected:,}"
+    grid.add_row("jobs", f"submitted {submitted:,}{of}  done {done:,}  rejected {rejected:,}", "actors",
+                 f"{fab.alive:,} up of {fab.actors:,}")
+    delays = DASH if snap.delays is None else "  ".join(
+        f"{k} {v:.4g} s" for k, v in zip(("p50", "p90", "p99"), snap.delays))
+    grid.add_row("delay", delays, "", "")
+    return Panel(grid, title="clock", subtitle=status or None, border_style="bright_blue")
+
+
+# ---- topology ---------------------------------------------------------------------------
+def _index(snap: Snapshot) -> dict[int, int]:
+    """id(statistics object) -> actor index, to look up deltas against the previous snapshot."""
+    return {id(s): i for i, s in enumerate(snap.stats) if s is not None}
+
+
+def megha(snap: Snapshot, prev: Snapshot | None, gms: list, lms: list) -> Group:
+    """Per GM its queue, in-flight launches, failed (invalid) requests since the last sample and its
+    view's staleness; per LM free/total capacity and a grid of its partitions (home GM's colour,
+    shaded by occupancy; ``<>`` marks an LM that lent capacity to another GM since the last sample)."""
+    where = _index(snap)
+    gm_table = table("global managers", ("GM", "queued", "in flight", "invalid", "launches", "ext.",
+                                          "view age"), left=("GM",))
+    for gm in gms:
+        colour = GM_COLOURS[field(gm, "gm", 0) % len(GM_COLOURS)]
+        ages = field(gm, "view_age_us")
+        age = DASH if not ages else f"max {max(ages) / 1e3:,.1f} ms"
+        gm_table.add_row(Text(gm.name, style=colour), _num(field(gm, "queued")), _num(field(gm, "inflight")),
+                      _num(_delta(snap, prev, where[id(gm)], "failures")), _num(field(gm, "launches")),
+                      _num(field(gm, "external")), age)
+    lm_table = table("local managers", ("LM", "free/total", "invalid", "repart.", "partitions"),
+                     left=("LM", "partitions"))
+    for lm in lms:
+        total = field(lm, "total_units")
+        free = field(lm, "free_units")
+        cap = f"{_num(free)}/{_num(total)}"
+        invalid = (field(lm, "invalid_internal") or 0) + (field(lm, "invalid_external") or 0)
+        lent = _delta(snap, prev, where[id(lm)], "repartitions")
+        lm_table.add_row(lm.name, cap, _num(invalid), _num(field(lm, "repartitions")),
+                         partition_grid(field(lm, "partitions"), bool(lent)))
+    return Group(gm_table, lm_table)
+
+
+def partition_grid(partitions, lent: bool) -> Text:
+    """One cell per partition: its home GM's colour, shaded by how much of it is in use."""
+    text = Text()
+    if not partitions:
+        return Text(DASH)
+    for home, free, total in partitions:
+        used = 0.0 if total <= 0 else 1.0 - free / total
+        shade = SHADES[min(len(SHADES) - 1, math.ceil(used * (len(SHADES) - 1)))]
+        text.append(shade * 2 if shade != " " else "··", style=GM_COLOURS[home % len(GM_COLOURS)])
+        text.append(" ")
+    if lent:
+        text.append("<>", style="bold yellow")
+    return text
+
+
+def pigeon(masters: list, distributors: list) -> Table:
+    """Per master its high and low queue lengths, idle workers and reserved workers."""
+    optional = [c for c in ("idle_reserved", "idle_general") if any(hasattr(m, c) for m in masters)]
+    t = table("masters", ("master", "high q", "low q", "served hi/lo", "idle", *(c.replace("_", " ") for c in optional),
+                          "reserved"), left=("master",))
+    for m in masters:
+        t.add_row(m.name, _num(field(m, "queued_high")), _num(field(m, "queued_low")),
+                  f"{_num(field(m, 'served_high'))}/{_num(field(m, 'served_low'))}", _num(field(m, "idle_workers")),
+                  *(_num(field(m, c)) for c in optional), _num(field(m, "reserved")))
+    if distributors:
+        open_jobs = sum(field(d, "open_jobs", 0) for d in distributors)
+        t.caption = f"{len(distributors)} distributors, {open_jobs:,} open jobs"
+    return t
+
+
+PROBE_BUCKETS = ((0, 0), (1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, None))
+
+
+def sparrow(nodes: list, schedulers: list, width: int = 40) -> Table:
+    """The distribution of probe-queue lengths over nodes, as a bar per bucket."""
+    counts = [0] * len(PROBE_BUCKETS)
+    for node in nodes:
+        q = field(node, "queued_probes", 0)
+        for i, (lo, hi) in enumerate(PROBE_BUCKETS):
+            if q >= lo and (hi is None or q <= hi):
+                counts[i] += 1
+                break
+    t = table("probe queues over nodes", ("probes queued", "nodes", ""), left=("probes queued", ""))
+    most = max(counts) or 1
+    for (lo, hi), n in zip(PROBE_BUCKETS, counts):
+        label = f"{lo}" if hi == lo else f"{lo}+" if hi is None else f"{lo}-{hi}"
+        t.add_row(label, f"{n:,}", Text("█" * round(width * n / most), style="cyan"))
+    if schedulers:
+        t.caption = (f"{len(schedulers)} schedulers, "
+                         f"{sum(field(s, 'open_jobs', 0) for s in schedulers):,} open jobs, "
+                         f"{sum(field(s, 'probes', 0) for s in schedulers):,} probes sent")
+    return t
+
+
+def topology(snap: Snapshot, prev: Snapshot | None) -> Panel:
+    """The panel for whichever scheduler the snapshots show (Megha and centralized, Pigeon, Sparrow)."""
+    k = kinds(snap)
+    parts = []
+    if k["gm"] or k["lm"]:
+        parts.append(megha(snap, prev, k["gm"], k["lm"]))
+    if k["master"]:
+        parts.append(pigeon(k["master"], [s for s in snap.stats if s is not None and hasattr(s, "rejected")]))
+    if k["node"]:
+        parts.append(sparrow(k["node"], k["sparrow"]))
+    body = Group(*parts) if parts else Text("no scheduler statistics found in this run", style="dim")
+    return Panel(body, title="topology", border_style="bright_blue")
+
+
+# ---- workers ----------------------------------------------------------------------------
+WORKER_STYLES = ("grey35", "yellow", "bright_red", "red")  # idle, partly busy, full, down
+WORKER_LEGEND = ("idle", "busy", "full", "down")
+
+
+def worker_level(stat) -> int:
+    """0 idle, 1 running something with room left, 2 full (its first resource used up), 3 down."""
+    if stat is None:
+        return 3
+    if not field(stat, "running", 0):
+        return 0
+    free = field(stat, "free", ())
+    return 2 if free and free[0] <= 0 else 1
+
+
+def worker_cells(levels: list[int], cells: int) -> list[int]:
+    """``levels`` folded into at most ``cells`` groups: a group shows its worst (busiest) member."""
+    n = len(levels)
+    if n <= cells:
+        return list(levels)
+    size = math.ceil(n / cells)
+    return [max(levels[i:i + size]) for i in range(0, n, size)]
+
+
+def workers(snap: Snapshot, width: int, height: int) -> Panel:
+    """A dense map of every worker (half-block cells: two per character), coloured by state; a
+    large cluster is folded so that one cell stands for a group (readable at 10,000 workers)."""
+    levels = [worker_level(snap.stats[i]) for i in snap.workers]
+    inner_w, inner_h = max(width - 4, 4), max(height - 4, 1)
+    cells = worker_cells(levels, inner_w * inner_h * 2)
+    per = math.ceil(len(levels) / len(cells)) if cells else 1
+    cols = max(1, min(inner_w, len(cells)))
+    text = Text(no_wrap=True, overflow="crop")
+    for start in range(0, len(cells), 2 * cols):
+        if start:
+            text.append("\n")
+        top, bottom = cells[start:start + cols], cells[start + cols:start + 2 * cols]
+        for c, level in enumerate(top):
+            under = f" on {WORKER_STYLES[bottom[c]]}" if c < len(bottom) else ""
+            text.append("▀", style=WORKER_STYLES[level] + under)
+    counts = [levels.count(i) for i in range(len(WORKER_LEGEND))]
+    legend = Text("  ").join(Text(f"■ {label} {n:,}", style=WORKER_STYLES[i])
+                             for i, (label, n) in enumerate(zip(WORKER_LEGEND, counts)))
+    title = f"workers ({len(levels):,}" + (f", {per} per cell" if per > 1 else "") + ")"
+    return Panel(Group(text, legend), title=title, border_style="bright_blue")
+
+
+# ---- faults and events ------------------------------------------------------------------
+def faults(snap: Snapshot, log, height: int) -> Panel:
+    """Active faults (crashed actors, network faults) and the latest events, newest last."""
+    down = [name for name, s in zip(snap.names, snap.stats) if s is None]
+    lines = []
+    if down:
+        shown = ", ".join(down[:8]) + (f" and {len(down) - 8} more" if len(down) > 8 else "")
+        lines.append(Text(f"crashed: {shown}", style="bold red"))
+    lines.extend(Text(line, style="red") for line in snap.network)
+    if not lines:
+        lines.append(Text("no active faults", style="green"))
+    room = max(height - 3 - len(lines), 1)
+    for t_us, text, style in list(log)[-room:]:
+        lines.append(Text.assemble((f"{t_us / 1e6:>12,.6f} ", "dim"), (text, style)))
+    return Panel(Group(*lines), title="faults and events", border_style="bright_blue")
+
+
+def fairness(snap: Snapshot) -> Panel | None:
+    """Per user its share of the cluster against its target; None when the run has no users."""
+    if not snap.shares:
+        return None
+    t = table("", ("user", "share", "target", ""), left=("user", ""))
+    for user, share, target in snap.shares:
+        bar = Text("█" * round(20 * share), style="green" if share >= target else "yellow")
+        t.add_row(str(user), f"{share:.1%}", f"{target:.1%}", bar)
+    return Panel(t, title="fairness", border_style="bright_blue")
+
+
+KEYS_HELP = "space pause/resume  n step  +/- pace  g seek  q quit"
+
+
+def status_line(state: str, pace: str, keys: str = KEYS_HELP, note: str = "") -> Text:
+    """The bottom line: running/paused, pace, the keys, and a note (replay mode, prompts)."""
+    style = "bold black on yellow" if state.startswith("PAUSED") else "bold black on green"
+    text = Text.assemble((f" {state} ", style), "  ", (f"pace {pace}", "bold"), "  ", (keys, "dim"))
+    if note:
+        text.append(f"  {note}", style="italic")
+    return text
