@@ -246,6 +246,23 @@ def test_gc_state_is_restored_after_a_run():
     fabric.add("x", lambda: Sink([]))
     fabric.run_blocking()
     assert gc.isenabled()
+    assert gc.get_freeze_count() == 0  # what the run froze is thawed again
+
+
+def test_the_collector_is_paused_during_a_run_only():
+    """Inside a run the collector is off and what existed at the start is frozen (gc_paused); after it,
+    the collector is on again."""
+    seen = []
+
+    class Probe0(Actor):
+        def on_start(self):
+            seen.append((gc.isenabled(), gc.get_freeze_count() > 0))
+
+    fabric = Fabric(0)
+    fabric.add("p", Probe0)
+    assert gc.isenabled()
+    fabric.run_blocking()
+    assert seen == [(False, True)] and gc.isenabled()
 
 
 class NoHandler(Actor):

@@ -304,7 +304,7 @@ def test_restore_all_links(tmp_path):
 
 @pytest.mark.parametrize("fifo", [False, True])
 def test_inline_uniform_routing_matches_route(tmp_path, fifo):
-    """On a plain uniform network the kernel routes inline; every send time must be what
+    """On a plain uniform network the fabric routes inline (``fastpath``); every send time must be what
     ``Network.route`` gives for the same sender key and sequence number (FIFO clamp included)."""
     make = lambda: Network(Link(Latency.uniform(300, 900), fifo=fifo))  # noqa: E731
     assert make().jitter == (300, 601, fifo) and make().fixed is None
