@@ -32,7 +32,24 @@ def test_plan_covers_every_combination_and_runs_sparrow_once_per_seed(tmp_path):
     assert len({p["out_dir"] for p in plan}) == len(plan)
 
 
+def test_plan_of_all_schedulers_comes_from_the_registry(tmp_path):
+    from fedemu.actors.registry import SCHEDULERS
+
+    plan = compare.plan_runs("default", "all", "random", "1", {}, str(tmp_path))
+    assert [p["scheduler"] for p in plan] == list(SCHEDULERS)
+    assert [p["policy"] for p in plan] == ["-" if not s.takes_policy else "random" for s in SCHEDULERS.values()]
+    assert all("policy" not in p["overrides"] for p in plan if p["policy"] == "-")
+
+
+def test_a_schedulers_own_key_goes_to_its_runs_only(tmp_path):
+    plan = compare.plan_runs("default", "megha,sparrow", "random", "1", {"probe_ratio": 3, "jobs": 5}, str(tmp_path))
+    by = {p["scheduler"]: p["overrides"] for p in plan}
+    assert by["sparrow"]["probe_ratio"] == 3 and "probe_ratio" not in by["megha"]
+    assert by["megha"]["jobs"] == by["sparrow"]["jobs"] == 5
+
+
 @pytest.mark.parametrize("kwargs,message", [
+    ({"overrides": {"probe_ratio": 3}}, "--set probe_ratio=... applies to none of the schedulers compared (megha)"),
     ({"schedulers": "megha,yarn"}, "unknown scheduler 'yarn'; known: centralized, megha, pigeon, pigeonc, sparrow"),
     ({"policies": "best"}, "unknown policy 'best'; known: min-constraints, random"),
     ({"seeds": "1,x"}, "--seeds '1,x': 'x' is not a whole number; expected e.g. 1,2,3"),

@@ -17,15 +17,20 @@ from . import outdir
 
 def _cmd_run(args) -> int:
     from . import params, runner
-    from .progress import progress_bar
+    from .tui import progress_for
 
     overrides = params.parse_overrides(args.set)
+    if args.help_params:
+        print(params.describe(runner.load(runner.scenario_ref(args.scenario or "default")), overrides))
+        return 0
+    if args.scenario is None:
+        raise FedemuError("run needs a scenario name (e.g. default) or a scenario .py file")
     if args.record and not args.out and not args.journal:
         args.out = outdir.default_run_dir(args.scenario, args.seed)
     journal = args.journal or (os.path.join(args.out, "messages.log") if args.record else None)
     if args.check_determinism:
         return _check_determinism(args, overrides, journal)
-    with outdir.prepared(args.out), progress_bar(enabled=not args.quiet) as progress:
+    with outdir.prepared(args.out), progress_for(args) as progress:
         result = runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=journal,
                                 out_dir=args.out, progress=progress)
     _print_summary(result.summary)
@@ -83,6 +88,10 @@ def _check_determinism(args, overrides, journal) -> int:
 def _cmd_replay(args) -> int:
     from . import replay
 
+    if args.tui:
+        from .tui import pace_option, replay_live
+
+        return replay_live(args.log, seek_s=args.seek, paused=args.paused, pace=pace_option(args.pace))
     if args.verify:
         filters = [opt for opt, value in (("--actor", args.actor), ("--kind", args.kind), ("--from", args.t_from),
                                           ("--to", args.t_to)) if value is not None]
@@ -178,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run a scenario script")
-    r.add_argument("scenario", help="scenario name (e.g. default) or path to a scenario .py file")
+    r.add_argument("scenario", nargs="?", help="scenario name (e.g. default) or path to a scenario .py file")
     r.add_argument("--seed", type=_seed, default=1, help="the run's seed, 0 to 2^64-1 (default 1)")
     r.add_argument("--out", help="directory for summary.json, CSVs and plots")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario parameter")
@@ -187,11 +196,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--check-determinism", action="store_true",
                    help="run twice in two processes and report the first event where they diverge")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--tui", action="store_true", help="a live full-screen view of the run (keys: space pause, "
+                   "n step, +/- pace, g seek, q quit with partial results); needs a terminal")
+    r.add_argument("--paused", action="store_true", help="--tui: start paused")
+    r.add_argument("--pace", metavar="RATIO", help="--tui: virtual seconds per wall second (1, 10, 100, 1000 "
+                   "or max, the default)")
+    r.add_argument("--help-params", action="store_true",
+                   help="list the keys --set may change for this scenario (default: default) and scheduler "
+                   "(--set scheduler=X), with defaults and meaning, and exit")
     r.set_defaults(func=_cmd_run)
 
     c = sub.add_parser("compare", help="run several schedulers/policies/seeds on the same scenario")
     c.add_argument("scenario")
-    c.add_argument("--schedulers", default="megha,pigeonc,pigeon,sparrow")
+    c.add_argument("--schedulers", default="megha,pigeonc,pigeon,sparrow",
+                   help="comma-separated scheduler names, or all (every registered scheduler)")
     c.add_argument("--policies", default="random")
     c.add_argument("--seeds", default="1")
     c.add_argument("--out", default="out/compare",
@@ -213,6 +231,13 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--kind", help="show: record type (send, deliver, drop, timer, fire, fault) or message kind")
     rp.add_argument("--from", dest="t_from", metavar="SECONDS", type=_seconds, help="show: from this virtual time")
     rp.add_argument("--to", dest="t_to", metavar="SECONDS", type=_seconds, help="show: up to this virtual time")
+    mode.add_argument("--tui", action="store_true", help="the live view of the recorded run (re-run from the "
+                      "header: the journal holds messages, not actor state; digest checked at the end)")
+    rp.add_argument("--seek", metavar="SECONDS", type=float, help="--tui: run at full speed to this virtual time, "
+                    "then pause")
+    rp.add_argument("--paused", action="store_true", help="--tui: start paused")
+    rp.add_argument("--pace", metavar="RATIO", help="--tui: virtual seconds per wall second (1, 10, 100, 1000 "
+                    "or max)")
     rp.set_defaults(func=_cmd_replay)
 
     b = sub.add_parser("bench", help="benchmarks: fabric or megha")

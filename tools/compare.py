@@ -40,6 +40,9 @@ STATS = ("p50", "p90", "p99", "max", "mean")
 
 
 def _names(text: str, what: str, known) -> list[str]:
+    """The comma-separated names of ``text`` (``all``: every known one, in its order), each checked."""
+    if str(text).strip() == "all":
+        return list(known)
     names = list(dict.fromkeys(n.strip() for n in str(text).split(",") if n.strip()))
     if not names:
         raise ConfigError(f"--{what}s is empty; known: {', '.join(sorted(known))}")
@@ -57,6 +60,8 @@ def _seeds(text: str) -> list[int]:
             out.append(int(part))
         except ValueError:
             raise ConfigError(f"--seeds {text!r}: {part!r} is not a whole number; expected e.g. 1,2,3") from None
+        if not 0 <= out[-1] < 2**64:  # as for run --seed: the journal holds a 64-bit unsigned seed
+            raise ConfigError(f"--seeds {text!r}: {part} is not from 0 to 2^64-1")
     return list(dict.fromkeys(out))
 
 
