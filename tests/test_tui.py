@@ -196,6 +196,22 @@ def test_the_layout_fits_any_terminal_and_never_fails(width, height):
         assert "clock" in lines[0]
 
 
+def test_a_frame_leaves_no_reference_cycles():
+    """The fabric runs with the garbage collector off: a frame must be freed by reference counting."""
+    import gc
+
+    snap = snapshot(megha_stats(), shares=(("alice", 0.5, 0.5),))
+    console = Console(file=io.StringIO(), width=140, height=45, force_terminal=True)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            console.print(tui.frame(snap, None, [(0, "x", "red")], (140, 45), panels.status_line("RUNNING", "max")))
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
 # ---- the hook, driven by scripted keys --------------------------------------------------------
 class ScriptedKeys:
     """Keys typed at given hook calls: ``script`` maps the n-th read to what is typed then."""

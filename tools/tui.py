@@ -29,8 +29,8 @@ import time
 
 import numpy as np
 from rich.console import Console, Group
-from rich.layout import Layout
 from rich.live import Live
+from rich.table import Table
 from rich.text import Text
 
 from fedemu.fabric.errors import ConfigError
@@ -238,39 +238,51 @@ def shares(run) -> tuple:
 
 
 # ---- the screen -------------------------------------------------------------------------
-def frame(snap: Snapshot, prev: Snapshot | None, log, size: tuple[int, int], status: Text, title: str = "") -> object:
-    """The whole dashboard for a terminal of ``size`` (columns, rows): fewer panels when it is small."""
+def frame(snap: Snapshot, prev: Snapshot | None, log, size: tuple[int, int], status: Text, title: str = ""):
+    """The whole dashboard for a terminal of ``size`` (columns, rows): fewer panels when it is small.
+
+    Built from fixed-height panels in a grid, not rich's Layout: a Layout keeps reference cycles,
+    and while the fabric runs the garbage collector is off, so every frame would stay in memory."""
     width, height = size
-    clock = panels.clock(snap, prev, title)
     if width < 60 or height < 20:
         return Group(Text(f"virtual {snap.now_us / 1e6:,.6f} s  events {snap.fabric.events:,}  "
                           f"(terminal too small for the panels: {width}x{height})"), status)
-    root = Layout()
+    clock = panels.clock(snap, prev, title)
+    clock.height = 7
+    parts = [clock]
     body_h = height - 7 - 1
-    parts = [Layout(clock, name="clock", size=7)]
     if body_h >= 8:
         faults_h = min(12, max(5, body_h // 3)) if body_h >= 16 else 0
         top_h = body_h - faults_h
-        top = Layout(name="top", size=top_h)
-        topology = Layout(panels.topology(snap, prev), name="topology", ratio=3)
+        topology = panels.topology(snap, prev)
+        topology.height = top_h
         if width >= 100:
             right_w = width * 2 // 5
-            top.split_row(topology, Layout(panels.workers(snap, right_w, top_h), name="workers", size=right_w))
+            workers = panels.workers(snap, right_w, top_h)
+            workers.height = top_h
+            parts.append(_row((topology, None), (workers, right_w)))
         else:
-            top.split_row(topology)
-        parts.append(top)
+            parts.append(topology)
         if faults_h:
-            bottom = Layout(name="bottom", size=faults_h)
+            faults = panels.faults(snap, log, faults_h)
+            faults.height = faults_h
             fair = panels.fairness(snap)
-            fault_panel = Layout(panels.faults(snap, log, faults_h), name="faults", ratio=3)
-            if fair:
-                bottom.split_row(fault_panel, Layout(fair, name="fairness", ratio=2))
+            if fair is not None:
+                fair.height = faults_h
+                parts.append(_row((faults, None), (fair, width * 2 // 5)))
             else:
-                bottom.split_row(fault_panel)
-            parts.append(bottom)
-    parts.append(Layout(status, name="status", size=1))
-    root.split_column(*parts)
-    return root
+                parts.append(faults)
+    parts.append(status)
+    return Group(*parts)
+
+
+def _row(*cells) -> Table:
+    """Panels side by side: ``(panel, width)``, a width of None taking the rest of the line."""
+    grid = Table.grid(expand=True)
+    for _, width in cells:
+        grid.add_column(ratio=1 if width is None else None, width=width)
+    grid.add_row(*(panel for panel, _ in cells))
+    return grid
 
 
 class Keys:
@@ -334,6 +346,7 @@ class LiveView:
         self.next_frame = 0.0
         self.frame_s = FRAME_S
         self.anchor: tuple[float, int] | None = None
+        self.spent = 0.0  # wall time spent drawing frames at full speed (the view's cost to the run)
 
     def __enter__(self) -> "LiveView":
         self.live.start()
@@ -469,6 +482,8 @@ class LiveView:
 
     def status(self) -> Text:
         note = self.note if self.prompt is None else f"seek to virtual time (s): {self.prompt}_  (Enter, Esc)"
+        if self.sampler is not None and self.spent:
+            note = f"frames {self.spent / max(time.perf_counter() - self.sampler.t0, 1e-9):.1%} of wall  {note}"
         return panels.status_line(self.state(), pace_name(self.pace), note=note)
 
     def draw(self, final: str | None = None) -> None:
@@ -482,6 +497,8 @@ class LiveView:
                                self.title), refresh=True)
         end = time.perf_counter()
         full_speed = self.pace is None and not self.paused
+        if full_speed:
+            self.spent += end - start
         self.frame_s = max(FRAME_S, (end - start) / FRAME_SHARE) if full_speed else FRAME_S
         self.next_frame = end + self.frame_s
 

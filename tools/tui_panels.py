@@ -312,4 +312,5 @@ def status_line(state: str, pace: str, keys: str = KEYS_HELP, note: str = "") ->
     text = Text.assemble((f" {state} ", style), "  ", (f"pace {pace}", "bold"), "  ", (keys, "dim"))
     if note:
         text.append(f"  {note}", style="italic")
+    text.no_wrap, text.overflow = True, "ellipsis"  # one line, whatever the width
     return text
