@@ -37,21 +37,15 @@ def seconds_to_us(seconds: float) -> int:
 class Param:
     """One ``--set`` key a scenario or scheduler declares: default, meaning and what a valid value is.
 
-    ``ok(value)`` says whether a value (already of the default's kind) is valid; ``expected`` words the
-    rule for the one-line error naming key and value."""
+    ``--set`` reads a value as the default's kind (bool, whole number, number or text); ``ok(value)``
+    then says whether it is valid, and ``expected`` words the rule for the one-line error naming key
+    and value."""
 
     name: str
     default: Any
     help: str
     ok: Callable[[Any], bool] | None = None
     expected: str = ""
-
-    @property
-    def kind(self) -> str:
-        """bool, int, float or text: how ``--set`` reads a value for this key."""
-        d = self.default
-        return "bool" if isinstance(d, bool) else "int" if isinstance(d, int) else \
-            "float" if isinstance(d, float) else "text"
 
     def check(self, value) -> None:
         """Raise a ConfigError naming the key and value unless ``value`` is valid."""

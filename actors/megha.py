@@ -22,7 +22,7 @@ PARAMS = (
 )
 
 COUNTERS = FRONT_END_COUNTERS + (
-    ("reschedules", "GM passes where a queued task's signature matched no worker in the GM's view"),
+    ("reschedules", "times a GM's scheduling pass found no worker in its view for a queued signature"),
     ("repartitions", "launches the LM granted on another GM's partition"),
     ("invalid_internal", "launches on the GM's own partition the LM refused (stale view)"),
     ("invalid_external", "repartition requests the LM refused (stale view)"),

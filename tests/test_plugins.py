@@ -10,6 +10,8 @@ from types import SimpleNamespace
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fedemu.actors import megha, registry
 from fedemu.actors.plugin import Scheduler
@@ -152,3 +154,26 @@ def test_help_params_text_names_default_and_rule():
     text = describe(default, {"scheduler": "pigeon"})
     assert "fqw" in text and "an integer >= 1, inf, or 0 for the default" in text
     assert "heartbeat_s" not in text and "probe_ratio" not in text
+
+
+every_key = sorted(federation.PARAMS)
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(NAMES), keys=st.lists(st.sampled_from(every_key), unique=True, max_size=6))
+def test_resolve_accepts_exactly_the_keys_that_apply(name, keys):
+    """Against the plug-in's own declaration: any set of keys (at their defaults) either resolves, when
+    every key applies, or is refused naming a key that does not."""
+    scheduler = registry.SCHEDULERS[name]
+    applies = {p.name for p in federation.COMMON} | set(scheduler.param_names)
+    if not scheduler.takes_policy:
+        applies.discard("policy")
+    overrides = {k: federation.PARAMS[k] for k in keys if k != "scheduler"}
+    bad = [k for k in overrides if k not in applies]
+    if bad:
+        with pytest.raises(ConfigError) as err:
+            resolve_scenario(default, {**overrides, "scheduler": name})
+        assert any(f"parameter '{k}' does not apply to scheduler '{name}'" in str(err.value) for k in bad)
+    else:
+        params = resolve_scenario(default, {**overrides, "scheduler": name})
+        assert set(params) == applies
