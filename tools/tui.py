@@ -208,7 +208,8 @@ class Sampler:
             fault = resolved.fault
             if i not in self.logged_faults and fault.at_us <= t:
                 self.logged_faults.add(i)
-                target = " ".join(map(str, fault.target)) if fault.target else ""
+                target = " | ".join(f"{{{', '.join(side)}}}" for side in fault.target) \
+                    if fault.kind == "partition" else " ".join(map(str, fault.target))
                 value = f" {fault.value:g}" if fault.kind in ("slow", "loss") else ""
                 self.log.append((fault.at_us, f"fault {fault.kind} {target}{value}".rstrip(), "bold red"))
         prev = self.last
