@@ -15,7 +15,7 @@ import attrs
 
 from fedemu.fabric.errors import ConfigError
 
-from .trace import count_trace
+from .trace import MAX_TRACE_S, count_trace
 
 # What ``jobs = 0`` (the default) means for each workload: the workload's own size.
 DEFAULT_POISSON_JOBS = 500
@@ -28,6 +28,7 @@ BASE_BYTES = 64 << 20
 TASK_BYTES = 1 << 10
 JOB_BYTES = 1 << 10
 ACTOR_BYTES = 8 << 10
+MESSAGE_BYTES = 256  # a message waiting in the fabric's queue: the message, its event and the mailbox slot
 LARGE_BYTES = 1 << 30  # above this a run is legal but worth a warning
 FALLBACK_MEMORY = 24 << 30
 MEMORY_SHARE = 0.8  # of the machine's memory a run may plan to use: the rest is the system's and the neighbours
@@ -46,9 +47,11 @@ class Estimate:
     tasks: int
     bytes: int
     trace_jobs: int | None = None  # the jobs in the whole trace, for workload=trace
+    burst: int = 0  # messages one job sends at once (Sparrow's probes: probe_ratio per task)
 
     def text(self) -> str:
-        return (f"{self.actors:,} actors, {self.jobs:,} jobs, {self.tasks:,} tasks, "
+        burst = f", {self.burst:,} probes per job" if self.burst else ""
+        return (f"{self.actors:,} actors, {self.jobs:,} jobs, {self.tasks:,} tasks{burst}, "
                 f"about {_size(self.bytes)} of memory")
 
 
@@ -123,8 +126,12 @@ def estimate(params: dict) -> Estimate:
     others = sum(_count(params, k) for k in ("gms", "lms", "masters", "distributors", "schedulers") if k in params) + 1
     jobs, tasks, trace_jobs = _workload(params)
     actors = workers + others
-    return Estimate(actors, jobs, tasks, BASE_BYTES + actors * ACTOR_BYTES + jobs * JOB_BYTES + tasks * TASK_BYTES,
-                    trace_jobs)
+    burst = 0
+    if "probe_ratio" in params:  # a job's probes all leave at once; the largest job bounds them by its tasks
+        per_job = tasks if trace_jobs is not None else tasks // max(jobs, 1)
+        burst = math.ceil(_number(params, "probe_ratio") * per_job)
+    return Estimate(actors, jobs, tasks, BASE_BYTES + actors * ACTOR_BYTES + jobs * JOB_BYTES + tasks * TASK_BYTES
+                    + burst * MESSAGE_BYTES, trace_jobs, burst)
 
 
 def _check_network(params: dict) -> None:
@@ -133,6 +140,22 @@ def _check_network(params: dict) -> None:
     if jitter > latency:
         raise ConfigError(f"jitter_ms={params['jitter_ms']!r} is more than latency_ms={params['latency_ms']!r}; "
                           "delays are drawn uniformly from latency_ms ± jitter_ms and cannot be negative")
+
+
+def _check_times(params: dict, est: Estimate, workers: int) -> None:
+    """Refuse times beyond MAX_TRACE_S (as in traces): a task, a network delay, or a Poisson workload's span."""
+    limit = f"more than the longest time a run may span, {MAX_TRACE_S:.0e} s"
+    if _number(params, "task_s") > MAX_TRACE_S:
+        raise ConfigError(f"parameter 'task_s' is {params['task_s']!r}; {limit}")
+    if (_number(params, "latency_ms") + _number(params, "jitter_ms")) / 1000 > MAX_TRACE_S:
+        raise ConfigError(f"parameter 'latency_ms' is {params['latency_ms']!r}; {limit}")
+    if params["workload"] == "poisson" and workers:
+        rate = _number(params, "rate") or _number(params, "load") * workers / (
+            _count(params, "fanout") * _number(params, "task_s") or 1)
+        span = est.jobs / rate if rate > 0 else 0.0  # a rate of 0 is synthetic.poisson_rate's to refuse
+        if span > MAX_TRACE_S:
+            given = f"rate={params['rate']!r}" if _number(params, "rate") else f"load={params['load']!r}"
+            raise ConfigError(f"{given}: {est.jobs:,} jobs would arrive over about {span:.2g} s, {limit}")
 
 
 def _check_load(params: dict, workers: int) -> None:
@@ -150,6 +173,8 @@ def _check_load(params: dict, workers: int) -> None:
 
 def _culprit(params: dict, est: Estimate) -> str:
     """``key=value`` of the parameter that makes the estimate big: the largest of the dominant group."""
+    if est.burst * MESSAGE_BYTES >= max(est.tasks * TASK_BYTES, est.actors * ACTOR_BYTES):
+        return f"probe_ratio={params['probe_ratio']!r}"
     if est.tasks * TASK_BYTES >= est.actors * ACTOR_BYTES:
         if est.trace_jobs is not None:
             return f"trace={params['trace']!r}"
@@ -159,6 +184,7 @@ def _culprit(params: dict, est: Estimate) -> str:
         keys = ("jobs", "fanout")
     else:
         keys = ("workers",) if _count(params, "workers") else ("gms", "lms", "workers_per_partition")
+        keys += tuple(k for k in ("masters", "distributors", "schedulers") if k in params)
     key = max(keys, key=lambda k: params[k] if isinstance(params[k], (int, float)) else 0)
     return f"{key}={params[key]!r}"
 
@@ -180,6 +206,7 @@ def check(params: dict) -> Estimate:
     if est.trace_jobs is not None and est.jobs < est.trace_jobs:
         warn(f"the trace {params['trace']} has {est.trace_jobs:,} jobs; this run uses the first {est.jobs:,} "
              f"(jobs={params['jobs']}; jobs=0 runs the whole trace)", level="note")
+    _check_times(params, est, _workers(params))
     _check_load(params, _workers(params))
     return est
 

@@ -1,0 +1,279 @@
+"""Bad input, table-driven: every case ends in exit 2 with one line on stderr, no traceback, nothing left.
+
+Each case runs ``fedemu.tools.cli.main`` in-process with ``--out OUT`` where the command takes one, and
+checks that OUT does not exist afterwards (a refused run leaves no folder behind). The second half checks
+what is legal but worth saying: warnings and notes on stderr, and the files a run must leave.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fedemu.scenarios import preflight
+from fedemu.tools.cli import main
+
+TRACES = Path(__file__).resolve().parents[2] / "shared/data/meghanat_megha_simulator/traces/input"
+
+# Files the cases refer to as {name}; written into the test's tmp folder.
+FILES = {
+    "t_1e300.tr": "0 1 1 1\n1e300 1 1 1\n",
+    "t_1e13.tr": "0 1 1 1e13\n",
+    "t_1e12.tr": "0 1 1 1\n1e12 1 1 1\n",
+    "t_empty.tr": "",
+    "t_blank.tr": "\n   \n\t\n",
+    "s_syntax.py": "PARAMS = {}\ndef build(fabric, params)\n    pass\n",
+    "s_import.py": "import fedemu_no_such_module\nPARAMS = {}\ndef build(fabric, params):\n    pass\n",
+    "s_build42.py": "PARAMS = {}\nbuild = 42\n",
+    "s_signature.py": "PARAMS = {}\ndef build(fabric):\n    pass\n",
+    "s_raises.py": "PARAMS = {}\ndef build(fabric, params):\n    table = {}\n    return table['missing']\n",
+    "s_noparams.py": "def build(fabric, params):\n    pass\n",
+    "s_text.txt": "PARAMS = {}\n",
+    "a_file": "not a folder\n",
+}
+
+RUN = ["run", "default", "--quiet", "--out", "{out}", "--set", "jobs=20"]
+PIGEON = RUN + ["--set", "scheduler=pigeon"]
+SPARROW = RUN + ["--set", "scheduler=sparrow"]
+
+
+def _set(*items, base=RUN):
+    return [*base, *(x for item in items for x in ("--set", item))]
+
+
+# (case id, argv, a piece of the one error line)
+CASES = [
+    # runaway sizes and non-finite numbers
+    ("fanout-1e7", _set("fanout=1e7", "jobs=50"), "fanout=10000000: the run would need"),
+    ("lms-1e9", _set("lms=1e9"), "lms=1000000000: the run would need"),
+    ("workers-1e12", _set("workers=1e12"), "workers=1000000000000: the run would need"),
+    ("syn-huge", _set("workload=syn_100000000"), "workload='syn_100000000': the run would need"),
+    ("masters-1e12", _set("masters=1e12", base=PIGEON), "masters=1000000000000: the run would need"),
+    ("probe-ratio-1e12", _set("probe_ratio=1e12", base=SPARROW), "probe_ratio=1000000000000.0: the run would need"),
+    ("gms-inf", _set("gms=inf"), "'gms'"),
+    ("wpp-inf", _set("workers_per_partition=inf"), "'workers_per_partition'"),
+    ("jobs-inf", _set("jobs=inf"), "'jobs'"),
+    ("latency-inf", _set("latency_ms=inf"), "parameter 'latency_ms' is inf; expected a finite number >= 0"),
+    ("latency-nan", _set("latency_ms=nan"), "parameter 'latency_ms' is nan; expected a finite number >= 0"),
+    ("latency-negative", _set("latency_ms=-1"), "parameter 'latency_ms' is -1; expected a finite number >= 0"),
+    ("latency-huge", _set("latency_ms=1e12"), "more than the longest time a run may span"),
+    ("task-s-huge", _set("task_s=1e12"), "parameter 'task_s' is 1000000000000.0; more than the longest time"),
+    ("rate-tiny", _set("rate=1e-12"), "rate=1e-12: 20 jobs would arrive over about 2e+13 s"),
+    ("jitter-above-latency", _set("jitter_ms=1"), "jitter_ms=1 is more than latency_ms=0.5"),
+    ("short-cutoff-negative", _set("short_cutoff_s=-1"), "'short_cutoff_s' is -1"),
+    # nothing can run
+    ("capacity-two-resources", _set("capacity=4,16"),
+     "no job can run: every one of the 20 jobs has a task no worker can run; demand names 1 resource(s)"),
+    ("demand-above-capacity", _set("demand=2"), "demand (2,) is more than the largest worker's capacity (1,)"),
+    # traces
+    ("trace-1e300", _set("workload=trace", "trace={t_1e300.tr}"),
+     "{t_1e300.tr}:2: field 1 (arrival_s) is '1e300', more than the largest time a trace may give"),
+    ("trace-1e13", _set("workload=trace", "trace={t_1e13.tr}"), "{t_1e13.tr}:1: field 4 (dur_1) is '1e13'"),
+    ("trace-1e12", _set("workload=trace", "trace={t_1e12.tr}"), "{t_1e12.tr}:2: field 1 (arrival_s) is '1e12'"),
+    ("trace-empty", _set("workload=trace", "trace={t_empty.tr}"), "{t_empty.tr}: the trace has no jobs"),
+    ("trace-blank", _set("workload=trace", "trace={t_blank.tr}"), "{t_blank.tr}: the trace has no jobs"),
+    ("trace-missing", _set("workload=trace", "trace={tmp}/nope.tr"), "{tmp}/nope.tr: no such trace file"),
+    # seeds
+    ("seed-2-64", [*RUN, "--seed", str(2**64)], "argument --seed: expected a whole number from 0 to"),
+    ("seed-negative", [*RUN, "--seed", "-1"], "argument --seed: expected a whole number from 0 to"),
+    ("seed-2-64-record", [*RUN, "--record", "--seed", str(2**70)], "argument --seed"),
+    # scenario files
+    ("scenario-unknown", ["run", "nosuch", "--out", "{out}"],
+     "unknown scenario 'nosuch'; known: default, demo, federation, or the path of a scenario .py file"),
+    ("scenario-syntax", ["run", "{s_syntax.py}", "--out", "{out}"], "{s_syntax.py}:2: syntax error in the scenario"),
+    ("scenario-import", ["run", "{s_import.py}", "--out", "{out}"],
+     "{s_import.py}:1: importing the scenario raised ModuleNotFoundError"),
+    ("scenario-build-42", ["run", "{s_build42.py}", "--out", "{out}"], "build is int, expected a function"),
+    ("scenario-signature", ["run", "{s_signature.py}", "--out", "{out}"],
+     "build(fabric) cannot be called as build(fabric, params)"),
+    ("scenario-build-raises", ["run", "{s_raises.py}", "--out", "{out}"], "{s_raises.py}:4: build raised KeyError"),
+    ("scenario-no-params", ["run", "{s_noparams.py}", "--out", "{out}"], "has no PARAMS dict"),
+    ("scenario-txt", ["run", "{s_text.txt}", "--out", "{out}"], "is not a .py file"),
+    ("scenario-directory", ["run", "{tmp}", "--out", "{out}"], "is a directory; expected a scenario .py file"),
+    ("scenario-missing", ["run", "{tmp}/nope.py", "--out", "{out}"], "does not exist"),
+    # output folders
+    ("out-is-a-file", ["run", "demo", "--quiet", "--out", "{a_file}"], "is a file, not a folder"),
+    ("out-unwritable", ["run", "demo", "--quiet", "--out", "/proc/fedemu-test-out"], "cannot create the folder"),
+    ("out-read-only", ["run", "demo", "--quiet", "--out", "/proc/self"], "cannot write there"),
+    # other commands
+    ("compare-jobs-negative", ["compare", "default", "--jobs", "-1", "--out", "{out}"],
+     "argument --jobs: expected a whole number >= 0"),
+    ("compare-seeds-huge", ["compare", "default", "--seeds", str(2**64), "--out", "{out}"], "is not from 0 to 2^64-1"),
+    ("bench-messages-negative", ["bench", "fabric", "--messages", "-5"], "argument --messages: expected a whole"),
+    ("bench-neighbour-negative", ["bench", "fabric", "--neighbour", "-5"], "argument --neighbour: expected a whole"),
+    ("set-not-key-value", ["run", "default", "--out", "{out}", "--set", "jobs"], "is not key=value"),
+]
+
+
+@pytest.fixture
+def files(tmp_path):
+    names = {"tmp": str(tmp_path), "out": str(tmp_path / "out" / "nested")}
+    for name, text in FILES.items():
+        (tmp_path / name).write_text(text)
+        names[name] = str(tmp_path / name)
+    return names
+
+
+def _fill(text: str, names: dict) -> str:
+    for key, value in names.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+@pytest.mark.parametrize("argv, says", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_exit_2_and_leaves_nothing(capsys, files, argv, says):
+    code = main([_fill(a, files) for a in argv])
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    assert err.startswith("fedemu: error: ") and err.count("\n") == 1 and err.endswith("\n"), err
+    assert "Traceback" not in err
+    assert _fill(says, files) in err
+    assert out == ""
+    assert not Path(files["out"]).exists() and not Path(files["out"]).parent.exists()
+    assert not list(Path(files["tmp"]).glob("**/*.tmp"))
+
+
+def test_the_console_command_exits_2_in_a_real_process(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "fedemu", "run", "default", "--seed", str(2**64), "--out",
+                           str(tmp_path / "o")], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("fedemu: error: fedemu run: argument --seed:") and proc.stderr.count("\n") == 1
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("key", ["gms", "lms", "workers_per_partition", "workers", "jobs", "fanout", "load", "rate",
+                                 "task_s", "short_cutoff_s", "latency_ms", "jitter_ms", "loss", "heartbeat_s"])
+@pytest.mark.parametrize("value", ["x", "nan", "-1"])
+def test_every_common_number_key_refuses_a_wrong_type_nan_and_negative(capsys, tmp_path, key, value):
+    out = tmp_path / "o"
+    code = main(["run", "default", "--quiet", "--out", str(out), "--set", "jobs=5", "--set", f"{key}={value}"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("fedemu: error: ") and err.count("\n") == 1, err
+    assert key in err or "link loss" in err
+    assert not out.exists()
+
+
+# ---- legal, but worth a line on stderr ---------------------------------------------------------------
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_overload_is_a_warning_not_an_error(capsys):
+    code, _, err = _run(capsys, "run", "default", "--quiet", "--set", "jobs=20", "--set", "load=2")
+    assert code == 0
+    assert "fedemu: warning: load=2 is above 1" in err and "never reaches a steady state" in err
+
+
+def test_most_jobs_unschedulable_is_a_warning_after_the_run(capsys):
+    """One worker with constraints on: 98 of 100 jobs cannot run (and with 30 jobs, none can: an error)."""
+    code, _, err = _run(capsys, "run", "default", "--quiet", "--set", "jobs=100", "--set", "gms=1", "--set", "lms=1",
+                        "--set", "workers=1")
+    assert code == 0
+    assert err.splitlines()[-1] == ("fedemu: warning: 98 of 100 jobs did not complete; 98 unschedulable (a task no "
+                                    "worker can run: see capacity, demand, constraints)")
+
+
+def test_a_trace_runs_whole_by_default_and_a_cut_is_said(capsys):
+    trace = TRACES / "YH_small.tr"
+    if not trace.is_file():
+        pytest.skip("example trace not available")
+    base = ("run", "default", "--quiet", "--set", "workload=trace", "--set", f"trace={trace}", "--set", "workers=300")
+    code, out, err = _run(capsys, *base)
+    assert code == 0
+    assert "the trace" not in err  # nothing cut: no note
+    assert any(line.split()[:2] == ["jobs", "10"] for line in out.splitlines())
+    code, out, err = _run(capsys, *base, "--set", "jobs=3")
+    assert code == 0
+    assert f"fedemu: note: the trace {trace} has 10 jobs; this run uses the first 3" in err
+
+
+def test_the_size_refusal_follows_the_machine_memory(monkeypatch):
+    params = dict(preflight_params())
+    est = preflight.estimate(params)
+    monkeypatch.setattr(preflight, "machine_memory", lambda: int(est.bytes / preflight.MEMORY_SHARE) + 1)
+    assert preflight.check(params) == est
+    monkeypatch.setattr(preflight, "machine_memory", lambda: int(est.bytes / preflight.MEMORY_SHARE) - 1)
+    with pytest.raises(preflight.ConfigError, match="the run would need"):
+        preflight.check(params)
+
+
+def preflight_params() -> dict:
+    from fedemu.scenarios import default
+
+    return {**default.PARAMS, "jobs": 40}
+
+
+@pytest.mark.parametrize("jobs, fanout", [(1, 1), (40, 10), (1000, 3)])
+def test_the_estimate_grows_with_what_the_run_holds(jobs, fanout):
+    small = preflight.estimate({**preflight_params(), "jobs": jobs, "fanout": fanout})
+    more_tasks = preflight.estimate({**preflight_params(), "jobs": jobs, "fanout": fanout + 1})
+    more_workers = preflight.estimate({**preflight_params(), "jobs": jobs, "fanout": fanout, "lms": 5})
+    assert small.tasks == jobs * fanout and small.jobs == jobs
+    assert more_tasks.bytes > small.bytes and more_workers.bytes > small.bytes
+    assert more_workers.actors == small.actors + 3 * 25 + 1
+
+
+# ---- what a run leaves ---------------------------------------------------------------------------------
+
+
+def test_every_scenario_writes_a_summary(capsys, tmp_path):
+    code, out, _ = _run(capsys, "run", "demo", "--quiet", "--out", str(tmp_path / "d"), "--set", "duration_ms=50")
+    assert code == 0 and out.rstrip().endswith(f"results: {tmp_path / 'd'}")
+    summary = json.loads((tmp_path / "d" / "summary.json").read_text())
+    assert summary["seed"] == 1 and summary["digest"] in out
+
+
+def test_strict_priority_writes_inf_into_the_summary(capsys, tmp_path):
+    code, _, _ = _run(capsys, "run", "default", "--quiet", "--out", str(tmp_path / "p"), "--set", "jobs=10",
+                      "--set", "scheduler=pigeon", "--set", "fqw=inf")
+    assert code == 0
+    summary = json.loads((tmp_path / "p" / "summary.json").read_text())
+    assert summary["params"]["fqw"] == "inf"
+    nc = summary["jobs_not_completed"]
+    assert nc["total"] == summary["jobs"] - summary["jobs_completed"] == nc["unschedulable"] + nc["still_running"]
+    assert summary["delay_s"]["count"] == summary["jobs_completed"]
+
+
+def test_record_without_out_writes_under_the_ignored_out_folder(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _run(capsys, "run", "demo", "--quiet", "--record", "--set", "duration_ms=50", "--seed", "7")
+    assert code == 0
+    assert (tmp_path / "out" / "demo-seed7" / "messages.log").is_file()
+    assert (tmp_path / "out" / "demo-seed7" / "summary.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_check_determinism_honours_out_and_record(capsys, tmp_path):
+    code, out, _ = _run(capsys, "run", "demo", "--check-determinism", "--record", "--out", str(tmp_path / "c"),
+                        "--set", "duration_ms=50")
+    assert code == 0 and out.startswith("deterministic:")
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["messages.log", "summary.json"]
+
+
+def test_compare_refuses_a_used_folder_and_force_replaces_only_its_own_results(capsys, tmp_path):
+    out = tmp_path / "cmp"
+
+    def argv(seeds):
+        return ["compare", "default", "--schedulers", "megha", "--seeds", seeds, "--jobs", "1", "--out", str(out),
+                "--set", "jobs=5"]
+
+    code, _, _ = _run(capsys, *argv("1,2"))
+    assert code == 0 and len([p for p in out.iterdir() if p.is_dir()]) == 2
+    code, _, err = _run(capsys, *argv("1,2"))
+    assert code == 2 and "is not empty" in err and "--force" in err
+    code, _, _ = _run(capsys, *argv("3"), "--force")
+    assert code == 0
+    runs = sorted(p.name for p in out.iterdir() if p.is_dir())
+    assert len(runs) == 1 and "3" in runs[0]
+    (out / "mine.txt").write_text("keep me")
+    code, _, err = _run(capsys, *argv("1"), "--force")
+    assert code == 2 and "compare did not write (mine.txt)" in err
+    assert (out / "mine.txt").read_text() == "keep me"
