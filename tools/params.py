@@ -80,12 +80,18 @@ def describe(module, overrides: dict) -> str:
     (the scenario's) and meaning."""
     params = resolve_scenario(module, overrides)
     declare = getattr(module, "declare", None)
-    sections = declare(params, ()) if declare else [("parameters", tuple(
-        Param(k, v, "") for k, v in module.PARAMS.items()))]
-    rows = [(title, p.name, repr(module.PARAMS.get(p.name, p.default)),
-             "; ".join(x for x in (p.help, p.expected) if x) + (f" (now {params[p.name]!r})"
-                                                             if params[p.name] != module.PARAMS[p.name] else ""))
-            for title, declared in sections for p in declared]
+    if declare is not None:
+        sections = declare(params, ())
+    else:  # a scenario that declares nothing: its PARAMS, without meanings
+        sections = [("parameters", tuple(Param(k, v, "") for k, v in module.PARAMS.items()))]
+    rows = []  # (section, key, default, meaning)
+    for title, declared in sections:
+        for p in declared:
+            default = module.PARAMS[p.name]
+            text = "; ".join(x for x in (p.help, p.expected) if x)
+            if params[p.name] != default:
+                text += f" (now {params[p.name]!r})"
+            rows.append((title, p.name, repr(default), text))
     name_w = max(len(r[1]) for r in rows)
     default_w = max(len(r[2]) for r in rows)
     lines, last = [], None
