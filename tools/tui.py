@@ -507,6 +507,10 @@ class LiveView:
         """The run is over: show its last state with ``message`` until a key is pressed."""
         if self.sampler is None:
             return
+        if self.spent:
+            share = self.spent / max(time.perf_counter() - self.sampler.t0, 1e-9)
+            message = f"{message}  (frames took {share:.1%} of the run's wall time)"
+        self.paused = True  # these frames are not the run's cost
         self.draw(final=message)
         while not self.keys.read(0.5):
             self.draw(final=message)
