@@ -214,6 +214,8 @@ class Recorder:
         """A scheduler took the task off its queue after ``waited_us`` and sent it towards a worker
         (one attempt; a failed launch queues it again and the next dispatch adds its wait)."""
         rec = self.tasks[(job_id, index)]
+        if rec.start_us != -1:
+            raise AssertionError(f"task {job_id}.{index} dispatched again after it started on worker {rec.worker}")
         rec.queue_us += waited_us
         rec.attempts += 1
 

@@ -25,13 +25,13 @@ def hand_recorder() -> Recorder:
     rec.task_started(2, 0, 2 * S, worker=0)
     rec.task_finished(0, 1, 5 * S // 2)
     rec.job_completed(0, 5 * S // 2)
+    rec.task_dispatched(1, 0, S // 4)  # a launch that failed, then the one that ran: 1 s queued in all
+    rec.task_dispatched(1, 0, 3 * S // 4)
     rec.task_started(1, 0, 5 * S // 2, worker=1)
     rec.task_finished(2, 0, 3 * S)
     rec.job_completed(2, 3 * S)
     rec.task_finished(1, 0, 7 * S // 2)
     rec.job_completed(1, 7 * S // 2)
-    rec.task_dispatched(1, 0, S // 4)  # a launch that failed, then the one that ran: 1 s queued in all
-    rec.task_dispatched(1, 0, 3 * S // 4)
     return rec
 
 
@@ -114,3 +114,15 @@ def test_empty_recorder():
     assert metrics.allocation_components(rec)["allocation"] is None
     assert metrics.cdf([])[0].size == 0
     assert np.array_equal(metrics.utilization_steps(rec)[0], np.empty(0))
+
+
+def test_the_recorder_refuses_impossible_reports():
+    rec = hand_recorder()
+    with pytest.raises(AssertionError, match="dispatched again after it started"):
+        rec.task_dispatched(0, 0, 0)
+    with pytest.raises(AssertionError, match="started twice"):
+        rec.task_started(0, 0, 5 * S, worker=1)
+    with pytest.raises(AssertionError, match="finished twice"):
+        rec.task_finished(0, 0, 5 * S)
+    with pytest.raises(AssertionError, match="completed twice"):
+        rec.job_completed(0, 5 * S)

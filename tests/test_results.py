@@ -19,10 +19,10 @@ def small_recorder() -> Recorder:
     rec = Recorder(total_units=1)
     rec.job_arrived(Job(0, 0, (S,)), short=True)
     rec.job_arrived(Job(1, S, (2 * S,)), short=False)
+    rec.task_dispatched(0, 0, S // 10)
     rec.task_started(0, 0, S // 4, worker=7)
     rec.task_finished(0, 0, 5 * S // 4)
     rec.job_completed(0, 5 * S // 4)
-    rec.task_dispatched(0, 0, S // 10)
     rec.count("probes", 3)
     return rec
 
