@@ -342,17 +342,17 @@ class Terminal:
     """A private tmux server running one command in a 120x40 window (COLUMNS and LINES, which pytest
     sets, are dropped so the program sees the window's size)."""
 
-    def __init__(self, command: str, cwd) -> None:
+    def __init__(self, command: str, cwd, **env_vars) -> None:
         self.socket = f"fedemu-test-{uuid.uuid4().hex[:8]}"
-        env = " ".join(f"{k}={v}" for k, v in (("PYTHONHASHSEED", "0"), ("TERM", "xterm-256color")))
+        env = " ".join(f"{k}={v}" for k, v in {"PYTHONHASHSEED": "0", "TERM": "xterm-256color", **env_vars}.items())
         self.tmux("new-session", "-d", "-x", "120", "-y", "40", f"cd {cwd} && env -u COLUMNS -u LINES {env} {command}; "
                   "echo EXIT=$?; sleep 60")
 
     def tmux(self, *args) -> str:
         return subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True, check=True).stdout
 
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p")
+    def screen(self, escapes: bool = False) -> str:
+        return self.tmux("capture-pane", "-p", *(["-e"] if escapes else []))
 
     def keys(self, *keys) -> None:
         self.tmux("send-keys", *keys)
@@ -413,10 +413,13 @@ def test_live_run_in_a_terminal_pauses_steps_and_quits_with_partial_results(tmp_
 
 
 @needs_tmux
-def test_live_run_finishing_has_the_same_digest_as_without(tmp_path, plain):
-    term = Terminal(f"{FEDEMU} run default --set jobs=30 --tui --out {tmp_path}/out", tmp_path)
+def test_live_run_finishing_has_the_same_digest_as_without_and_honours_no_color(tmp_path, plain):
+    term = Terminal(f"{FEDEMU} run default --set jobs=30 --tui --out {tmp_path}/out", tmp_path, NO_COLOR="1")
     try:
         term.wait(lambda s: "FINISHED" in s)
+        styled = term.screen(escapes=True)
+        assert "\x1b[1m" in styled  # bold is still used
+        assert not re.search(r"\x1b\[(?:[0-9;]*;)?(?:3[0-7]|4[0-7]|9[0-7]|10[0-7]|38;|48;)", styled)  # no colour
         term.keys("x")
         term.wait(lambda s: "EXIT=0" in s)
     finally:
