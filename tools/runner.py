@@ -3,7 +3,8 @@
 A scenario is a Python module (``scenarios/*.py`` or any file) with ``PARAMS`` (defaults of every
 parameter ``--set`` may change) and ``build(fabric, params)``, which adds actors, network and faults
 and returns an object whose ``finish(fabric, info)`` checks the run and returns a summary dict; when the
-object has a ``recorder``, the runner adds its measurements and writes the result files.
+object has a ``recorder``, the runner adds its measurements and writes the result files. It may also
+define ``declare(params, given)``, which says which keys apply to a run (``tools.params.resolve``).
 """
 
 from __future__ import annotations
