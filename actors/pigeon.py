@@ -55,9 +55,8 @@ def _valid_fqw(value) -> bool:
 
 
 def reserved_count(fraction, group_size: int) -> int:
-    """Reserved high-priority workers of a group: round(fraction * size), half up; at least one stays."""
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
-        raise ConfigError(f"parameter 'reserved_fraction' is {fraction!r}; expected a number in [0, 1)")
+    """Reserved high-priority workers of a group: round(fraction * size), half up, for a fraction the
+    ``reserved_fraction`` Param accepted; at least one worker must stay for long jobs."""
     k = math.floor(fraction * group_size + 0.5)
     if k >= group_size:
         raise ConfigError(f"reserved_fraction={fraction} reserves {k} of {group_size} workers per group, "
