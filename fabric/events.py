@@ -20,8 +20,8 @@ from heapq import heappop, heappush
 class EventQueue:
     """Pending entries in key order: ``first()`` peeks, ``pop()`` takes, ``push(entry)`` adds.
 
-    The kernel's delivery loop reads ``current`` from ``pos`` directly and writes ``pos`` back; its
-    send path appends to an existing later bucket directly (``index``, ``buckets``)."""
+    The kernel's delivery loop reads ``current`` from ``pos`` directly and writes ``pos`` back; the
+    fast send path (``fastpath``) appends to an existing later bucket directly (``index``, ``buckets``)."""
 
     __slots__ = ("width", "current", "pos", "index", "buckets", "_order")
 

@@ -102,7 +102,7 @@ class SenderFifo:
 
     def clamp(self, now: int, dst: int, at: int) -> int:
         """The delivery time of a send to ``dst`` made at ``now`` and drawn as ``at``: no earlier than
-        the link's last delivery. (The kernel inlines the first branch.)"""
+        the link's last delivery. (``fastpath`` inlines the first branch.)"""
         if now >= self.latest:  # all sent before has arrived; at >= now, so nothing can be overtaken
             self.table = None
             self.last_dst = dst

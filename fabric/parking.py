@@ -66,7 +66,7 @@ def _trap():
         return None
 
 
-# The kernel reads both at each actor task's start (``Fabric._handle``): set PARK to None and wait to
+# The kernel reads PARK at each actor task's start (``Fabric._handle``) and calls wait: set PARK to None and wait to
 # wait_public to run on the public call alone (tests/test_fabric_parking.py does, and compares digests).
 PARK = _trap()
 wait = wait_public if PARK is None else _wait_trap
