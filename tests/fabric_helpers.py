@@ -279,7 +279,7 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
     """Run the same actors tick by tick, one heap event at a time, without trio or windows.
 
     Event keys are the fabric's documented ``(time, rank, src, seq, copy)``; handlers are called
-    directly. The network's ``route`` is reused (the thing under test here is the kernel). Returns the
+    directly. The network's ``route`` and ``apply`` are reused (the thing under test here is the kernel). Returns the
     records it would journal (in its own order; compare as multisets)."""
     n = len(names)
     index = {name: i for i, name in enumerate(names)}
@@ -333,8 +333,6 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
         getattr(actor, "on_" + type(msg).__name__)(msg, src)
         flush(actor)
 
-    partitions: list = []
-
     def apply(at: int, k: int, f, starting: bool) -> None:
         records.append((FAULT, at, k, f.kind, f.target, f.value))
         if f.kind in ("crash", "restart"):
@@ -351,28 +349,8 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
                 epochs[i] = seqs[i]
                 actors[i] = _fresh(i, at)  # it starts once every fault due now is applied
                 pending_starts.append(actors[i])
-        elif f.kind == "partition":
-            partitions.append(({index[x] for x in f.target[0]}, {index[x] for x in f.target[1]}))
-            network.partitions.append((frozenset(partitions[-1][0]), frozenset(partitions[-1][1])))
-        elif f.kind == "heal":
-            partitions.clear()
-            network.partitions.clear()
-        elif f.target == ("*",):
-            if f.kind == "loss":  # the latest loss fault wins on every link
-                network.default_loss = f.value
-                network.loss.clear()
-            elif f.kind == "restore":
-                network.slow.clear()
-        else:
-            a, b = index[f.target[0]], index[f.target[1]]
-            for pair in ((a, b), (b, a)):
-                if f.kind == "slow":
-                    network.slow[pair] = f.value
-                    network.ever_slowed = True
-                elif f.kind == "restore":
-                    network.slow.pop(pair, None)
-                else:
-                    network.loss[pair] = f.value
+        else:  # the network's own faults: Network.apply (tested on its own against a model)
+            network.apply(f.resolve(index))
 
     # Faults due at a time come before everything else at that time, including the start of the actors they
     # restart (and the first start, at 0): an actor restarted and crashed again at t never runs.
@@ -406,7 +384,7 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
             if actor is None:
                 records.append((DROP, at, src, seq, dst, "dead"))
                 continue
-            if any((src in a and dst in b) or (src in b and dst in a) for a, b in partitions):
+            if network.blocked(src, dst):
                 records.append((DROP, at, src, seq, dst, "partition"))
                 continue
             records.append((DELIVER, at, src, seq, dst, copy))
