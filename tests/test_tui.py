@@ -212,6 +212,56 @@ def test_a_frame_leaves_no_reference_cycles():
         gc.enable()
 
 
+FAULTY = """
+from fedemu.scenarios.federation import PARAMS as _BASE
+from fedemu.scenarios.federation import build as _build
+
+PARAMS = dict(_BASE)
+
+
+def build(fabric, params):
+    run = _build(fabric, params)
+    fabric.add_faults([(1_000_000, "crash", "gm-1"), (1_000_000, "partition", (("gm-2",), ("lm-3", "lm-0"))),
+                       (1_000_000, "slow", ("gm-0", "lm-1"), 4.0), (1_000_000, "loss", ("gm-0", "lm-2"), 0.25)])
+    return run
+"""
+
+
+def test_faults_of_a_real_run_show_in_the_panels(tmp_path):
+    """A crashed GM is a 'down' row and listed as crashed; the network's faults and the fault log show."""
+    scenario = tmp_path / "faulty.py"
+    scenario.write_text(FAULTY)
+
+    class Stop:
+        every = 1
+        partial = None
+
+        def __init__(self):
+            self.sampler = None
+
+        def __call__(self, fabric, run):
+            self.sampler = self.sampler or tui.Sampler(fabric)
+            self.sampler.sample(run)
+            if fabric.now >= 1_500_000 and self.partial is None:
+                self.partial = {"by": "test"}
+                fabric.stop()
+
+    hook = Stop()
+    result = runner.execute(str(scenario), overrides=PARAMS, progress=hook)
+    assert result.summary["partial"] == {"by": "test"}
+    snap = hook.sampler.last
+    assert set(snap.network) == {"partition: {gm-2} | {lm-0, lm-3}", "slow: gm-0 <-> lm-1 4x latency",
+                                 "loss: gm-0 <-> lm-2 0.25 loss"}
+    logged = [text for t, text, _ in hook.sampler.log if t == 1_000_000]
+    assert logged[:4] == ["fault crash gm-1", "fault partition {gm-2} | {lm-3, lm-0}", "fault slow gm-0 lm-1 4",
+                          "fault loss gm-0 lm-2 0.25"]
+    topology = render(panels.topology(snap, hook.sampler.prev))
+    cells = [line.strip("│ ").split() for line in topology.splitlines()]
+    names = [c[0] for c in cells if c and c[0].startswith("gm-")]
+    assert names == ["gm-0", "gm-1", "gm-2"] and row(topology, "gm-1")[1:] == ["down"]
+    assert "crashed: gm-1" in render(panels.faults(snap, hook.sampler.log, 12))
+
+
 # ---- the hook, driven by scripted keys --------------------------------------------------------
 class ScriptedKeys:
     """Keys typed at given hook calls: ``script`` maps the n-th read to what is typed then."""

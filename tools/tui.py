@@ -161,7 +161,8 @@ def network_lines(fabric) -> tuple[str, ...]:
     return tuple(lines)
 
 
-COUNTERS = (("failures", "invalid requests answered", "yellow"), ("invalid_internal", "invalid internal", "yellow"),
+COUNTERS = (("failovers", "failovers", "bold red"), ("preemptions", "preemptions", "magenta"),
+            ("failures", "invalid requests answered", "yellow"), ("invalid_internal", "invalid internal", "yellow"),
             ("invalid_external", "invalid external", "yellow"), ("repartitions", "repartitions", "cyan"),
             ("rejected", "jobs rejected", "red"))
 
@@ -175,6 +176,7 @@ class Sampler:
         self.t0 = time.perf_counter()
         self.jobs = JobsSoFar()
         self.workers: tuple | None = None
+        self.known: list = [None] * len(fabric.names)  # each actor's latest statistics, kept across a crash
         self.log: collections.deque = collections.deque(maxlen=LOG_LINES)
         self.logged_faults: set[int] = set()
         self.prev: Snapshot | None = None
@@ -191,12 +193,19 @@ class Sampler:
                 if extra:
                     stat = Augmented(stat, extra)
             stats.append(stat)
+        known = self.known
+        down = []
+        for i, stat in enumerate(stats):
+            if stat is not None:
+                known[i] = stat
+            elif known[i] is not None:
+                down.append(Augmented(known[i], {"down": True}))
         if self.workers is None:
             self.workers = tuple(i for i, s in enumerate(stats) if s is not None and hasattr(s, "running")
                                  and hasattr(s, "free"))
         counts, delays = self.jobs.update(getattr(run, "recorder", None))
         snap = Snapshot(fabric.now, time.perf_counter() - self.t0, fabric.statistics(), tuple(fabric.names),
-                        tuple(stats), counts, delays, network_lines(fabric), shares(run), self.workers)
+                        tuple(stats), counts, delays, network_lines(fabric), shares(run), self.workers, tuple(down))
         self._events(snap)
         self.prev, self.last = self.last, snap
         return snap

@@ -38,6 +38,7 @@ class Snapshot:
     network: tuple = ()  # lines describing active partitions, slow and lossy links
     shares: tuple = ()  # (user, share, target) when the run has users
     workers: tuple = ()  # indices of the actors that are workers (known from their first snapshot)
+    down: tuple = ()  # the last statistics of each crashed actor, marked ``down`` (rows say so)
 
 
 def field(stat, name: str, default=None):
@@ -66,25 +67,38 @@ def table(title: str, columns, left=()) -> Table:
     return t
 
 
+def role(stat) -> str | None:
+    """What a statistics snapshot belongs to, by its fields: gm, lm, master, sparrow, node or worker."""
+    if hasattr(stat, "queued_high"):
+        return "master"
+    if hasattr(stat, "queued_probes"):
+        return "node"
+    if hasattr(stat, "free_in_view") or (hasattr(stat, "queued") and hasattr(stat, "launches")):
+        return "gm"
+    if hasattr(stat, "free_units") and hasattr(stat, "repartitions"):
+        return "lm"
+    if hasattr(stat, "probes") and hasattr(stat, "assigns"):
+        return "sparrow"
+    if hasattr(stat, "running") and hasattr(stat, "free"):
+        return "worker"
+    return None
+
+
 def kinds(snap: Snapshot) -> dict[str, list]:
-    """The snapshots grouped by role, picked by their fields (see the module docstring)."""
+    """The snapshots grouped by role (see ``role``), in actor order; crashed managers, masters and
+    schedulers are in their lists as ``down`` (crashed workers show in the worker map)."""
     out: dict[str, list] = {"gm": [], "lm": [], "master": [], "sparrow": [], "worker": [], "node": []}
     for stat in snap.stats:
-        if stat is None:
-            continue
-        if hasattr(stat, "queued_high"):
-            out["master"].append(stat)
-        elif hasattr(stat, "queued_probes"):
-            out["node"].append(stat)
-            out["worker"].append(stat)
-        elif hasattr(stat, "free_in_view") or (hasattr(stat, "queued") and hasattr(stat, "launches")):
-            out["gm"].append(stat)
-        elif hasattr(stat, "free_units") and hasattr(stat, "repartitions"):
-            out["lm"].append(stat)
-        elif hasattr(stat, "probes") and hasattr(stat, "assigns"):
-            out["sparrow"].append(stat)
-        elif hasattr(stat, "running") and hasattr(stat, "free"):
-            out["worker"].append(stat)
+        if stat is not None and (r := role(stat)) is not None:
+            out[r].append(stat)
+    touched = set()
+    for stat in snap.down:
+        r = role(stat)
+        if r not in (None, "worker", "node"):
+            out[r].append(stat)
+            touched.add(r)
+    for r in sorted(touched):
+        out[r].sort(key=_order)
     return out
 
 
@@ -128,6 +142,20 @@ def clock(snap: Snapshot, prev: Snapshot | None, status: str = "") -> Panel:
 
 
 # ---- topology ---------------------------------------------------------------------------
+def _order(stat) -> tuple:
+    """Actor order by name: ``gm-2`` before ``gm-10``."""
+    prefix, _, number = str(field(stat, "name", "")).rpartition("-")
+    return (prefix, int(number)) if number.isdigit() else (str(field(stat, "name", "")), -1)
+
+
+def _down_row(t: Table, stat) -> bool:
+    """A crashed actor's row (its name and "down"); False for a live one."""
+    if not field(stat, "down"):
+        return False
+    t.add_row(Text(stat.name, style="bold red"), Text("down", style="bold red"))
+    return True
+
+
 def _index(snap: Snapshot) -> dict[int, int]:
     """id(statistics object) -> actor index, to look up deltas against the previous snapshot."""
     return {id(s): i for i, s in enumerate(snap.stats) if s is not None}
@@ -141,15 +169,19 @@ def megha(snap: Snapshot, prev: Snapshot | None, gms: list, lms: list) -> Group:
     gm_table = table("global managers", ("GM", "queued", "in flight", "invalid", "launches", "ext.",
                                           "view age"), left=("GM",))
     for gm in gms:
+        if _down_row(gm_table, gm):
+            continue
         colour = GM_COLOURS[field(gm, "gm", 0) % len(GM_COLOURS)]
         ages = field(gm, "view_age_us")
         age = DASH if not ages else f"max {max(ages) / 1e3:,.1f} ms"
         gm_table.add_row(Text(gm.name, style=colour), _num(field(gm, "queued")), _num(field(gm, "inflight")),
-                      _num(_delta(snap, prev, where[id(gm)], "failures")), _num(field(gm, "launches")),
-                      _num(field(gm, "external")), age)
+                         _num(_delta(snap, prev, where[id(gm)], "failures")), _num(field(gm, "launches")),
+                         _num(field(gm, "external")), age)
     lm_table = table("local managers", ("LM", "free/total", "invalid", "repart.", "partitions"),
                      left=("LM", "partitions"))
     for lm in lms:
+        if _down_row(lm_table, lm):
+            continue
         total = field(lm, "total_units")
         free = field(lm, "free_units")
         cap = f"{_num(free)}/{_num(total)}"
@@ -181,11 +213,13 @@ def pigeon(masters: list, distributors: list) -> Table:
     t = table("masters", ("master", "high q", "low q", "served hi/lo", "idle", *(c.replace("_", " ") for c in optional),
                           "reserved"), left=("master",))
     for m in masters:
+        if _down_row(t, m):
+            continue
         t.add_row(m.name, _num(field(m, "queued_high")), _num(field(m, "queued_low")),
                   f"{_num(field(m, 'served_high'))}/{_num(field(m, 'served_low'))}", _num(field(m, "idle_workers")),
                   *(_num(field(m, c)) for c in optional), _num(field(m, "reserved")))
     if distributors:
-        open_jobs = sum(field(d, "open_jobs", 0) for d in distributors)
+        open_jobs = sum(field(d, "open_jobs", 0) for d in distributors if not field(d, "down"))
         t.caption = f"{len(distributors)} distributors, {open_jobs:,} open jobs"
     return t
 
