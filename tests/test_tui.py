@@ -382,6 +382,21 @@ def test_without_a_terminal_tui_falls_back_to_the_progress_bar_with_a_note(tmp_p
         "view: add --tui"
 
 
+def test_replay_live_view_options_are_checked(tmp_path):
+    log = tmp_path / "run.fjl"
+    runner.execute("default", overrides={"jobs": 5}, journal_path=log)
+    for args, message in (
+        (["--tui", "--actor", "gm-0"], "--actor filter the records shown; --tui shows the whole run"),
+        (["--seek", "3"], "--seek, --paused and --pace control the live view: add --tui"),
+        (["--tui", "--pace", "fast"], "--pace 'fast': expected max or a virtual/wall ratio such as 1, 10 or 100"),
+        (["--tui"], "--tui needs a terminal on stdin and stdout; `fedemu replay LOG --verify` checks a journal "
+                    "without one"),
+    ):
+        proc = subprocess.run([sys.executable, "-m", "fedemu", "replay", str(log), *args], capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL)
+        assert (proc.returncode, proc.stderr) == (2, f"fedemu: error: {message}\n"), args
+
+
 # ---- end to end, in a real terminal -----------------------------------------------------------
 TMUX = shutil.which("tmux")
 needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (Debian package tmux): the "

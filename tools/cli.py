@@ -88,13 +88,17 @@ def _check_determinism(args, overrides, journal) -> int:
 def _cmd_replay(args) -> int:
     from . import replay
 
+    filters = [opt for opt, value in (("--actor", args.actor), ("--kind", args.kind), ("--from", args.t_from),
+                                      ("--to", args.t_to)) if value is not None]
     if args.tui:
         from .tui import pace_option, replay_live
 
+        if filters:
+            raise ConfigError(f"{', '.join(filters)} filter the records shown; --tui shows the whole run")
         return replay_live(args.log, seek_s=args.seek, paused=args.paused, pace=pace_option(args.pace))
+    if args.seek is not None or args.paused or args.pace is not None:
+        raise ConfigError("--seek, --paused and --pace control the live view: add --tui")
     if args.verify:
-        filters = [opt for opt, value in (("--actor", args.actor), ("--kind", args.kind), ("--from", args.t_from),
-                                          ("--to", args.t_to)) if value is not None]
         if filters:
             raise ConfigError(f"{', '.join(filters)} filter the records shown; --verify compares them all")
         return replay.verify(args.log)
