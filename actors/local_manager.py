@@ -6,10 +6,10 @@ A request on another GM's partition is a repartition: a logical node with just t
 resources moves to the requester for the task's lifetime and returns to its home partition when the
 task ends (2022 paper, IV-A4). Invalid requests are answered with every change the GM has not seen.
 
-Delta updates (2023 paper, 4.4): every change appends the worker to a change log with its cause; each
-GM has a cursor into the log. A heartbeat sends the changed workers since the cursor, leaving out
-those whose latest change the GM caused itself (its own launches, and completions of its own tasks,
-which reach it through ``TaskCompleted``). The log is trimmed once every cursor has passed.
+Delta updates (Megha 2023 paper, shared/papers file 000, 4.4) are ``policies.change_log``: every
+change is logged with its cause; a heartbeat sends each GM the workers changed since its cursor,
+leaving out those whose latest change the GM caused itself (its own launches, and completions of its
+own tasks, which reach it through ``TaskCompleted``).
 
 Heartbeats tick at multiples of the heartbeat period, but a GM with nothing new is sent nothing and
 an LM with no change since its last tick arms no timer until the next change (the next tick is then
@@ -18,16 +18,13 @@ the next multiple of the period, as if it had ticked all along): an idle day of 
 
 from __future__ import annotations
 
-from itertools import compress
-
 import attrs
 
 from fedemu.fabric.actor import Actor
+from fedemu.policies.change_log import ChangeLog
 
 from .megha_messages import Heartbeat, HeartbeatTick, Launch, LaunchFailed, TaskCompleted
 from .protocol import RunTask, TaskFinished
-
-NO_CAUSE = -1
 
 
 @attrs.frozen
@@ -61,10 +58,7 @@ class LocalManager(Actor):
         self.per_partition = n // len(gm_names)
         self.capacity = [tuple(w.capacity) for w in self.specs]
         self.free = [list(w.capacity) for w in self.specs]
-        self.cause = [NO_CAUSE] * n
-        self.changes: list[int] = []
-        self.base = 0
-        self.cursor = [0] * len(gm_names)
+        self.change_log = ChangeLog(self.free, len(gm_names))
         self.launches = 0
         self.invalid_internal = 0
         self.invalid_external = 0
@@ -89,28 +83,10 @@ class LocalManager(Actor):
         return worker // self.per_partition
 
     def _changed(self, worker: int, cause: int) -> None:
-        self.cause[worker] = cause
-        self.changes.append(worker)
+        """Log a change GM ``cause`` made; an idle LM's heartbeat timer starts again."""
+        self.change_log.record(worker, cause)
         if not self.armed:
             self._arm()
-
-    def _changes_for(self, gm: int, always: int = -1) -> tuple[tuple, tuple]:
-        """Workers changed since ``gm``'s cursor (latest value each), minus those ``gm`` caused."""
-        start = self.cursor[gm] - self.base
-        changed = dict.fromkeys(self.changes[start:])
-        self.cursor[gm] = self.base + len(self.changes)
-        cause = self.cause
-        workers = [w for w in changed if cause[w] != gm]
-        if always >= 0 and (always not in changed or cause[always] == gm):
-            workers.append(always)
-        free = self.free
-        return tuple(workers), tuple(tuple(free[w]) for w in workers)
-
-    def _trim(self) -> None:
-        low = min(self.cursor)
-        if low > self.base:
-            del self.changes[: low - self.base]
-            self.base = low
 
     def on_Launch(self, msg: Launch, src: int) -> None:
         w = msg.worker
@@ -133,7 +109,7 @@ class LocalManager(Actor):
         else:
             self.invalid_internal += 1
             self.recorder.count("invalid_internal")
-        workers, frees = self._changes_for(msg.gm, always=w)
+        workers, frees = self.change_log.since(msg.gm, always=w)
         self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, self.lm, workers, frees))
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
@@ -148,28 +124,13 @@ class LocalManager(Actor):
         self.send(self.gm_ids[msg.owner], TaskCompleted(msg.job_id, msg.index, self.lm, w, tuple(free)))
 
     def on_HeartbeatTick(self, msg, src) -> None:
-        """Send every GM its delta. GMs whose cursors agree (all of them, unless a failure reply
-        moved one) share one pass over the log and one snapshot of the changed workers' values."""
+        """Send every GM with something new its delta."""
         self.armed = False
-        end = self.base + len(self.changes)
-        cause, free = self.cause, self.free
-        shared: dict[int, tuple] = {}  # cursor -> (workers changed since, their free tuples, causes)
-        for gm in range(len(self.gm_ids)):
-            start = self.cursor[gm]
-            changed = shared.get(start)
-            if changed is None:
-                ws = tuple(dict.fromkeys(self.changes[start - self.base:]))
-                changed = shared[start] = (ws, tuple([tuple(free[w]) for w in ws]), [cause[w] for w in ws])
-            self.cursor[gm] = end
-            ws, fs, causes = changed
-            keep = list(map(gm.__ne__, causes))
-            workers = tuple(compress(ws, keep))
-            if workers:
-                self.send(self.gm_ids[gm], Heartbeat(self.lm, workers, tuple(compress(fs, keep))))
+        for gm, workers, frees in self.change_log.deltas():
+            self.send(self.gm_ids[gm], Heartbeat(self.lm, workers, frees))
         self.heartbeats += 1
-        self._trim()
 
     def statistics(self) -> LocalManagerStatistics:
         return LocalManagerStatistics(self.name, self.lm, sum(f[0] for f in self.free), self.launches,
                                       self.invalid_internal, self.invalid_external, self.repartitions,
-                                      self.heartbeats, len(self.changes))
+                                      self.heartbeats, len(self.change_log))

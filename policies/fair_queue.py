@@ -1,9 +1,13 @@
 """Weighted fair queuing of two task classes (a Pigeon master's queues): one LOW per W HIGH while LOW waits.
 
+A Megha GM's task queue is the same structure with one class: tasks keyed by (constraints, demand),
+the oldest signature that ``PartitionSearch.find`` places served first.
+
 Choices where the papers are silent:
-- "One low-priority task for every W high-priority tasks while the low queue is non-empty" (the 2023
-  paper's wording): a streak counts HIGH serves made while LOW holds items; once it reaches W the next
-  serve prefers LOW; any LOW serve resets it. HIGH serves while LOW is empty do not count, so a LOW item
+- "One low-priority task for every W high-priority tasks while the low queue is non-empty" (our reading
+  of the Megha 2023 paper, shared/papers file 000, 4.2: "one task from a long job for every FQW number
+  of tasks from short jobs"): a streak counts HIGH serves made while LOW holds items; once it reaches W
+  the next serve prefers LOW; any LOW serve resets it. HIGH serves while LOW is empty do not count, so a LOW item
   arriving later waits for W fresh HIGH serves. W = ``math.inf`` is strict priority.
 - The preference is an order, not a veto: when the preferred class has nothing to serve, the other one
   is served (work conserving; PigeonC's "long tasks that fit idle workers no short task matches").
@@ -48,6 +52,7 @@ class FairQueue:
         self.weight = check_weight(weight)
         self.streak = 0  # HIGH serves since the last LOW serve, counted while LOW held items
         self.served = [0, 0]
+        self.rejected = 0  # keys parked because the caller rejected them (Megha counts "reschedules")
         self._seq = 0
         self._size = [0, 0]
         self._items: tuple[dict, dict] = ({}, {})  # per class: key -> deque of (seq, item)
@@ -60,6 +65,10 @@ class FairQueue:
     def size(self, cls: int) -> int:
         """Items waiting in class ``cls``."""
         return self._size[cls]
+
+    def keys(self, cls: int) -> int:
+        """Distinct keys with items waiting in class ``cls``."""
+        return len(self._items[cls])
 
     def push(self, cls: int, item, key=None) -> None:
         """Append ``item`` to class ``cls`` under ``key`` (any hashable; None groups everything)."""
@@ -93,6 +102,7 @@ class FairQueue:
             placement = True if accept is None else accept(key)
             if placement is None:
                 parked.append(heappop(heads))
+                self.rejected += 1
                 continue
             q = self._items[cls][key]
             _, item = q.popleft()

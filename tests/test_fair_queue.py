@@ -2,7 +2,10 @@
 
 import math
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import settings
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from fedemu.fabric.errors import ConfigError
 from fedemu.policies.fair_queue import HIGH, LOW, FairQueue
@@ -113,3 +116,64 @@ def test_bad_weight_is_a_config_error(bad):
 
 def test_integral_float_weight_is_accepted():
     assert FairQueue(4.0).weight == 4
+
+
+class KeyedQueueMachine(RuleBasedStateMachine):
+    """One class of keyed items (a Megha GM's signature queue) against a plain list: each take serves
+    the oldest item whose key the caller accepts; a rejected key waits for ``reopen``."""
+
+    def __init__(self):
+        super().__init__()
+        self.fq = FairQueue(math.inf)
+        self.items: list[tuple[int, str]] = []  # (key, item) in push order
+        self.parked: set[int] = set()
+        self.pushed = self.rejections = 0
+
+    @rule(key=st.integers(0, 4))
+    def push(self, key):
+        self.pushed += 1
+        item = f"t{self.pushed}"
+        self.fq.push(HIGH, item, key)
+        self.items.append((key, item))
+
+    @rule(accepted=st.sets(st.integers(0, 4)))
+    def take(self, accepted):
+        asked = []
+
+        def accept(key):
+            asked.append(key)
+            return f"placed-{key}" if key in accepted else None
+
+        open_keys = dict.fromkeys(k for k, _ in self.items if k not in self.parked)  # oldest head first
+        expected = []  # keys asked: each open key once, oldest head first, up to the first accepted
+        for key in open_keys:
+            expected.append(key)
+            if key in accepted:
+                break
+        got = self.fq.take(HIGH, accept)
+        assert asked == expected
+        rejected = [k for k in asked if k not in accepted]
+        self.parked.update(rejected)
+        self.rejections += len(rejected)
+        if not asked or asked[-1] not in accepted:
+            assert got is None
+        else:
+            i = next(i for i, (k, _) in enumerate(self.items) if k == asked[-1])
+            key, item = self.items.pop(i)
+            assert got == (item, f"placed-{key}")
+
+    @rule()
+    def reopen(self):
+        self.fq.reopen()
+        self.parked.clear()
+
+    @invariant()
+    def sizes(self):
+        assert len(self.fq) == self.fq.size(HIGH) == len(self.items)
+        assert self.fq.keys(HIGH) == len({k for k, _ in self.items})
+        assert self.fq.rejected == self.rejections
+        assert self.fq.served == [self.pushed - len(self.items), 0]
+
+
+KeyedQueueMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=40, deadline=None)
+test_keyed_queue_against_a_list = KeyedQueueMachine.TestCase
