@@ -9,6 +9,7 @@ from __future__ import annotations
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.messages import message
 from fedemu.fabric.network import Latency, Link
+from fedemu.scenarios.preflight import check_demo
 
 PARAMS = {
     "peers": 5,
@@ -75,6 +76,7 @@ class DemoRun:
 
 
 def build(fabric, params):
+    check_demo(params)  # one-line errors for numbers the demo cannot use, before any actor exists
     jitter = int(params["jitter_ms"] * 1000)
     base = int(params["latency_ms"] * 1000)
     fabric.network.default = Link(Latency.uniform(max(0, base - jitter), base + jitter), loss=params["loss"])

@@ -134,6 +134,29 @@ def estimate(params: dict) -> Estimate:
                     + burst * MESSAGE_BYTES, trace_jobs, burst)
 
 
+def check_demo(params: dict) -> None:
+    """The demo's numbers: peers, period and duration, network; refuse what cannot fit, warn when long."""
+    peers = _count(params, "peers")
+    if peers < 2:
+        raise ConfigError(f"parameter 'peers' is {params['peers']!r}; expected at least 2 (a peer pings another)")
+    period = _number(params, "period_ms")
+    if period * 1000 < 1:
+        raise ConfigError(f"parameter 'period_ms' is {params['period_ms']!r}; expected at least 0.001 (1 us)")
+    duration = _number(params, "duration_ms")
+    if duration / 1000 > MAX_TRACE_S:
+        raise ConfigError(f"parameter 'duration_ms' is {params['duration_ms']!r}; more than the longest time a "
+                          f"run may span, {MAX_TRACE_S:.0e} s")
+    _check_network(params)
+    need = BASE_BYTES + peers * ACTOR_BYTES
+    if need > MEMORY_SHARE * machine_memory():
+        raise ConfigError(f"peers={params['peers']!r}: the run would need about {_size(need)} of memory, more "
+                          f"than {MEMORY_SHARE:.0%} of this machine's {_size(machine_memory())}")
+    pings = peers * int(duration // period)
+    if pings > 10_000_000:
+        warn(f"a large run: about {pings:,} pings ({peers:,} peers, one every {period:g} ms for {duration:g} ms); "
+             "it may take a long time")
+
+
 def _check_network(params: dict) -> None:
     latency = _number(params, "latency_ms")
     jitter = _number(params, "jitter_ms")

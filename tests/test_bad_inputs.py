@@ -99,6 +99,15 @@ CASES = [
     ("out-is-a-file", ["run", "demo", "--quiet", "--out", "{a_file}"], "is a file, not a folder"),
     ("out-unwritable", ["run", "demo", "--quiet", "--out", "/proc/fedemu-test-out"], "cannot create the folder"),
     ("out-read-only", ["run", "demo", "--quiet", "--out", "/proc/self"], "cannot write there"),
+    # the demo scenario
+    ("demo-latency-inf", ["run", "demo", "--out", "{out}", "--set", "latency_ms=inf"], "'latency_ms' is inf"),
+    ("demo-jitter-nan", ["run", "demo", "--out", "{out}", "--set", "jitter_ms=nan"], "'jitter_ms' is nan"),
+    ("demo-latency-negative", ["run", "demo", "--out", "{out}", "--set", "latency_ms=-1"],
+     "parameter 'latency_ms' is -1; expected a finite number >= 0"),
+    ("demo-peers-1e9", ["run", "demo", "--out", "{out}", "--set", "peers=1e9"], "peers=1000000000: the run would"),
+    ("demo-one-peer", ["run", "demo", "--out", "{out}", "--set", "peers=1"], "expected at least 2"),
+    ("demo-period-0", ["run", "demo", "--out", "{out}", "--set", "period_ms=0"], "expected at least 0.001 (1 us)"),
+    ("demo-duration-huge", ["run", "demo", "--out", "{out}", "--set", "duration_ms=1e15"], "longest time a run"),
     # other commands
     ("compare-jobs-negative", ["compare", "default", "--jobs", "-1", "--out", "{out}"],
      "argument --jobs: expected a whole number >= 0"),
