@@ -169,6 +169,7 @@ def network(params: dict) -> Link:
 def build(fabric, params: dict):
     """Build the whole run onto ``fabric``; returns the Run the runner checks and writes results of."""
     estimate = preflight.check(params)  # numbers, size and warnings, before anything is built
+    params = {**params, "jobs": estimate.jobs}  # jobs=0 made definite: the summary's workload says how many
     scheduler = registry.get(params["scheduler"])
     policy = get_worker_choice(params["policy"]) if scheduler.takes_policy else None
     cluster, table = build_cluster(params, fabric.seed)
