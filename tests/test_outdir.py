@@ -1,0 +1,76 @@
+"""Output folders: made and checked before a run, removed again only when made here and left empty."""
+
+from __future__ import annotations
+
+import pytest
+
+from fedemu.fabric.errors import ConfigError
+from fedemu.tools import outdir
+
+
+def test_a_new_nested_folder_is_made_and_kept_after_success(tmp_path):
+    target = tmp_path / "a" / "b"
+    with outdir.prepared(str(target)) as out:
+        assert out == str(target) and target.is_dir()
+        (target / "summary.json").write_text("{}")
+    assert (target / "summary.json").exists()
+
+
+def test_a_failure_removes_only_the_empty_folders_made_for_the_run(tmp_path):
+    (tmp_path / "a").mkdir()
+    with pytest.raises(ConfigError):
+        with outdir.prepared(str(tmp_path / "a" / "b" / "c")):
+            raise ConfigError("refused")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]  # a existed before: kept
+    assert list((tmp_path / "a").iterdir()) == []
+
+
+def test_a_failure_keeps_a_folder_with_evidence_in_it(tmp_path):
+    target = tmp_path / "run"
+    with pytest.raises(RuntimeError):
+        with outdir.prepared(str(target)):
+            (target / "messages.log").write_text("journal of the failed run")
+            raise RuntimeError("mid-run failure")
+    assert (target / "messages.log").exists()
+
+
+def test_an_existing_folder_is_never_removed(tmp_path):
+    with pytest.raises(ConfigError):
+        with outdir.prepared(str(tmp_path)):
+            raise ConfigError("refused")
+    assert tmp_path.is_dir()
+
+
+def test_no_out_yields_none():
+    with outdir.prepared(None) as out:
+        assert out is None
+
+
+def test_compare_folders_empty_force_and_foreign_files(tmp_path):
+    run = tmp_path / "megha-random-s1"
+    run.mkdir()
+    (run / "summary.json").write_text("{}")
+    (tmp_path / "compare.csv").write_text("x\n")
+    with pytest.raises(ConfigError, match="is not empty .* give --force"):
+        outdir.clear_compare(tmp_path, force=False)
+    outdir.clear_compare(tmp_path, force=True)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "notes.md").write_text("mine")
+    with pytest.raises(ConfigError, match=r"compare did not write \(notes.md\)"):
+        outdir.clear_compare(tmp_path, force=True)
+    assert (tmp_path / "notes.md").read_text() == "mine"
+
+
+def test_a_run_folder_holding_something_else_is_not_compares(tmp_path):
+    run = tmp_path / "megha-random-s1"
+    run.mkdir()
+    (run / "summary.json").write_text("{}")
+    (run / "analysis.ipynb").write_text("{}")
+    with pytest.raises(ConfigError, match="megha-random-s1"):
+        outdir.clear_compare(tmp_path, force=True)
+    assert (run / "analysis.ipynb").exists()
+
+
+def test_the_default_run_folder_is_under_the_ignored_out(tmp_path):
+    assert outdir.default_run_dir("default", 3) == "out/default-seed3"
+    assert outdir.default_run_dir(str(tmp_path / "mine.py"), 1) == "out/mine-seed1"
