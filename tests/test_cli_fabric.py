@@ -142,3 +142,41 @@ def test_an_unknown_bench_case_is_named_before_anything_runs(capsys):
     code, out, err = run_cli(capsys, "bench", "megha", "--case", " , ")
     assert code == 2 and out == ""
     assert err == "fedemu: error: --case names no bench case; known: goog, syn1000, yh1, yh1-1k\n"
+
+
+def test_the_progress_bar_shows_the_workloads_total_from_the_start(monkeypatch):
+    """Before any job is submitted the bar already says jobs 0/500 (the run's total_jobs), not 0/0."""
+    import io
+    import types
+
+    from fedemu.tools import progress
+
+    updates = []
+
+    class FakeProgress:
+        def __init__(self, *columns, **kw):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def add_task(self, *a, **kw):
+            return 0
+
+        def update(self, task, **kw):
+            updates.append(kw)
+
+    tty = io.StringIO()
+    tty.isatty = lambda: True
+    monkeypatch.setattr(progress, "Progress", FakeProgress)
+    monkeypatch.setattr(progress.sys, "stderr", tty)
+    run = types.SimpleNamespace(progress=lambda: (0, 0), total_jobs=500)
+    fabric = types.SimpleNamespace(now=1_500_000, events=42)
+    with progress.progress_bar(enabled=True) as update:
+        update(fabric, run)
+    assert updates[-1]["total"] == 500 and "jobs 0/500" in updates[-1]["status"]
+    with progress.progress_bar(enabled=False) as update:
+        assert update is None

@@ -74,3 +74,4 @@ def test_a_run_folder_holding_something_else_is_not_compares(tmp_path):
 def test_the_default_run_folder_is_under_the_ignored_out(tmp_path):
     assert outdir.default_run_dir("default", 3) == "out/default-seed3"
     assert outdir.default_run_dir(str(tmp_path / "mine.py"), 1) == "out/mine-seed1"
+
