@@ -57,6 +57,8 @@ class Estimate:
 
 def _size(n: float) -> str:
     """Bytes as a short human figure: 512 MiB, 3.2 GiB, 7.3 TiB."""
+    if n >= 1 << 70:  # beyond float range for absurd sizes: the order of magnitude says enough
+        return f"about 10^{len(str(int(n) >> 40)) - 1} TiB"
     for unit, shift in (("TiB", 40), ("GiB", 30)):
         if n >= 1 << shift:
             return f"{n / (1 << shift):,.1f} {unit}"

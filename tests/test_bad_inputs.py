@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from fedemu.scenarios import preflight
 from fedemu.tools.cli import main
@@ -288,3 +290,33 @@ def test_compare_refuses_a_used_folder_and_force_replaces_only_its_own_results(c
     code, _, err = _run(capsys, *argv("1"), "--force")
     assert code == 2 and "compare did not write (mine.txt)" in err
     assert (out / "mine.txt").read_text() == "keep me"
+
+
+_numbers = st.one_of(st.integers(min_value=-5, max_value=10**15), st.floats(allow_nan=True, allow_infinity=True),
+                     st.sampled_from([0, 1, 2, 0.5, 1e7, 1e300]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.sampled_from(["gms", "lms", "workers_per_partition", "workers", "jobs", "fanout", "load",
+                                        "rate", "task_s", "latency_ms", "jitter_ms", "short_cutoff_s"]), _numbers,
+                       max_size=4))
+def test_preflight_accepts_what_fits_or_refuses_in_one_config_error(capsys, changes):
+    """Any mix of numbers, resolved as --set resolves them: check() returns an estimate that fits the machine,
+    or the key's own rule or check() raises a one-line ConfigError."""
+    from fedemu.scenarios import default
+    from fedemu.tools.params import resolve_scenario
+
+    try:
+        params = resolve_scenario(default, {"jobs": 40, **changes})
+        est = preflight.check(params)
+    except preflight.ConfigError as e:
+        assert "\n" not in str(e)
+        return
+    finally:
+        capsys.readouterr()
+    event("accepted")
+    assert est.bytes <= preflight.MEMORY_SHARE * preflight.machine_memory()
+    assert est.jobs >= 1 and est.tasks >= est.jobs
+    for key in preflight.COUNT_KEYS:
+        if key in params:
+            assert float(params[key]).is_integer() and params[key] >= 0
