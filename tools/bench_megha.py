@@ -73,7 +73,7 @@ def main(args) -> int:
             continue
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "figures.json")
-            proc = subprocess.run([sys.executable, "-c", f"from tools.bench_megha import _child; _child({case!r}, {out!r})"])
+            proc = subprocess.run([sys.executable, "-c", f"from fedemu.tools.bench_megha import _child; _child({case!r}, {out!r})"])
             if proc.returncode != 0:
                 print(f"{case:8} failed with exit status {proc.returncode}")
                 continue
