@@ -252,5 +252,5 @@ def idle_memory_in_subprocess(n: int) -> float:
     import subprocess
     import sys
 
-    code = f"from tools.bench_fabric import idle_memory_mb; print(idle_memory_mb({n}))"
+    code = f"from fedemu.tools.bench_fabric import idle_memory_mb; print(idle_memory_mb({n}))"
     return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
