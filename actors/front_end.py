@@ -4,6 +4,8 @@ and end the run once every submitted job is closed."""
 
 from __future__ import annotations
 
+from fedemu.fabric.log import JOB_UNSCHEDULABLE, emit
+
 
 class JobFrontEnd:
     """Mixin for an Actor that has ``self.recorder`` and ``self.feasible(constraints, demand)``.
@@ -21,6 +23,8 @@ class JobFrontEnd:
             return True
         self.recorder.job_unschedulable(job.job_id, bad)
         self.recorder.count("unschedulable_tasks", len(bad))
+        if self.fabric.event_log is not None:
+            emit(self, JOB_UNSCHEDULABLE, job=job.job_id, tasks=bad)
         self.stop_if_finished()
         return False
 

@@ -27,6 +27,7 @@ import math
 import attrs
 
 from fedemu.fabric.actor import Actor
+from fedemu.fabric.log import LAUNCH_REQUEUED, emit
 from fedemu.policies.fair_queue import HIGH, FairQueue
 from fedemu.policies.partition_search import PartitionSearch
 
@@ -102,6 +103,9 @@ class GlobalManager(JobFrontEnd, Actor):
         self._apply(msg.lm, msg.workers, msg.frees)
         task = self.inflight.pop((msg.job_id, msg.index))
         task.since_us = self.now
+        if self.fabric.event_log is not None:
+            emit(self, LAUNCH_REQUEUED, job=msg.job_id, task=msg.index, lm=self.lm_names[msg.lm],
+                 learned=len(msg.workers))
         self._enqueue(task)
         self._schedule()
 

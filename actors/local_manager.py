@@ -21,6 +21,7 @@ from __future__ import annotations
 import attrs
 
 from fedemu.fabric.actor import Actor
+from fedemu.fabric.log import LAUNCH_INVALID, REPARTITION, emit
 from fedemu.policies.change_log import ChangeLog
 
 from .megha_messages import Heartbeat, HeartbeatTick, Launch, LaunchFailed, TaskCompleted
@@ -100,6 +101,9 @@ class LocalManager(Actor):
             if msg.external:
                 self.repartitions += 1
                 self.recorder.count("repartitions")
+                if self.fabric.event_log is not None:
+                    emit(self, REPARTITION, job=msg.job_id, task=msg.index, worker=self.worker_names[w],
+                         gm=self.gm_names[msg.gm], home=self.gm_names[self.home_gm(w)])
             self.send(self.worker_ids[w], RunTask(msg.job_id, msg.index, msg.duration_us, demand, msg.gm,
                                                   (self.id,)))
             return
@@ -109,6 +113,9 @@ class LocalManager(Actor):
         else:
             self.invalid_internal += 1
             self.recorder.count("invalid_internal")
+        if self.fabric.event_log is not None:
+            emit(self, LAUNCH_INVALID, job=msg.job_id, task=msg.index, worker=self.worker_names[w],
+                 gm=self.gm_names[msg.gm], external=msg.external, demand=demand, free=free)
         workers, frees = self.change_log.since(msg.gm, always=w)
         self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, self.lm, workers, frees))
 

@@ -27,6 +27,7 @@ import attrs
 import numpy as np
 
 from fedemu.fabric.actor import Actor
+from fedemu.fabric.log import RESERVED_PLACED, TASK_PLACED, emit
 from fedemu.policies.fair_queue import HIGH, LOW, FairQueue
 from fedemu.policies.partition_view import PartitionView
 
@@ -183,8 +184,16 @@ class Master(Actor):
             need = sum(1 << c for c in task.constraints)
             if need & ~self.worker_bits[local]:
                 recorder.count("constraint_violations")
+        if self.fabric.event_log is not None:
+            self._log_placed(cls, task, local)
         self.send(self.worker_ids[local], RunTask(task.job_id, task.index, task.duration_us, task.demand, -1,
                                                   (task.distributor, self.id)))
+
+    def _log_placed(self, cls: int, task: Pending, local: int) -> None:
+        fields = {"job": task.job_id, "task": task.index, "worker": self.worker_names[local]}
+        emit(self, TASK_PLACED, queue="high" if cls == HIGH else "low", **fields)
+        if self.reserved and not self.is_low[local]:
+            emit(self, RESERVED_PLACED, **fields)
 
     def statistics(self) -> MasterStatistics:
         fq = self.fq

@@ -22,6 +22,7 @@ from collections import deque
 import attrs
 
 from fedemu.fabric.actor import Actor
+from fedemu.fabric.log import LATE_BIND_CANCEL, emit
 
 from .front_end import JobFrontEnd
 from .protocol import TaskFinished
@@ -131,6 +132,8 @@ class SparrowScheduler(JobFrontEnd, Actor):
         if not queue:
             self.cancels += 1
             self.recorder.count("cancels")
+            if self.fabric.event_log is not None:
+                emit(self, LATE_BIND_CANCEL, job=msg.job_id, group=msg.group, node=self.fabric.name_of(src))
             self.send(src, Cancel(msg.job_id, msg.group))
             return
         index = queue.popleft()

@@ -105,7 +105,11 @@ class Actor:
 
     @property
     def log(self):
-        """A structlog logger bound to this actor and the current virtual time."""
+        """A structlog logger bound to this actor and the current virtual time: into the run's event
+        log when it has one (``fabric.log.EventLog``), else structlog's global configuration."""
+        events = getattr(self.fabric, "event_log", None)
+        if events is not None:
+            return events.logger(self.id, self.name, self._now)
         return get_logger(actor=self.name, vtime_us=self._now)
 
     # ---- what subclasses override -------------------------------------------------------

@@ -112,6 +112,7 @@ class Fabric(Routing):
         self.progress = None  # optional callable(fabric), called every ``progress_every`` windows
         self.progress_every = 1024
         self.window_cap = WINDOW_CAP
+        self.event_log = None  # a fabric.log.EventLog when the run writes protocol events (--log)
 
     # ---- building a run -----------------------------------------------------------------
     def add(self, name: str, factory) -> int:

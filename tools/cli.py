@@ -25,18 +25,23 @@ def _cmd_run(args) -> int:
         return 0
     if args.scenario is None:
         raise FedemuError("run needs a scenario name (e.g. default) or a scenario .py file")
+    if args.log_level is not None and not args.log:
+        raise ConfigError(f"--log-level {args.log_level} filters the event log: add --log FILE")
     if args.record and not args.out and not args.journal:
         args.out = outdir.default_run_dir(args.scenario, args.seed)
     journal = args.journal or (os.path.join(args.out, "messages.log") if args.record else None)
     if args.check_determinism:
         return _check_determinism(args, overrides, journal)
+    level = args.log_level or "info"
     with outdir.prepared(args.out), progress_for(args) as progress:
         result = runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=journal,
-                                out_dir=args.out, progress=progress)
+                                out_dir=args.out, progress=progress, log_path=args.log, log_level=level)
     _print_summary(result.summary)
     _warn_unfinished(result.summary)
     if journal:
         print(f"journal: {journal}")
+    if args.log:
+        print(f"event log: {args.log}")
     if args.out:
         print(f"results: {args.out}")
     return 0
@@ -71,7 +76,8 @@ def _check_determinism(args, overrides, journal) -> int:
 
     with tempfile.TemporaryDirectory(prefix="fedemu-det-") as tmp, outdir.prepared(args.out):
         first, second = journal or os.path.join(tmp, "first.fjl"), os.path.join(tmp, "second.fjl")
-        runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=first, out_dir=args.out)
+        runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=first, out_dir=args.out,
+                       log_path=args.log, log_level=args.log_level or "info")
         cmd = [sys.executable, "-m", "fedemu", "run", args.scenario, "--seed", str(args.seed), "--quiet",
                "--journal", second]
         for item in args.set or ():
@@ -199,6 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--journal", help="write the message journal to this path")
     r.add_argument("--check-determinism", action="store_true",
                    help="run twice in two processes and report the first event where they diverge")
+    r.add_argument("--log", metavar="FILE", help="write the protocol events (invalid launches, repartitions, "
+                   "rejected jobs ...) to FILE as JSON lines, stamped with actor and virtual time")
+    r.add_argument("--log-level", choices=("debug", "info", "warning"),
+                   help="--log: the lowest level written (default info; debug adds every placement)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--tui", action="store_true", help="a live full-screen view of the run (keys: space pause, "
                    "n step, +/- pace, g seek, q quit with partial results); needs a terminal")

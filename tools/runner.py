@@ -24,6 +24,7 @@ import attrs
 from fedemu.fabric.errors import ConfigError, FedemuError
 from fedemu.fabric.journal import Journal
 from fedemu.fabric.kernel import Fabric
+from fedemu.fabric.log import EventLog
 
 from . import params as params_mod
 from .results import summarize_run, write_results, write_summary
@@ -175,16 +176,20 @@ class RunResult:
 
 
 def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_path=None, out_dir=None,
-            progress=None) -> RunResult:
+            progress=None, log_path=None, log_level: str = "info") -> RunResult:
     """Run one scenario: its PARAMS updated by ``overrides`` (validated), optionally journaled to
-    ``journal_path`` and written to ``out_dir``."""
+    ``journal_path``, its protocol events at ``log_level`` and above logged to ``log_path`` (JSON
+    lines; a failed run keeps those logged so far) and written to ``out_dir``."""
     ref = scenario_ref(ref)
     module = load(ref)
     params = params_mod.resolve_scenario(module, overrides or {})
     journal = Journal(journal_path)
-    fabric = None
+    fabric = events = None
     try:
         fabric = Fabric(seed, journal=journal)
+        if log_path is not None:
+            events = EventLog(log_path, log_level)
+            events.attach(fabric)
         run = build_run(module, ref, fabric, dict(params))
         journal.write_header({"seed": seed, "scenario": ref, "params": params, "actors": fabric.names})
         fabric.progress = progress and (lambda f: progress(f, run))
@@ -203,12 +208,20 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
         summary = run.finish(fabric, info) if hasattr(run, "finish") else info
     except Exception as exc:
         keep_failed_journal(journal, fabric, exc)
+        if events is not None and isinstance(exc, FedemuError):
+            events.abort()
+        elif events is not None:
+            events.close()
         raise
     except BaseException:  # interrupted (Ctrl-C, SIGTERM): nothing to replay, no temporary file left
         journal.abort()
+        if events is not None:
+            events.abort()
         raise
     journal.close({"events": stats.events, "sent": stats.sent, "now_us": stats.now_us,
                    **({"ended": f"stopped early ({partial['by']}): partial"} if partial else {})})
+    if events is not None:
+        events.close()
     recorder = getattr(run, "recorder", None)
     if recorder is not None:
         summary = write_results(out_dir, recorder=recorder, summary_extra=summary) if out_dir else \
