@@ -101,8 +101,12 @@ CASES = [
     ("scenario-missing", ["run", "{tmp}/nope.py", "--out", "{out}"], "does not exist"),
     # output folders
     ("out-is-a-file", ["run", "demo", "--quiet", "--out", "{a_file}"], "is a file, not a folder"),
-    ("out-unwritable", ["run", "demo", "--quiet", "--out", "/proc/fedemu-test-out"], "cannot create the folder"),
-    ("out-read-only", ["run", "demo", "--quiet", "--out", "/proc/self"], "cannot write there"),
+    ("out-in-write-protected", ["run", "demo", "--quiet", "--out", "/proc/fedemu-test-out"],
+     "--out /proc/fedemu-test-out: /proc is write-protected (mode 555)"),
+    ("out-write-protected", ["run", "demo", "--quiet", "--out", "/proc/sys"],
+     "--out /proc/sys: the folder is write-protected (mode 555)"),
+    ("out-cannot-create", ["run", "demo", "--quiet", "--out", "/sys/kernel/fedemu-test-out"], "cannot create the folder"),
+    ("out-cannot-write", ["run", "demo", "--quiet", "--out", "/sys/kernel"], "cannot write there"),
     # the demo scenario
     ("demo-latency-inf", ["run", "demo", "--out", "{out}", "--set", "latency_ms=inf"], "'latency_ms' is inf"),
     ("demo-jitter-nan", ["run", "demo", "--out", "{out}", "--set", "jitter_ms=nan"], "'jitter_ms' is nan"),

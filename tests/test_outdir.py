@@ -75,3 +75,19 @@ def test_the_default_run_folder_is_under_the_ignored_out(tmp_path):
     assert outdir.default_run_dir("default", 3) == "out/default-seed3"
     assert outdir.default_run_dir(str(tmp_path / "mine.py"), 1) == "out/mine-seed1"
 
+
+def test_a_write_protected_folder_is_refused_before_the_run_even_for_root(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        with pytest.raises(ConfigError, match="the folder is write-protected \\(mode 555\\)"):
+            with outdir.prepared(str(locked)):
+                raise AssertionError("the run must not start")
+        assert list(locked.iterdir()) == []
+        with pytest.raises(ConfigError, match=f"{locked} is write-protected"):
+            with outdir.prepared(str(locked / "new" / "run")):
+                raise AssertionError("the run must not start")
+        assert list(locked.iterdir()) == []
+    finally:
+        locked.chmod(0o755)

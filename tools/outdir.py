@@ -81,6 +81,10 @@ def prepared(out, *, option: str = "--out", compare: bool = False, force: bool =
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{option} {out} is a file, not a folder")
     made = [p for p in (path, *path.parents) if not p.exists()]  # the folders created here, deepest first
+    base = made[-1].parent if made else path  # the folder written to, or the one new folders go into
+    if not base.stat().st_mode & 0o222:  # no write bit for anyone: refused even for root, who could write
+        which = "the folder" if base == path else str(base)
+        raise ConfigError(f"{option} {out}: {which} is write-protected (mode {base.stat().st_mode & 0o777:o})")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
