@@ -280,3 +280,24 @@ def test_a_run_that_fails_keeps_the_events_logged_before_the_failure(tmp_path):
     assert path.read_text() == ('{"vtime_us": 0, "vtime_s": 0.0, "level": "warning", "actor": "faulty", '
                                 '"event": "job_unschedulable", "job": 7, "tasks": [0]}\n')
     assert sorted(p.name for p in tmp_path.iterdir()) == ["crashing.py", "e.jsonl"]
+
+
+def test_check_determinism_compares_the_event_logs_too(tmp_path, capsys):
+    path = tmp_path / "e.jsonl"
+    assert main(["run", "default", "--quiet", "--set", "jobs=40", "--check-determinism", "--log", str(path),
+                 "--log-level", "debug"]) == 0
+    lines = len(path.read_text().splitlines())
+    assert f"event log: the same {lines:,} lines in both runs" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("second, says", [
+    ("a\nB\nc\n", "event logs differ at line 2:\n  first:  b\n  second: B"),
+    ("a\nb\n", "event logs differ: 3 lines in the first run, 2 in the second"),
+])
+def test_differing_event_logs_are_reported_at_the_first_difference(tmp_path, capsys, second, says):
+    from fedemu.tools.cli import _compare_event_logs
+
+    (tmp_path / "1").write_text("a\nb\nc\n")
+    (tmp_path / "2").write_text(second)
+    assert _compare_event_logs(str(tmp_path / "1"), str(tmp_path / "2")) == 1
+    assert says in capsys.readouterr().out

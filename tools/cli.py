@@ -80,6 +80,9 @@ def _check_determinism(args, overrides, journal) -> int:
                        log_path=args.log, log_level=args.log_level or "info")
         cmd = [sys.executable, "-m", "fedemu", "run", args.scenario, "--seed", str(args.seed), "--quiet",
                "--journal", second]
+        second_log = os.path.join(tmp, "second.jsonl")
+        if args.log:
+            cmd += ["--log", second_log, "--log-level", args.log_level or "info"]
         for item in args.set or ():
             cmd += ["--set", item]
         env = dict(os.environ, PYTHONHASHSEED=str((int(os.environ.get("PYTHONHASHSEED", "0") or 0) + 12345)))
@@ -87,8 +90,24 @@ def _check_determinism(args, overrides, journal) -> int:
         if proc.returncode != 0:
             print(proc.stderr.strip() or proc.stdout.strip(), file=sys.stderr)
             return 1
-        return report_comparison(first, second, JournalReader(first).header,
+        code = report_comparison(first, second, JournalReader(first).header,
                                  "deterministic: two runs (PYTHONHASHSEED differing) gave {count} identical records")
+        return _compare_event_logs(args.log, second_log) if code == 0 and args.log else code
+
+
+def _compare_event_logs(first: str, second: str) -> int:
+    """The two runs' event logs, line by line: 0 when identical, else the first difference and 1."""
+    with open(first, encoding="utf-8") as a, open(second, encoding="utf-8") as b:
+        ours, theirs = a.read().splitlines(), b.read().splitlines()
+    for n, (x, y) in enumerate(zip(ours, theirs), start=1):
+        if x != y:
+            print(f"event logs differ at line {n}:\n  first:  {x}\n  second: {y}")
+            return 1
+    if len(ours) != len(theirs):
+        print(f"event logs differ: {len(ours):,} lines in the first run, {len(theirs):,} in the second")
+        return 1
+    print(f"event log: the same {len(ours):,} lines in both runs")
+    return 0
 
 
 def _cmd_replay(args) -> int:
