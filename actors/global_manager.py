@@ -117,7 +117,7 @@ class GlobalManager(JobFrontEnd, Actor):
         """One pass: place queued tasks oldest first until nothing more fits the view. A signature
         that matches nowhere is parked for the rest of the pass (a "reschedule")."""
         queue, search = self.queue, self.search
-        if not len(queue) or search.total_free <= 0:
+        if not queue.sizes[HIGH] or search.total_free <= 0:
             return
         self.passes += 1
         rejected = queue.rejected
@@ -127,8 +127,8 @@ class GlobalManager(JobFrontEnd, Actor):
             if got is None:
                 break
             self._launch(got[0], *got[1])
-        queue.reopen()
-        if queue.rejected != rejected:
+        if queue.rejected != rejected:  # something was parked: due again in the next pass
+            queue.reopen()
             self.recorder.count("reschedules", queue.rejected - rejected)
 
     def _launch(self, task: Pending, lm: int, p: int, local: int) -> None:

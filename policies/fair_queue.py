@@ -53,18 +53,18 @@ class FairQueue:
         self.streak = 0  # HIGH serves since the last LOW serve, counted while LOW held items
         self.served = [0, 0]
         self.rejected = 0  # keys parked because the caller rejected them (Megha counts "reschedules")
+        self.sizes = [0, 0]  # items waiting per class (read only; a list, so hot callers skip a call)
         self._seq = 0
-        self._size = [0, 0]
         self._items: tuple[dict, dict] = ({}, {})  # per class: key -> deque of (seq, item)
         self._heads: tuple[list, list] = ([], [])  # per class: heap of (seq of the key's oldest item, key)
         self._parked: tuple[list, list] = ([], [])  # per class: heads of keys rejected in this pass
 
     def __len__(self) -> int:
-        return self._size[HIGH] + self._size[LOW]
+        return self.sizes[HIGH] + self.sizes[LOW]
 
     def size(self, cls: int) -> int:
         """Items waiting in class ``cls``."""
-        return self._size[cls]
+        return self.sizes[cls]
 
     def keys(self, cls: int) -> int:
         """Distinct keys with items waiting in class ``cls``."""
@@ -79,11 +79,11 @@ class FairQueue:
             q = items[key] = deque()
             heappush(self._heads[cls], (self._seq, key))
         q.append((self._seq, item))
-        self._size[cls] += 1
+        self.sizes[cls] += 1
 
     def low_due(self) -> bool:
         """Whether the next serve should come from LOW (it waits and HIGH has had its W)."""
-        return self._size[LOW] > 0 and self.streak >= self.weight
+        return self.sizes[LOW] > 0 and self.streak >= self.weight
 
     def order(self) -> tuple[int, int]:
         """The classes in the order the next serve should try them."""
@@ -96,23 +96,28 @@ class FairQueue:
         None when no key of the class is accepted. Rejected keys stay parked until ``reopen``.
         """
         heads = self._heads[cls]
-        parked = self._parked[cls]
         while heads:
-            seq, key = heads[0]
+            key = heads[0][1]
             placement = True if accept is None else accept(key)
             if placement is None:
-                parked.append(heappop(heads))
+                self._parked[cls].append(heappop(heads))
                 self.rejected += 1
                 continue
-            q = self._items[cls][key]
-            _, item = q.popleft()
+            items = self._items[cls]
+            q = items[key]
+            item = q.popleft()[1]
             if q:
                 heapreplace(heads, (q[0][0], key))
             else:
                 heappop(heads)
-                del self._items[cls][key]
-            self._size[cls] -= 1
-            self._served(cls)
+                del items[key]
+            sizes = self.sizes
+            sizes[cls] -= 1
+            self.served[cls] += 1
+            if cls == LOW:
+                self.streak = 0
+            elif sizes[LOW]:
+                self.streak += 1
             return item, placement
         return None
 
@@ -133,10 +138,3 @@ class FairQueue:
             if got is not None:
                 return cls, got[0], got[1]
         return None
-
-    def _served(self, cls: int) -> None:
-        self.served[cls] += 1
-        if cls == LOW:
-            self.streak = 0
-        elif self._size[LOW] > 0:
-            self.streak += 1
