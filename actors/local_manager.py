@@ -4,7 +4,8 @@ The cluster's workers are split into one partition per GM (contiguous blocks). T
 worker's free capacity; a GM's launch request is valid when the worker still has the demand free.
 A request on another GM's partition is a repartition: a logical node with just the requested
 resources moves to the requester for the task's lifetime and returns to its home partition when the
-task ends (2022 paper, IV-A4). Invalid requests are answered with every change the GM has not seen.
+task ends (Megha 2022 paper, shared/papers file 002, IV-B4). Invalid requests are answered with every
+change the GM has not seen.
 
 Delta updates (Megha 2023 paper, shared/papers file 000, 4.4) are ``policies.change_log``: every
 change is logged with its cause; a heartbeat sends each GM the workers changed since its cursor,

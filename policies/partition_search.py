@@ -7,8 +7,8 @@ order, and which it may skip without asking.
 Search order (the papers leave it open): the GM's own (internal) partition in every LM, round robin
 over LMs from the one after the last internal match; then the other GMs' (external) partitions,
 round robin over LMs from the one after the last external match, and within an LM in GM order after
-our own. A match in an external partition becomes a repartition request (Megha 2022 paper, shared/
-papers file 002, IV-A4).
+our own. A match in an external partition becomes a repartition request (Megha 2022 paper,
+shared/papers file 002, IV-B4).
 
 The empty-search memo: per task signature (constraints, demand), the value of each partition's
 ``gains`` counter when that partition last had no suitable worker. A partition whose counter has not
