@@ -118,7 +118,7 @@ class SearchMachine(RuleBasedStateMachine):
         assert self.search.total_free == total
 
 
-SearchMachine.TestCase.settings = settings(max_examples=50, stateful_step_count=30, deadline=None)
+SearchMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=40, deadline=None)
 test_search_against_brute_force = SearchMachine.TestCase
 
 
