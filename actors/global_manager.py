@@ -57,7 +57,6 @@ class GlobalManager(JobFrontEnd, Actor):
         self.gm = gm
         self.lm_names = lm_names
         self.lm_ids: list[int] = []  # the LMs' actor ids, resolved from their names at start
-        self.policy = policy
         self.feasible = feasible
         self.recorder = recorder
         self.search = PartitionSearch(views, gm, policy)
