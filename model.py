@@ -31,7 +31,6 @@ def seconds_to_us(seconds: float) -> int:
     return int(round(seconds * US_PER_S))
 
 
-
 # ---- parameters ---------------------------------------------------------------------------
 @attrs.frozen
 class Param:
@@ -57,6 +56,13 @@ def whole_at_least(minimum: int) -> dict:
     """``ok``/``expected`` of a whole-number Param with a lower bound."""
     return {"ok": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum,
             "expected": f"a whole number >= {minimum}"}
+
+
+def positive_int(value, name: str) -> int:
+    """``value`` if it is a whole number >= 1, else a ConfigError naming ``name`` (for builders' arguments)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} is {value!r}, expected an integer >= 1")
+    return value
 
 
 def finite_at_least(minimum: float, strict: bool = False) -> dict:

@@ -17,7 +17,7 @@ import attrs
 
 from fedemu.fabric.errors import ConfigError, unknown_name
 from fedemu.fabric.rand import Stream
-from fedemu.model import NUM_CONSTRAINTS, Cluster, ClusterSpec, Job, WorkerSpec
+from fedemu.model import NUM_CONSTRAINTS, Cluster, ClusterSpec, Job, WorkerSpec, positive_int
 
 DEFAULT_TABLE = Path(__file__).with_name("constraint_table.json")
 
@@ -217,12 +217,6 @@ def _need(value, name: str, kind: type, what: str) -> None:
         raise ConfigError(f"{name} is {type(value).__name__}, expected {what}")
 
 
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name} is {value!r}, expected an integer >= 1")
-    return value
-
-
 def _cluster_profiles(profiles, clusters: int, table: ConstraintTable) -> tuple[str, ...]:
     """The profile of each cluster: given one per cluster, or the table's profiles cycled in order."""
     if profiles is None:
@@ -276,8 +270,8 @@ def build_cluster(
     balanced). Each machine gets each constraint independently with its profile's fraction; cluster i
     draws from ``stream.child(f"cluster-{i}")``. Worker ids are global and consecutive from 0.
     """
-    _positive_int(clusters, "clusters")
-    _positive_int(workers_per_cluster, "workers_per_cluster")
+    positive_int(clusters, "clusters")
+    positive_int(workers_per_cluster, "workers_per_cluster")
     _need(table, "table", ConstraintTable, "a ConstraintTable")
     _need(stream, "stream", Stream, "a fabric.rand.Stream")
     names = _cluster_profiles(profiles, clusters, table)

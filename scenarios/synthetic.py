@@ -11,16 +11,9 @@ from collections.abc import Iterator
 
 from fedemu.fabric.errors import ConfigError, unknown_name
 from fedemu.fabric.rand import Stream
-from fedemu.model import Job, seconds_to_us
+from fedemu.model import Job, positive_int, seconds_to_us
 
 TASK_DISTS = ("const", "exp")
-
-
-def _positive_int(value, name: str) -> int:
-    """Return ``value`` if it is an int >= 1, else raise a ConfigError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name} is {value!r}, expected an integer >= 1")
-    return value
 
 
 def _number(value, name: str, *, positive: bool) -> float:
@@ -45,8 +38,8 @@ def syn_jobs(
     n_tasks: int, *, jobs: int = 2000, task_s: float = 1.0, interval_s: float = 1.0
 ) -> Iterator[Job]:
     """The paper's syn_N: ``jobs`` jobs of ``n_tasks`` tasks of ``task_s``; job i arrives at i*interval_s."""
-    _positive_int(n_tasks, "n_tasks")
-    _positive_int(jobs, "jobs")
+    positive_int(n_tasks, "n_tasks")
+    positive_int(jobs, "jobs")
     duration = _task_us(task_s)
     interval = _number(interval_s, "interval_s", positive=False)
     return _syn(n_tasks, jobs, duration, interval)
@@ -61,13 +54,13 @@ def _syn(n_tasks: int, jobs: int, duration_us: int, interval_s: float) -> Iterat
 
 def poisson_rate(*, fanout: int, task_s: float, rate=None, load=None, workers=None) -> float:
     """Job arrival rate (jobs/s): ``rate`` as given, or from load = rate * fanout * task_s / workers."""
-    _positive_int(fanout, "fanout")
+    positive_int(fanout, "fanout")
     task_s = _number(task_s, "task_s", positive=True)
     if (rate is None) == (load is None):
         got = "neither" if rate is None else f"both rate={rate!r} and load={load!r}"
         raise ConfigError(f"give exactly one of rate (jobs/s) or load (with workers); got {got}")
     if workers is not None:
-        _positive_int(workers, "workers")
+        positive_int(workers, "workers")
     if rate is not None:
         return _number(rate, "rate", positive=True)
     rho = _number(load, "load", positive=True)
@@ -93,8 +86,8 @@ def poisson_jobs(
     """
     if not isinstance(stream, Stream):
         raise ConfigError(f"stream is {type(stream).__name__}, expected a fabric.rand.Stream")
-    _positive_int(jobs, "jobs")
-    _positive_int(fanout, "fanout")
+    positive_int(jobs, "jobs")
+    positive_int(fanout, "fanout")
     duration = _task_us(task_s)
     if task_dist not in TASK_DISTS:
         raise unknown_name("task_dist", task_dist, TASK_DISTS)

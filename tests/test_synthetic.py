@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.rand import Stream
+from fedemu.model import US_PER_S
 from fedemu.scenarios.synthetic import poisson_jobs, poisson_rate, syn_jobs
 
 
@@ -17,9 +18,9 @@ def test_syn_n_is_the_papers_constant_load_workload():
     jobs = list(syn_jobs(250))
     assert len(jobs) == 2000
     assert [j.job_id for j in jobs[:3]] == [0, 1, 2]
-    assert [j.arrival_us for j in jobs[:3]] == [0, 1_000_000, 2_000_000]
-    assert jobs[-1].arrival_us == 1999 * 1_000_000
-    assert all(j.durations_us == (1_000_000,) * 250 for j in jobs)
+    assert [j.arrival_us for j in jobs[:3]] == [0, US_PER_S, 2 * US_PER_S]
+    assert jobs[-1].arrival_us == 1999 * US_PER_S
+    assert all(j.durations_us == (US_PER_S,) * 250 for j in jobs)
     assert all(j.constraints == ((),) * 250 for j in jobs)
 
 

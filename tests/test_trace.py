@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedemu.fabric.errors import ConfigError, FedemuError, TraceError
+from fedemu.model import US_PER_S
 from fedemu.scenarios.trace import count_trace, read_trace
 
 # The repo and the shared data sit side by side: /work/main and /work/shared (also in CI clones).
@@ -74,9 +75,9 @@ def test_blank_lines_repeated_arrivals_and_crlf(tmp_path):
     path = _write(tmp_path, "\n0.5 2 1.5 1 2\r\n   \n0.5 1 3 3\n\n1 1 0.0000001 0.0000001")
     jobs = list(read_trace(path))
     assert [(j.job_id, j.arrival_us, j.durations_us) for j in jobs] == [
-        (0, 500_000, (1_000_000, 2_000_000)),
+        (0, 500_000, (US_PER_S, 2 * US_PER_S)),
         (1, 500_000, (3_000_000,)),
-        (2, 1_000_000, (1,)),  # 0.1 us rounds to 0 and is clamped to 1 us
+        (2, US_PER_S, (1,)),  # 0.1 us rounds to 0 and is clamped to 1 us
     ]
     assert count_trace(path) == (3, 4)
 
@@ -170,8 +171,8 @@ def test_round_trip_of_generated_traces(tmp_path_factory, rows):
     jobs = list(read_trace(path))
     assert len(jobs) == len(rows)
     for job, (arrival, durations) in zip(jobs, rows):
-        assert job.arrival_us == round(arrival * 1_000_000)
-        assert job.durations_us == tuple(max(1, round(x * 1_000_000)) for x in durations)
+        assert job.arrival_us == round(arrival * US_PER_S)
+        assert job.durations_us == tuple(max(1, round(x * US_PER_S)) for x in durations)
     assert count_trace(path) == (len(rows), sum(len(d) for _, d in rows))
 
 
@@ -236,7 +237,7 @@ def test_fuzzed_trace_files_load_or_give_a_file_line_error(tmp_path_factory, dat
             assert lineno.isdigit() and int(lineno) >= 1
         return
     assert jobs
-    bound = 10_000_000 * 1_000_000
+    bound = 10_000_000 * US_PER_S
     for a, b in zip(jobs, jobs[1:]):
         assert a.arrival_us <= b.arrival_us
     for job in jobs:
