@@ -136,6 +136,63 @@ def test_a_good_journal_says_nothing_about_how_it_ended(tmp_path, scenario, caps
 
 
 # ---- signals and pipes ------------------------------------------------------------------------------
+INTERRUPTED = textwrap.dedent('''
+    from fedemu.fabric.actor import Actor
+    from fedemu.fabric.messages import message
+    from fedemu.tools import runner
+
+    PARAMS = {"at": 5, "twice": False}
+    HANDLED = []
+
+    @message("fabtest.evidence.tick")
+    class Tick:
+        k: int
+
+    class A(Actor):
+        def __init__(self, params):
+            super().__init__()
+            self.params = params
+
+        def on_start(self):
+            self.set_timer(10, Tick(0))
+
+        def on_Tick(self, msg, src):
+            HANDLED.append(msg.k)
+            if msg.k == self.params["at"]:  # what a signal handler does when Ctrl-C arrives here
+                runner.interrupt()
+                if self.params["twice"]:
+                    runner.interrupt()
+            self.set_timer(10, Tick(msg.k + 1))
+
+    def build(fabric, params):
+        HANDLED.clear()
+        fabric.add("a", lambda: A(params))
+        HANDLED.append(fabric)
+''')
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_an_interrupt_stops_the_fabric_and_removes_the_journal(tmp_path, twice):
+    """``runner.interrupt`` (what the SIGINT/SIGTERM handler calls) mid-run: the fabric stops at the end of
+    that window and the run ends in KeyboardInterrupt with no journal and no temporary file; asked twice,
+    it raises at once, still leaving nothing."""
+    import sys
+
+    scen = tmp_path / "interrupted_scen.py"
+    scen.write_text(INTERRUPTED)
+    log = tmp_path / "out" / "m.log"
+    log.parent.mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        runner.execute(str(scen), journal_path=log, overrides={"twice": twice})
+    assert list(log.parent.iterdir()) == []
+    fabric, *handled = sys.modules["fedemu_scenario_interrupted_scen"].HANDLED
+    window = fabric.network.window  # ticks due inside the window of the 5th still run; an endless ticker ends
+    assert handled == list(range(len(handled))) and 6 <= len(handled) <= 6 + window // 10
+    assert fabric.now < 10 * len(handled) + window
+    with pytest.raises(KeyboardInterrupt):  # no run going: at once
+        runner.interrupt()
+
+
 def _cli(*argv, **kw):
     return subprocess.Popen([sys.executable, "-m", "fedemu", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, **kw)

@@ -287,20 +287,29 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-class _Terminated:
-    """Set by the SIGTERM handler, so the KeyboardInterrupt it raises is reported as termination."""
+class _Signals:
+    """The signal (SIGINT or SIGTERM) that ended the command, for its message and exit status."""
 
-    seen = False
+    got: int | None = None
 
 
-def _on_sigterm(signum, frame) -> None:
-    """SIGTERM stops a run the way Ctrl-C does: through SIGINT's handler (trio's, inside a run, which
-    interrupts at a safe point), so temporary files are removed on the way out."""
-    _Terminated.seen = True
-    handler = signal.getsignal(signal.SIGINT)
-    if not callable(handler):  # SIGINT ignored (a background job) or left to the system
+def _on_signal(signum, frame) -> None:
+    """Ctrl-C and SIGTERM alike: a running fabric stops at the end of its window, then the run unwinds
+    outside trio and removes its temporary files; with no run going, the command stops at once."""
+    _Signals.got = signum
+    runner = sys.modules.get("fedemu.tools.runner")
+    if runner is None:
         raise KeyboardInterrupt
-    handler(signal.SIGINT, frame)  # raises KeyboardInterrupt now, or (trio) at the next safe point
+    runner.interrupt()
+
+
+def _install_signals() -> list:
+    """Our handler for SIGTERM, and for SIGINT unless it is ignored (a background job); returns what to
+    restore. Only the main thread can do this."""
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    sigs = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler else [])
+    return [(sig, signal.signal(sig, _on_signal)) for sig in sigs]
 
 
 def _quiet_stdout() -> None:
@@ -318,9 +327,8 @@ def main(argv=None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, or a usage error already printed as one line
         return e.code if isinstance(e.code, int) else 2
-    in_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main else None
-    _Terminated.seen = False
+    _Signals.got = None
+    previous = _install_signals()
     try:
         return args.func(args)
     except FedemuError as e:
@@ -334,14 +342,14 @@ def main(argv=None) -> int:
         print(f"fedemu: error: {where}: {e.strerror or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        if _Terminated.seen:
+        if _Signals.got == signal.SIGTERM:
             print("fedemu: terminated (SIGTERM); temporary files removed", file=sys.stderr)
             return 128 + signal.SIGTERM
         print("fedemu: interrupted", file=sys.stderr)
         return 130
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous:
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ define ``declare(params, given)``, which says which keys apply to a run (``tools
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -165,6 +166,42 @@ def keep_failed_journal(journal: Journal, fabric: Fabric | None, exc: Exception)
                  f"`fedemu replay {journal.path} --verify` reproduces the failure")
 
 
+class _running:
+    """The fabric ``execute`` is running (for ``interrupt``), and whether a stop was asked for."""
+
+    fabric: Fabric | None = None
+    requested = False
+
+
+@contextlib.contextmanager
+def _interruptible(fabric: Fabric):
+    """While the fabric runs, ``interrupt`` stops it at the end of a window; leaving, an asked-for stop
+    becomes KeyboardInterrupt, raised here, outside trio."""
+    _running.fabric, _running.requested = fabric, False
+    try:
+        yield
+    except Exception as exc:
+        if _running.requested:  # a second signal broke into trio: an interruption still, not a failure
+            raise KeyboardInterrupt from exc
+        raise
+    finally:
+        requested = _running.requested
+        _running.fabric, _running.requested = None, False
+    if requested:
+        raise KeyboardInterrupt
+
+
+def interrupt() -> None:
+    """For a SIGINT/SIGTERM handler: a running fabric is asked to stop once its current window is done
+    (trio is never broken into mid-step, so the journal's temporary file is always removed); with no
+    run, or when asked a second time, KeyboardInterrupt is raised at once."""
+    fabric = _running.fabric
+    if fabric is None or _running.requested:
+        raise KeyboardInterrupt
+    _running.requested = True
+    fabric.stop()
+
+
 @attrs.define
 class RunResult:
     """What ``execute`` returns: the fabric after the run, the summary, and the journal digest."""
@@ -195,7 +232,8 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
         fabric.progress = progress and (lambda f: progress(f, run))
         fabric.progress_every = getattr(progress, "every", fabric.progress_every)  # e.g. the live view's
         t0 = time.perf_counter()
-        fabric.run_blocking()
+        with _interruptible(fabric):
+            fabric.run_blocking()
         wall = time.perf_counter() - t0
         stats = fabric.statistics()
         digest = journal.digest
