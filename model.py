@@ -172,7 +172,8 @@ class TaskRecord:
 
 @attrs.define(slots=True)
 class JobRecord:
-    """One job: arrival, ideal JRT (its longest task), completion, and whether it counts as short."""
+    """One job: arrival, ideal JRT (its longest task), completion, and whether it counts as short.
+    ``demand`` and ``constraints`` are the job's own tuples, kept for the end-of-run invariants."""
 
     job_id: int
     arrival_us: int
@@ -182,6 +183,8 @@ class JobRecord:
     short: bool = True
     done: int = 0
     completion_us: int = -1
+    demand: tuple = (1,)
+    constraints: tuple = ()
 
     @property
     def jrt_us(self) -> int:
@@ -210,9 +213,8 @@ class Recorder:
         self.counters[name] = self.counters.get(name, 0) + n
 
     def job_arrived(self, job, short: bool = True) -> None:
-        self.jobs[job.job_id] = JobRecord(
-            job.job_id, job.arrival_us, job.num_tasks, job.ideal_jrt_us, job.mean_task_us, short
-        )
+        self.jobs[job.job_id] = JobRecord(job.job_id, job.arrival_us, job.num_tasks, job.ideal_jrt_us,
+                                          job.mean_task_us, short, demand=job.demand, constraints=job.constraints)
         for i, d in enumerate(job.durations_us):
             self.tasks[(job.job_id, i)] = TaskRecord(job.job_id, i, job.arrival_us, d)
 

@@ -6,9 +6,10 @@ Messages say what is wrong, the value, and what would be right, e.g.
 
 
 class FedemuError(Exception):
-    """A user-facing error: the CLI prints its message and exits with status 2."""
+    """A user-facing error: the CLI prints ``fedemu: <label>: <message>`` and exits with status 2."""
 
     exit_status = 2
+    label = "error"
 
 
 class ConfigError(FedemuError):
@@ -21,6 +22,14 @@ class TraceError(FedemuError):
 
 class JournalError(FedemuError):
     """A journal is truncated, corrupted or of an unknown format."""
+
+
+class RunViolation(FedemuError):
+    """A run ended, but broke an invariant: the verdict names it, the job, task or worker, and the
+    virtual time. Exit status 1; the run's results and journal are still written."""
+
+    exit_status = 1
+    label = "violation"
 
 
 def unknown_name(what: str, value: str, known) -> ConfigError:

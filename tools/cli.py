@@ -332,7 +332,7 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except FedemuError as e:
-        print(f"fedemu: error: {e}", file=sys.stderr)
+        print(f"fedemu: {e.label}: {e}", file=sys.stderr)
         return e.exit_status
     except BrokenPipeError:  # like other Unix tools: stop quietly, with SIGPIPE's status
         _quiet_stdout()

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import attrs
 
-from fedemu.fabric.errors import ConfigError, FedemuError
+from fedemu.fabric.errors import ConfigError, FedemuError, RunViolation
 from fedemu.fabric.journal import Journal
 from fedemu.fabric.kernel import Fabric
 from fedemu.fabric.log import EventLog
@@ -256,8 +256,11 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
         if events is not None:
             events.abort()
         raise
-    journal.close({"events": stats.events, "sent": stats.sent, "now_us": stats.now_us,
-                   **({"ended": f"stopped early ({partial['by']}): partial"} if partial else {})})
+    broken = [line for line in (summary.get("invariants") or {}).values() if line != "ok"]
+    ended = {"ended": f"stopped early ({partial['by']}): partial"} if partial else {}
+    if broken:
+        ended = {"ended": f"violation: {broken[0]}"}
+    journal.close({"events": stats.events, "sent": stats.sent, "now_us": stats.now_us, **ended})
     if events is not None:
         events.close()
     recorder = getattr(run, "recorder", None)
@@ -266,4 +269,8 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
             {**summary, **summarize_run(recorder)}
     elif out_dir:  # a scenario without a recorder (e.g. demo) still leaves its summary
         summary = write_summary(out_dir, summary)
+    if broken:  # the verdict: results and journal are written, and the run's status is 1
+        more = f" (and {len(broken) - 1} more invariant(s) broken; see summary.json)" if len(broken) > 1 else ""
+        kept = f"; the journal is kept in {journal.path}" if journal.path else ""
+        raise RunViolation(f"{broken[0]}{more}{kept}")
     return RunResult(fabric, summary, digest, wall)

@@ -1,0 +1,154 @@
+"""The invariants every run must keep, checked at its end from what the recorder saw.
+
+Each check is a small function over the run's ``Recorder`` and the machines (``Cluster``); it returns
+the violations it found, each naming the invariant, the job, task or worker, and the virtual time.
+They look only at recorded facts (arrivals, starts, ends, workers, closes), never at a scheduler's
+own bookkeeping, so a scheduler bug cannot hide itself. Checks that need a scheduler's live state
+(views converging, LM state equal to the workers') belong to that scheduler's plug-in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import attrs
+import numpy as np
+
+from fedemu.model import Cluster, Recorder
+
+STUCK_SHOWN = 5  # tasks named per stuck job in a message
+
+
+@attrs.frozen
+class Violation:
+    """One broken invariant: which, about what (``job 3``, ``task 3.1``, ``w-17``), when, and how."""
+
+    invariant: str
+    subject: str
+    time_us: int
+    detail: str
+
+    def line(self) -> str:
+        """The one-line form the command line prints."""
+        return f"{self.invariant}: {self.subject}: {self.detail} (virtual time {self.time_us / 1e6:.6f} s)"
+
+
+def _rejected(rec: Recorder) -> set[int]:
+    return {job_id for job_id, _ in rec.unschedulable}
+
+
+def jobs_closed(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violation]:
+    """Every submitted job completed or was rejected at submission; a stuck one says where its tasks are."""
+    out = []
+    rejected = _rejected(rec)
+    for job in rec.jobs.values():
+        if job.completion_us >= 0 or job.job_id in rejected:
+            continue
+        tasks = [rec.tasks[(job.job_id, i)] for i in range(job.num_tasks)]
+        waiting = [t.index for t in tasks if t.start_us < 0]
+        running = [t for t in tasks if t.start_us >= 0 > t.end_us]
+        done = sum(1 for t in tasks if t.end_us >= 0)
+        parts = [f"{done} of {job.num_tasks} tasks done"]
+        if running:
+            parts.append("running: " + ", ".join(f"{job.job_id}.{t.index} on w-{t.worker}"
+                                                 for t in running[:STUCK_SHOWN]))
+        if waiting:
+            parts.append("never started: " + ", ".join(f"{job.job_id}.{i}" for i in waiting[:STUCK_SHOWN])
+                         + (" …" if len(waiting) > STUCK_SHOWN else ""))
+        if done == job.num_tasks:
+            parts = [f"all {done} tasks ran, but its front end never learnt that the last one ended"]
+        out.append(Violation("jobs_closed", f"job {job.job_id}", end_us,
+                             "never completed; " + "; ".join(parts)))
+    return out
+
+
+def tasks_ran_once(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violation]:
+    """Every task of a completed job started once, ran for exactly its duration, and ended before its
+    job was closed. (A second start or end is refused by the recorder as it happens.)"""
+    out = []
+    for job in rec.jobs.values():
+        if job.completion_us < 0:
+            continue
+        for i in range(job.num_tasks):
+            t = rec.tasks[(job.job_id, i)]
+            subject = f"task {job.job_id}.{i}"
+            if t.start_us < 0 or t.end_us < 0:
+                out.append(Violation("tasks_ran_once", subject, job.completion_us,
+                                     f"its job completed but the task {'never started' if t.start_us < 0 else 'never ended'}"))
+            elif t.end_us - t.start_us != t.duration_us:
+                out.append(Violation("tasks_ran_once", subject, t.end_us,
+                                     f"ran {t.end_us - t.start_us} us, its duration is {t.duration_us} us"))
+            elif t.end_us > job.completion_us:
+                out.append(Violation("tasks_ran_once", subject, job.completion_us,
+                                     f"its job was closed at {job.completion_us} us, before the task ended "
+                                     f"at {t.end_us} us"))
+    return out
+
+
+def capacity_respected(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violation]:
+    """No worker ever held more than its capacity, in any resource. Ends count before starts at the
+    same instant (a worker frees a slot before the next task can take it)."""
+    specs = {w.worker_id: w for w in cluster.workers()}
+    started = [t for t in rec.tasks.values() if t.start_us >= 0]
+    if not started:
+        return []
+    resources = len(cluster.resources)
+    worker = np.array([t.worker for t in started], dtype=np.int64)
+    start = np.array([t.start_us for t in started], dtype=np.int64)
+    end = np.array([t.end_us if t.end_us >= 0 else end_us + 1 for t in started], dtype=np.int64)
+    demand = np.array([rec.jobs[t.job_id].demand for t in started], dtype=np.int64).reshape(len(started), -1)
+    ids = sorted(specs)
+    capacity = np.zeros((max(ids) + 1, resources), dtype=np.int64)
+    for w in ids:
+        capacity[w] = specs[w].capacity
+    if demand.shape[1] != resources or worker.min() < 0 or worker.max() >= len(capacity):
+        bad = next(t for t in started if t.worker not in specs or len(rec.jobs[t.job_id].demand) != resources)
+        return [Violation("capacity_respected", f"task {bad.job_id}.{bad.index}", bad.start_us,
+                          f"ran on w-{bad.worker}, which is not a worker of this cluster or has another "
+                          "number of resources")]
+    times = np.concatenate([start, end])
+    workers = np.concatenate([worker, worker])
+    deltas = np.concatenate([demand, -demand])
+    is_start = np.r_[np.ones(len(started), dtype=np.int8), np.zeros(len(started), dtype=np.int8)]
+    order = np.lexsort((is_start, times, workers))  # by worker, then time, ends first
+    workers, times, deltas = workers[order], times[order], deltas[order]
+    # Every start has its end in the same worker's run of rows (a task still running at the end ends
+    # just after it), so the running sum is back to zero where each worker's rows begin.
+    held = np.cumsum(deltas, axis=0)
+    over = np.nonzero((held > capacity[workers]).any(axis=1))[0]
+    if not len(over):
+        return []
+    k = over[0]
+    w = int(workers[k])
+    return [Violation("capacity_respected", f"w-{w}", int(times[k]),
+                      f"held {tuple(int(x) for x in held[k])} of capacity {specs[w].capacity}")]
+
+
+def constraints_met(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violation]:
+    """Every task ran on a worker that provides all of its constraints (constraint-aware schedulers)."""
+    provides = {w.worker_id: frozenset(w.constraints) for w in cluster.workers()}
+    for t in rec.tasks.values():
+        if t.start_us < 0:
+            continue
+        need = rec.jobs[t.job_id].constraints
+        need = need[t.index] if t.index < len(need) else ()
+        missing = [c for c in need if c not in provides.get(t.worker, ())]
+        if missing:
+            return [Violation("constraints_met", f"task {t.job_id}.{t.index}", t.start_us,
+                              f"ran on w-{t.worker}, which lacks constraint(s) {missing}")]
+    return []
+
+
+Check = Callable[[Recorder, Cluster, int], list[Violation]]
+CHECKS: dict[str, Check] = {
+    "jobs_closed": jobs_closed,
+    "tasks_ran_once": tasks_ran_once,
+    "capacity_respected": capacity_respected,
+    "constraints_met": constraints_met,
+}
+
+
+def check_run(rec: Recorder, cluster: Cluster, end_us: int, *, skip: Iterable[str] = ()) -> dict[str, list[Violation]]:
+    """Run every check but those in ``skip``; returns each check's violations (empty: it held)."""
+    skip = set(skip)
+    return {name: fn(rec, cluster, end_us) for name, fn in CHECKS.items() if name not in skip}
