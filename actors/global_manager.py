@@ -37,9 +37,13 @@ from .megha_messages import Heartbeat, Launch, LaunchFailed, TaskCompleted
 
 @attrs.frozen
 class GlobalManagerStatistics:
+    """``inflight``: launches sent and not yet answered; ``view_age_us``: per LM, virtual time since
+    this GM last heard of that LM's state (a heartbeat, a completion or a failure reply)."""
+
     name: str
     gm: int
     queued: int
+    inflight: int
     signatures: int
     free_in_view: int
     launches: int
@@ -48,6 +52,7 @@ class GlobalManagerStatistics:
     failures: int
     passes: int
     jobs_open: int
+    view_age_us: tuple
 
 
 class GlobalManager(JobFrontEnd, Actor):
@@ -62,6 +67,7 @@ class GlobalManager(JobFrontEnd, Actor):
         self.search = PartitionSearch(views, gm, policy)
         self.queue = FairQueue(math.inf)  # one class: tasks keyed by signature, oldest signature first
         self.inflight: dict[tuple[int, int], Pending] = {}
+        self.heard_us = [0] * len(lm_names)  # when each LM's state was last learnt (the view's age)
         self.launches = self.internal = self.external = self.failures = self.passes = 0
 
     def on_start(self) -> None:
@@ -70,10 +76,12 @@ class GlobalManager(JobFrontEnd, Actor):
 
     # ---- the view --------------------------------------------------------------------
     def _set_free(self, lm: int, worker: int, free: tuple) -> None:
+        self.heard_us[lm] = self.now
         self.search.learn(lm, (worker,), (free,))
 
     def _apply(self, lm: int, workers: tuple, frees: tuple) -> None:
         """Learn absolute free vectors of LM ``lm``'s workers (the search's memo notes the change)."""
+        self.heard_us[lm] = self.now
         self.search.learn(lm, workers, frees)
 
     # ---- messages --------------------------------------------------------------------
@@ -144,6 +152,8 @@ class GlobalManager(JobFrontEnd, Actor):
                                           external))
 
     def statistics(self) -> GlobalManagerStatistics:
-        return GlobalManagerStatistics(self.name, self.gm, len(self.queue), self.queue.keys(HIGH),
-                                       self.search.total_free, self.launches, self.internal, self.external,
-                                       self.failures, self.passes, len(self.open_jobs))
+        now = self.fabric.now if self.fabric is not None else self.now
+        return GlobalManagerStatistics(self.name, self.gm, len(self.queue), len(self.inflight),
+                                       self.queue.keys(HIGH), self.search.total_free, self.launches,
+                                       self.internal, self.external, self.failures, self.passes,
+                                       len(self.open_jobs), tuple(now - t for t in self.heard_us))

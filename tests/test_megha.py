@@ -150,3 +150,15 @@ def test_centralized_runs_on_the_same_machines_as_megha():
         if a is not None and hasattr(a, "spec"))
     assert workers(a) == workers(b)
     assert a.summary["unschedulable"] == b.summary["unschedulable"]
+
+
+def test_a_gm_reports_how_old_its_view_of_each_lm_is_and_what_it_has_in_flight():
+    """After a busy run every GM has heard from every LM (ages below the end time), and its in-flight
+    count is the launches it sent and has not heard back about (none once every job is done)."""
+    result = execute("default", overrides={"jobs": 40, "load": 0.95})
+    fabric = result.fabric
+    gms = [fabric.actor(fabric.addr(f"gm-{g}")).statistics() for g in range(3)]
+    for stats in gms:
+        assert len(stats.view_age_us) == 4
+        assert all(0 <= age < fabric.now for age in stats.view_age_us), stats.view_age_us
+        assert stats.inflight == 0

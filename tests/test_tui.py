@@ -76,8 +76,8 @@ def row(text: str, name: str) -> list[str]:
 
 # ---- panels from fixed statistics ------------------------------------------------------------
 def megha_stats(failures=(1, 4), repartitions=(0, 3)):
-    gms = [make(GlobalManagerStatistics, name=f"gm-{g}", gm=g, queued=7 + g, launches=100 + g, external=5,
-                failures=failures[g]) for g in range(2)]
+    gms = [make(GlobalManagerStatistics, name=f"gm-{g}", gm=g, queued=7 + g, inflight=2 * g, launches=100 + g,
+                external=5, failures=failures[g], view_age_us=(1_500, 40_000 * g)) for g in range(2)]
     parts = ((0, 10, 20), (1, 0, 20))
     lms = [tui.Augmented(make(LocalManagerStatistics, name=f"lm-{l}", lm=l, free_units=10 + 5 * l,
                               invalid_internal=2, invalid_external=l, repartitions=repartitions[l]),
@@ -91,8 +91,9 @@ def test_megha_panel_shows_queues_deltas_capacity_and_partitions():
     before = snapshot(megha_stats(failures=(1, 1), repartitions=(0, 1)), now_us=500_000)
     snap = snapshot(megha_stats(), prev=before)
     text = render(panels.topology(snap, before))
-    assert row(text, "gm-0")[1:3] == ["7", "-"]  # queued; in flight unknown without the field
-    assert row(text, "gm-1")[1:4] == ["8", "-", "3"]  # failures grew 1 -> 4 since the last sample
+    assert row(text, "gm-0")[1:3] == ["7", "0"]  # queued, in flight
+    assert row(text, "gm-1")[1:4] == ["8", "2", "3"]  # failures grew 1 -> 4 since the last sample
+    assert row(text, "gm-0")[-3:] == ["max", "1.5", "ms"] and row(text, "gm-1")[-3:] == ["max", "40.0", "ms"]
     assert row(text, "gm-0")[3] == "0"
     lm0, lm1 = row(text, "lm-0"), row(text, "lm-1")
     assert lm0[1:4] == ["10/40", "2", "0"] and lm1[1:4] == ["15/40", "3", "3"]
