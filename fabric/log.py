@@ -112,21 +112,22 @@ _ORDER = itemgetter(0, 1)
 
 class EventLog:
     """One run's protocol events as JSON lines in ``path`` (written to ``path.tmp`` and renamed at
-    ``close``, like the journal), at ``level`` and above; ``on_line`` also sees each line as written."""
+    ``close``, like the journal), at ``level`` and above; ``on_line`` also sees each line as written.
+    With ``path`` None nothing is written to disk: the lines go to ``on_line`` only (the live view)."""
 
     def __init__(self, path, level: str = "info", *, on_line=None, batch: int = 4096) -> None:
         if level not in LEVELS:
             raise ConfigError(f"--log-level {level!r}: known levels are {', '.join(LEVELS)}")
-        self.path = os.fspath(path)
+        self.path = None if path is None else os.fspath(path)
         self.level = level
         self.min_level = LEVELS[level]
         self.on_line = on_line
         self.batch = batch
         self.written = 0
         self.fabric = None
-        self._tmp = f"{self.path}.tmp"
+        self._tmp = None if path is None else f"{self.path}.tmp"
         try:
-            self._file = open(self._tmp, "w", encoding="utf-8", newline="\n")
+            self._file = _Discard() if path is None else open(self._tmp, "w", encoding="utf-8", newline="\n")
         except OSError as e:
             raise ConfigError(f"--log {self.path}: {e.strerror or e}") from None
         self._pending: list[tuple[int, int, str]] = []
@@ -179,7 +180,8 @@ class EventLog:
         self.flush()
         self._file.close()
         self._file = None
-        os.replace(self._tmp, self.path)
+        if self.path is not None:
+            os.replace(self._tmp, self.path)
         if self.fabric is not None:
             self.fabric.event_log = None
 
@@ -189,12 +191,23 @@ class EventLog:
             return
         self._file.close()
         self._file = None
-        try:
-            os.unlink(self._tmp)
-        except FileNotFoundError:
-            pass
+        if self._tmp is not None:
+            try:
+                os.unlink(self._tmp)
+            except FileNotFoundError:
+                pass
         if self.fabric is not None:
             self.fabric.event_log = None
+
+
+class _Discard:
+    """Where an event log without a file writes: nowhere (its lines reach ``on_line`` only)."""
+
+    def write(self, text: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 # ---- the console fallback ----------------------------------------------------------------

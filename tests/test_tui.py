@@ -513,3 +513,28 @@ def test_replay_in_a_terminal_seeks_both_ways_and_checks_the_digest(tmp_path, pl
         assert f"replayed: digest {plain.digest} matches the journal's footer" in text
     finally:
         term.close()
+
+
+def test_the_event_panel_shows_the_runs_event_log_as_it_happens(plain, monkeypatch):
+    """Without --log the view still gets the protocol events (an in-memory event log): each invalid
+    launch and repartition appears with its own virtual time, before the run ends, in time order, and
+    the digest is the run's own."""
+    monkeypatch.setattr(tui, "FRAME_S", 0.0)
+    view = scripted_view({}, pace=None)
+    seen_during_run = []
+
+    class Watching(tui.LiveView):
+        def __call__(self, fabric, run):
+            super().__call__(fabric, run)
+            seen_during_run.append(sum(1 for _, text, _ in self.sampler.log if " launch_invalid " in text))
+
+    view = Watching(view.console, ScriptedKeys({}))
+    with view:
+        result = runner.execute("default", overrides={**PARAMS, "load": 0.95}, progress=view)
+    assert result.digest == runner.execute("default", overrides={**PARAMS, "load": 0.95}).digest
+    events = [(t, text) for t, text, _ in view.sampler.log if " launch_invalid " in text or " repartition " in text]
+    counters = result.summary["counters"]
+    assert len([1 for _, text in events if " launch_invalid " in text]) == \
+        counters.get("invalid_internal", 0) + counters.get("invalid_external", 0) > 0
+    assert [t for t, _ in events] == sorted(t for t, _ in events)
+    assert max(seen_during_run) > 0  # shown while the run went on, not only at its end

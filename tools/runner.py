@@ -224,8 +224,9 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
     fabric = events = None
     try:
         fabric = Fabric(seed, journal=journal)
-        if log_path is not None:
-            events = EventLog(log_path, log_level)
+        on_line = getattr(progress, "event_line", None)  # the live view shows the events as they come
+        if log_path is not None or on_line is not None:
+            events = EventLog(log_path, log_level, on_line=on_line)
             events.attach(fabric)
         run = build_run(module, ref, fabric, dict(params))
         journal.write_header({"seed": seed, "scenario": ref, "params": params, "actors": fabric.names})

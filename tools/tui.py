@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
+import json
 import os
 import select
 import sys
@@ -44,6 +45,7 @@ FRAME_S = 0.1  # the wall time between frames, at least
 FRAME_SHARE = 0.05  # at full speed a frame costs at most about this share of the wall time (frames thin out)
 EVERY = 64  # windows between hook calls at full speed (each call only reads the clock)
 LOG_LINES = 200
+EVENT_STYLES = {"warning": "red", "info": "yellow"}  # event-log lines by level (debug: plain)
 
 
 def pace_name(pace: float | None) -> str:
@@ -184,6 +186,9 @@ class Sampler:
 
     def sample(self, run) -> Snapshot:
         fabric = self.fabric
+        events = getattr(fabric, "event_log", None)
+        if events is not None:  # every line before this window is final: show it now, not at the end
+            events.flush(fabric.now)
         stats = []
         for i in range(len(fabric.names)):
             actor = fabric.actor(i)
@@ -348,6 +353,7 @@ class LiveView:
         self.run = None
         self.partial: dict | None = None
         self.quit = False
+        self.early: list = []  # event-log lines that came before the first sample
         self.steps = 0
         self.prompt: str | None = None
         self.note = ""
@@ -370,10 +376,26 @@ class LiveView:
         """Windows between hook calls: 1 while paused, paced or seeking, else ``EVERY``."""
         return 1 if self.paused or self.pace is not None or self.seek_us is not None else EVERY
 
+    def event_line(self, line: str) -> None:
+        """One line of the run's event log (the runner gives the view one, file or not): into the
+        scrolling log, stamped with its own virtual time."""
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return
+        fields = " ".join(f"{k}={v}" for k, v in record.items()
+                          if k not in ("vtime_us", "vtime_s", "level", "actor", "event"))
+        style = EVENT_STYLES.get(record.get("level"), None)
+        entry = (record.get("vtime_us", 0), f"{record.get('actor', '?')} {record.get('event', '?')} {fields}".rstrip(),
+                 style)
+        (self.sampler.log if self.sampler is not None else self.early).append(entry)
+
     # ---- the hook -----------------------------------------------------------------------
     def __call__(self, fabric, run) -> None:
         if self.sampler is None or self.sampler.fabric is not fabric:
             self.sampler, self.run, self.anchor = Sampler(fabric), run, None
+            self.sampler.log.extend(self.early)
+            self.early.clear()
             self._cadence(fabric)
         if self.quit:
             return
@@ -592,7 +614,7 @@ def replay_live(log_path, *, seek_s: float | None, paused: bool, pace: float | N
         while True:
             try:
                 result = runner.execute(header["scenario"], seed=header["seed"], overrides=header["params"],
-                                        progress=view)
+                                        progress=view, faults=runner.recorded_faults(header))
                 break
             except Rewind as back:
                 view.seek_us, view.paused, view.sampler = back.to_us, False, None
