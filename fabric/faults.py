@@ -2,7 +2,9 @@
 
 A plan is plain data, so hypothesis can generate and shrink it: ``(at_us, kind, target, value)``.
 Kinds: crash/restart an actor; partition two sets of actors and heal all partitions; slow a link
-(latency multiplier) and restore it; set loss on a link ("*" targets every link, for loss and restore).
+(latency multiplier) and restore it; set loss or duplication on a link ("*" targets every link, for loss,
+dup and restore). Times are integer microseconds: a float is refused, not truncated (a plan file says
+seconds, ``scenarios.fault_plan`` converts).
 Faults name actors; the fabric resolves the names to actor indices once, when the plan is added
 (``Fault.resolve``). The kernel applies crash and restart, the network every other kind
 (``Network.apply``).
@@ -14,7 +16,9 @@ import attrs
 
 from .errors import ConfigError
 
-FAULT_KINDS = ("crash", "restart", "partition", "heal", "slow", "restore", "loss")
+FAULT_KINDS = ("crash", "restart", "partition", "heal", "slow", "restore", "loss", "dup")
+LINK_KINDS = ("slow", "restore", "loss", "dup")  # a link (a, b) or '*'
+PROBABILITY_KINDS = ("loss", "dup")
 ACTOR_KINDS = ("crash", "restart")  # what the kernel applies; the network applies the rest
 
 
@@ -27,7 +31,8 @@ def _tupleize(target):
 @attrs.frozen
 class Fault:
     """One fault event. ``target``: (actor,) for crash/restart; (names_a, names_b) for partition;
-    () for heal; (a, b) or ("*",) for slow/restore/loss. ``value``: slow factor or loss probability."""
+    () for heal; (a, b) or ("*",) for slow/restore/loss/dup. ``value``: slow factor, or loss or
+    duplication probability."""
 
     at_us: int
     kind: str
@@ -37,19 +42,24 @@ class Fault:
     def __attrs_post_init__(self):
         if self.kind not in FAULT_KINDS:
             raise ConfigError(f"unknown fault kind {self.kind!r}; known: {', '.join(FAULT_KINDS)}")
+        if isinstance(self.at_us, bool) or not isinstance(self.at_us, int):
+            raise ConfigError(f"fault {self.kind} at {self.at_us!r}: the time must be whole microseconds (an int), "
+                              f"got {type(self.at_us).__name__}; seconds go through model.seconds_to_us")
         if self.at_us < 0:
             raise ConfigError(f"fault {self.kind} at {self.at_us} us: time must be >= 0")
+        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)) or self.value != self.value:
+            raise ConfigError(f"fault {self.kind} at {self.at_us} us: value must be a number, got {self.value!r}")
         arity = {"crash": 1, "restart": 1, "partition": 2, "heal": 0}.get(self.kind)
         if arity is not None and len(self.target) != arity:
             raise ConfigError(f"fault {self.kind} needs {arity} target(s), got {self.target!r}")
-        if self.kind in ("slow", "restore", "loss") and self.target != ("*",) and len(self.target) != 2:
+        if self.kind in LINK_KINDS and self.target != ("*",) and len(self.target) != 2:
             raise ConfigError(f"fault {self.kind} needs a link (a, b) or '*', got {self.target!r}")
         if self.kind == "slow" and self.target == ("*",):
-            raise ConfigError("fault slow needs a link (a, b); '*' is only for loss and restore")
+            raise ConfigError("fault slow needs a link (a, b); '*' is only for loss, dup and restore")
         if self.kind == "slow" and self.value <= 0:
             raise ConfigError(f"fault slow needs a latency factor > 0, got {self.value}")
-        if self.kind == "loss" and not 0.0 <= self.value <= 1.0:
-            raise ConfigError(f"fault loss needs a probability in [0, 1], got {self.value}")
+        if self.kind in PROBABILITY_KINDS and not 0.0 <= self.value <= 1.0:
+            raise ConfigError(f"fault {self.kind} needs a probability in [0, 1], got {self.value}")
 
     def names(self) -> list[str]:
         """Every actor name the fault refers to (for validation)."""
@@ -80,7 +90,7 @@ class Fault:
 @attrs.frozen
 class Resolved:
     """A fault as the fabric applies it: ``actor`` (crash, restart), ``sides`` (partition) and
-    ``link`` (slow, restore, loss; None for every link) are actor indices. ``fault`` is the plan's
+    ``link`` (slow, restore, loss, dup; None for every link) are actor indices. ``fault`` is the plan's
     own event, which the journal records."""
 
     fault: Fault

@@ -2,7 +2,7 @@
 
 Each directed link uses the default ``Link`` unless overridden. Network faults change the live state,
 through ``Network.apply`` only: partitions between sets of actors, latency multipliers (slow) and
-loss overrides on links.
+loss and duplication overrides on links.
 Draws come from counter-based streams keyed by (seed, "net", sender) and the send's sequence number,
 so a message's fate does not depend on what any other actor did first.
 """
@@ -129,6 +129,8 @@ class Network:
         self.slow: dict[tuple[int, int], float] = {}
         self.loss: dict[tuple[int, int], float] = {}
         self.default_loss: float | None = None
+        self.dup: dict[tuple[int, int], float] = {}
+        self.default_dup: float | None = None
         self.partitions: list[tuple[frozenset, frozenset]] = []
         self.ever_slowed = False
         self.fifo: dict[int, SenderFifo] = {}  # per sender, its links' FIFO clamps
@@ -161,10 +163,10 @@ class Network:
         return low
 
     def apply(self, fault: Resolved) -> None:
-        """Apply a network fault (partition, heal, slow, restore, loss; names already resolved to
-        indices) and refresh what is cached from the live state. Slow, restore and loss act on both
-        directions of a link; on every link ('*'), loss replaces every earlier loss fault and restore
-        ends every slow link."""
+        """Apply a network fault (partition, heal, slow, restore, loss, dup; names already resolved to
+        indices) and refresh what is cached from the live state. Slow, restore, loss and dup act on both
+        directions of a link; on every link ('*'), loss (dup) replaces every earlier loss (dup) fault and
+        restore ends every slow link."""
         kind = fault.kind
         if kind in ACTOR_KINDS:
             raise ValueError(f"fault {kind} is the fabric's to apply, not the network's")
@@ -176,6 +178,9 @@ class Network:
             if kind == "loss":
                 self.default_loss = fault.value
                 self.loss.clear()
+            elif kind == "dup":
+                self.default_dup = fault.value
+                self.dup.clear()
             else:  # restore; slow on every link is refused when the plan is made
                 self.slow.clear()
         else:
@@ -186,6 +191,8 @@ class Network:
                     self.ever_slowed = True
                 elif kind == "restore":
                     self.slow.pop(pair, None)
+                elif kind == "dup":
+                    self.dup[pair] = fault.value
                 else:
                     self.loss[pair] = fault.value
         self.changed()
@@ -201,7 +208,7 @@ class Network:
         """Only the default link applies, without loss, duplication or faults."""
         d = self.default
         return not (self.links or self.slow or self.loss or self.default_loss is not None or self.ever_slowed
-                    or d.loss or d.dup)
+                    or self.dup or self.default_dup is not None or d.loss or d.dup)
 
     def fixed_latency(self) -> int | None:
         """The latency of every send when the network is plain with a constant latency, so the
@@ -251,6 +258,9 @@ class Network:
         at = now + delay
         if link.fifo and (self.ever_slowed or not link.latency.constant):
             at = self.sender_fifo(src).clamp(now, dst, at)
-        if link.dup > 0.0 and rand.unit(key, counter + 3) < link.dup:
+        dup = link.dup
+        if self.dup or self.default_dup is not None:
+            dup = self.dup.get((src, dst), self.default_dup if self.default_dup is not None else dup)
+        if dup > 0.0 and rand.unit(key, counter + 3) < dup:
             return at, 2
         return at, 1

@@ -22,6 +22,7 @@ from fedemu.fabric.rand import Stream
 from fedemu.model import Param, Recorder, finite_at_least, seconds_to_us, whole_at_least
 from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES, get_worker_choice
 from fedemu.scenarios import constraints as cons
+from fedemu.scenarios import fault_plan
 from fedemu.scenarios import preflight
 from fedemu.scenarios.synthetic import TASK_DISTS, poisson_jobs, syn_jobs
 from fedemu.scenarios.trace import read_trace
@@ -60,6 +61,17 @@ COMMON = (
     Param("latency_ms", 0.5, "one-way message latency in milliseconds"),
     Param("jitter_ms", 0.0, "latency spread: uniform in latency +- jitter"),
     Param("loss", 0.0, "probability that a message is lost"),
+    Param("dup", 0.0, "probability that a message is delivered twice"),
+    # random failure processes (scenarios.fault_plan): exponential times to failure and to repair per actor
+    Param("worker_mtbf_s", 0.0, "mean seconds between a worker's failures; 0: workers never fail",
+          **finite_at_least(0)),
+    Param("worker_mttr_s", 0.0, "mean seconds to repair a failed worker; 0: it stays down", **finite_at_least(0)),
+    Param("manager_mtbf_s", 0.0, "the same for managers (GMs, LMs, masters, distributors, Sparrow schedulers)",
+          **finite_at_least(0)),
+    Param("manager_mttr_s", 0.0, "mean seconds to repair a failed manager; 0: it stays down",
+          **finite_at_least(0)),
+    Param("fault_horizon_s", 0.0, "failure processes draw crashes up to this virtual time; 0: the last arrival "
+          "plus the longest task", **finite_at_least(0)),
 )
 
 PARAMS = {p.name: p.default for p in COMMON + tuple(p for s in registry.SCHEDULERS.values() for p in s.params)}
@@ -163,7 +175,7 @@ def network(params: dict) -> Link:
     base = seconds_to_us(float(params["latency_ms"]) / 1000)
     jitter = seconds_to_us(float(params["jitter_ms"]) / 1000)
     latency = Latency.const(base) if jitter == 0 else Latency.uniform(max(0, base - jitter), base + jitter)
-    return Link(latency, loss=float(params["loss"]))
+    return Link(latency, loss=float(params["loss"]), dup=float(params["dup"]))
 
 
 def build(fabric, params: dict):
@@ -190,6 +202,8 @@ def build(fabric, params: dict):
     jobs = build_workload(params, fabric.seed, total_units, table)
     cutoff = seconds_to_us(float(params["short_cutoff_s"]))
     fabric.add("submitter", lambda: Submitter(jobs, targets, recorder, short_cutoff_us=cutoff))
+    fabric.add_faults(fault_plan.processes(params, fabric.names, fabric.seed,
+                                           lambda: build_workload(params, fabric.seed, total_units, table)))
     run = FederationRun(params, cluster, recorder)
     run.total_jobs = estimate.jobs  # the progress bar's total, known before the jobs are submitted
     return run

@@ -169,7 +169,7 @@ def test_plans_accept_tuples_dicts_and_faults():
         (14, "loss", ("a", "c"), 0.5)]
     assert plan([f.as_data() for f in faults]) == faults
     assert faults[2].names() == ["a", "b", "c"] and faults[5].names() == []
-    assert FAULT_KINDS == ("crash", "restart", "partition", "heal", "slow", "restore", "loss")
+    assert FAULT_KINDS == ("crash", "restart", "partition", "heal", "slow", "restore", "loss", "dup")
 
 
 @pytest.mark.parametrize("event, message", [

@@ -30,12 +30,14 @@ def _cmd_run(args) -> int:
     if args.record and not args.out and not args.journal:
         args.out = outdir.default_run_dir(args.scenario, args.seed)
     journal = args.journal or (os.path.join(args.out, "messages.log") if args.record else None)
+    faults = _fault_plan(args.faults)
     if args.check_determinism:
-        return _check_determinism(args, overrides, journal)
+        return _check_determinism(args, overrides, journal, faults)
     level = args.log_level or "info"
     with outdir.prepared(args.out), progress_for(args) as progress:
         result = runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=journal,
-                                out_dir=args.out, progress=progress, log_path=args.log, log_level=level)
+                                out_dir=args.out, progress=progress, log_path=args.log, log_level=level,
+                                faults=faults)
     _print_summary(result.summary)
     _warn_unfinished(result.summary)
     if journal:
@@ -45,6 +47,15 @@ def _cmd_run(args) -> int:
     if args.out:
         print(f"results: {args.out}")
     return 0
+
+
+def _fault_plan(path):
+    """``--faults PLAN``: the plan file read and checked before the run (None without the option)."""
+    if path is None:
+        return None
+    from fedemu.scenarios import fault_plan
+
+    return fault_plan.load(path)
 
 
 def _warn_unfinished(summary: dict) -> None:
@@ -65,7 +76,7 @@ def _print_summary(summary: dict) -> None:
     print_summary(summary)
 
 
-def _check_determinism(args, overrides, journal) -> int:
+def _check_determinism(args, overrides, journal, faults=None) -> int:
     """Run twice (the second time in a fresh process with another PYTHONHASHSEED) and compare.
 
     The first run writes ``--out`` and keeps its journal where ``--record``/``--journal`` say."""
@@ -77,7 +88,7 @@ def _check_determinism(args, overrides, journal) -> int:
     with tempfile.TemporaryDirectory(prefix="fedemu-det-") as tmp, outdir.prepared(args.out):
         first, second = journal or os.path.join(tmp, "first.fjl"), os.path.join(tmp, "second.fjl")
         runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=first, out_dir=args.out,
-                       log_path=args.log, log_level=args.log_level or "info")
+                       log_path=args.log, log_level=args.log_level or "info", faults=faults)
         cmd = [sys.executable, "-m", "fedemu", "run", args.scenario, "--seed", str(args.seed), "--quiet",
                "--journal", second]
         second_log = os.path.join(tmp, "second.jsonl")
@@ -85,6 +96,8 @@ def _check_determinism(args, overrides, journal) -> int:
             cmd += ["--log", second_log, "--log-level", args.log_level or "info"]
         for item in args.set or ():
             cmd += ["--set", item]
+        if args.faults:
+            cmd += ["--faults", args.faults]
         env = dict(os.environ, PYTHONHASHSEED=str((int(os.environ.get("PYTHONHASHSEED", "0") or 0) + 12345)))
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -222,6 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario parameter")
     r.add_argument("--record", action="store_true", help="write the message journal (OUT/messages.log)")
     r.add_argument("--journal", help="write the message journal to this path")
+    r.add_argument("--faults", metavar="PLAN", help="inject the faults of a plan file (TOML, or JSON by the .json "
+                   "extension): [[fault]] tables with at_s, kind and target/link/sides; see README 'Fault plans'")
     r.add_argument("--check-determinism", action="store_true",
                    help="run twice in two processes and report the first event where they diverge")
     r.add_argument("--log", metavar="FILE", help="write the protocol events (invalid launches, repartitions, "

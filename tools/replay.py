@@ -28,7 +28,7 @@ def rerun(header: dict, journal_path) -> runner.RunResult:
     ConfigError). A run that fails raises as the recorded one did, its journal kept (see runner)."""
     _checked_header(header)
     return runner.execute(header["scenario"], seed=header["seed"], overrides=header["params"],
-                          journal_path=journal_path)
+                          journal_path=journal_path, faults=runner.recorded_faults(header))
 
 
 def ending(footer: dict | None) -> str:

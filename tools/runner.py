@@ -213,10 +213,11 @@ class RunResult:
 
 
 def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_path=None, out_dir=None,
-            progress=None, log_path=None, log_level: str = "info") -> RunResult:
+            progress=None, log_path=None, log_level: str = "info", faults=None) -> RunResult:
     """Run one scenario: its PARAMS updated by ``overrides`` (validated), optionally journaled to
     ``journal_path``, its protocol events at ``log_level`` and above logged to ``log_path`` (JSON
-    lines; a failed run keeps those logged so far) and written to ``out_dir``."""
+    lines; a failed run keeps those logged so far) and written to ``out_dir``. ``faults``: a
+    ``scenarios.fault_plan.Plan`` added after the build; its events go into the journal header."""
     ref = scenario_ref(ref)
     module = load(ref)
     params = params_mod.resolve_scenario(module, overrides or {})
@@ -229,7 +230,12 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
             events = EventLog(log_path, log_level, on_line=on_line)
             events.attach(fabric)
         run = build_run(module, ref, fabric, dict(params))
-        journal.write_header({"seed": seed, "scenario": ref, "params": params, "actors": fabric.names})
+        plan = {}
+        if faults is not None:  # checked against the built actors before anything runs
+            planned = faults.faults(fabric.names, seed)
+            fabric.add_faults(planned)
+            plan = {"fault_plan": faults.source, "faults": [list(f.as_data()) for f in planned]}
+        journal.write_header({"seed": seed, "scenario": ref, "params": params, "actors": fabric.names, **plan})
         fabric.progress = progress and (lambda f: progress(f, run))
         fabric.progress_every = getattr(progress, "every", fabric.progress_every)  # e.g. the live view's
         t0 = time.perf_counter()
@@ -238,7 +244,8 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
         wall = time.perf_counter() - t0
         stats = fabric.statistics()
         digest = journal.digest
-        info = {"scenario": ref, "seed": seed, "params": params, "wall_s": round(wall, 3), "events": stats.events,
+        info = {"scenario": ref, "seed": seed, "params": params, **{k: v for k, v in plan.items() if k == "fault_plan"},
+                "wall_s": round(wall, 3), "events": stats.events,
                 "messages": stats.sent, "virtual_end_s": stats.now_us / 1e6, "digest": digest,
                 "messages_by_kind": stats.sent_by_kind, "drops_by_cause": stats.drops_by_cause}
         partial = getattr(progress, "partial", None)  # the live view's q stopped the run early
@@ -275,3 +282,12 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
         kept = f"; the journal is kept in {journal.path}" if journal.path else ""
         raise RunViolation(f"{broken[0]}{more}{kept}")
     return RunResult(fabric, summary, digest, wall)
+
+
+def recorded_faults(header: dict):
+    """The fault plan a journal header recorded (``--faults``), as a plan a re-run adds again; else None."""
+    if "faults" not in header:
+        return None
+    from fedemu.scenarios import fault_plan
+
+    return fault_plan.recorded(header["faults"], f"journal header (plan {header.get('fault_plan', '?')})")
