@@ -102,8 +102,8 @@ def _vector(text, key: str) -> tuple[int, ...]:
         out = tuple(int(x) for x in str(text).split(","))
     except ValueError:
         raise ConfigError(f"parameter {key!r} is {text!r}; expected whole numbers separated by commas") from None
-    if not out or any(v < 0 for v in out):
-        raise ConfigError(f"parameter {key!r} is {text!r}; expected non-negative whole numbers")
+    if not out or any(v < 0 or v > 2**31 - 1 for v in out):  # an amount of one resource; numpy holds it in int64
+        raise ConfigError(f"parameter {key!r} is {text!r}; expected whole numbers from 0 to 2^31-1")
     return out
 
 

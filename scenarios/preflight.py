@@ -168,10 +168,12 @@ def _check_network(params: dict) -> None:
 
 
 def _check_times(params: dict, est: Estimate, workers: int) -> None:
-    """Refuse times beyond MAX_TRACE_S (as in traces): a task, a network delay, or a Poisson workload's span."""
+    """Refuse times beyond MAX_TRACE_S (as in traces): a task, a heartbeat period, a network delay, or a
+    Poisson workload's span."""
     limit = f"more than the longest time a run may span, {MAX_TRACE_S:.0e} s"
-    if _number(params, "task_s") > MAX_TRACE_S:
-        raise ConfigError(f"parameter 'task_s' is {params['task_s']!r}; {limit}")
+    for key in ("task_s", "heartbeat_s"):  # a task's length; Megha's LM heartbeat period
+        if key in params and _number(params, key) > MAX_TRACE_S:
+            raise ConfigError(f"parameter {key!r} is {params[key]!r}; {limit}")
     if (_number(params, "latency_ms") + _number(params, "jitter_ms")) / 1000 > MAX_TRACE_S:
         raise ConfigError(f"parameter 'latency_ms' is {params['latency_ms']!r}; {limit}")
     if params["workload"] == "poisson" and workers:

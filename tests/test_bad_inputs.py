@@ -8,6 +8,7 @@ what is legal but worth saying: warnings and notes on stderr, and the files a ru
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,8 @@ FILES = {
     "s_signature.py": "PARAMS = {}\ndef build(fabric):\n    pass\n",
     "s_raises.py": "PARAMS = {}\ndef build(fabric, params):\n    table = {}\n    return table['missing']\n",
     "s_noparams.py": "def build(fabric, params):\n    pass\n",
+    "s_finish.py": ("PARAMS = {}\n\n\nclass Run:\n    def finish(self, fabric, info):\n        return info['nope']\n"
+                    "\n\ndef build(fabric, params):\n    return Run()\n"),
     "s_text.txt": "PARAMS = {}\n",
     "a_file": "not a folder\n",
 }
@@ -107,6 +110,23 @@ CASES = [
      "--out /proc/sys: the folder is write-protected (mode 555)"),
     ("out-cannot-create", ["run", "demo", "--quiet", "--out", "/sys/kernel/fedemu-test-out"], "cannot create the folder"),
     ("out-cannot-write", ["run", "demo", "--quiet", "--out", "/sys/kernel"], "cannot write there"),
+    # journal and event log paths, checked before the run
+    ("journal-in-write-protected", [*RUN, "--journal", "/proc/fedemu-test.log"],
+     "--journal /proc/fedemu-test.log: /proc is write-protected (mode 555)"),
+    ("journal-cannot-write", [*RUN, "--journal", "/sys/kernel/fedemu-test.log"], "/sys/kernel: cannot write there"),
+    ("journal-folder-missing", [*RUN, "--journal", "{tmp}/nodir/j.log"], "the folder {tmp}/nodir does not exist"),
+    ("journal-in-a-file", [*RUN, "--journal", "{a_file}/j.log"], "{a_file} is a file, not a folder"),
+    ("journal-is-a-folder", [*RUN, "--journal", "{tmp}"], "--journal {tmp} is a folder; expected the path of a file"),
+    ("journal-check-determinism", [*RUN, "--check-determinism", "--journal", "/proc/fedemu-test.log"],
+     "/proc is write-protected"),
+    ("log-in-write-protected", [*RUN, "--log", "/proc/fedemu-test.jsonl"],
+     "--log /proc/fedemu-test.jsonl: /proc is write-protected (mode 555)"),
+    # numbers no run can hold
+    ("heartbeat-huge", _set("heartbeat_s=1e300"), "parameter 'heartbeat_s' is 1e+300; more than the longest time"),
+    ("fqw-2-64-record", [*_set("fqw=18446744073709551616", base=PIGEON), "--record"],
+     "parameter 'fqw' is 18446744073709551616; expected a whole number of at most 2^63-1"),
+    ("capacity-2-64", _set("capacity=18446744073709551616"), "expected whole numbers from 0 to 2^31-1"),
+    ("constraint-table-number", _set("constraint_table=nan"), "nan"),
     # the demo scenario
     ("demo-latency-inf", ["run", "demo", "--out", "{out}", "--set", "latency_ms=inf"], "'latency_ms' is inf"),
     ("demo-jitter-nan", ["run", "demo", "--out", "{out}", "--set", "jitter_ms=nan"], "'jitter_ms' is nan"),
@@ -154,6 +174,18 @@ def test_bad_input_is_one_line_exit_2_and_leaves_nothing(capsys, files, argv, sa
     assert not list(Path(files["tmp"]).glob("**/*.tmp"))
 
 
+def test_a_scenario_whose_finish_raises_is_one_line_and_keeps_its_journal(capsys, files):
+    """Not bad input but a failed run: exit 1, one line naming file and line, the journal kept and replayable."""
+    out = Path(files["out"])
+    code = main(["run", files["s_finish.py"], "--record", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"fedemu: failed: {files['s_finish.py']}:6: the scenario raised KeyError: 'nope'; "
+                          f"the journal is kept in {out / 'messages.log'}")
+    assert main(["replay", str(out / "messages.log"), "--verify"]) == 0
+    assert capsys.readouterr().out.endswith("(run ended with: KeyError: 'nope')\n")
+
+
 def test_the_console_command_exits_2_in_a_real_process(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "fedemu", "run", "default", "--seed", str(2**64), "--out",
                            str(tmp_path / "o")], capture_output=True, text=True)
@@ -172,6 +204,66 @@ def test_every_common_number_key_refuses_a_wrong_type_nan_and_negative(capsys, t
     assert code == 2 and err.startswith("fedemu: error: ") and err.count("\n") == 1, err
     assert key in err or "link loss" in err
     assert not out.exists()
+
+
+def _scheduler_keys():
+    """(scheduler, Param) for every key every registered scheduler plug-in declares."""
+    from fedemu.actors.registry import SCHEDULERS
+
+    return [(s.name, p) for s in SCHEDULERS.values() for p in s.params]
+
+
+# A wrong type, non-finite values, a negative value and absurd sizes (beyond float-exact, beyond 64 bits).
+BAD_VALUES = ["x", "nan", "inf", "-inf", "-1", "1e300", str(2**64)]
+
+
+@pytest.mark.parametrize("value", BAD_VALUES)
+@pytest.mark.parametrize("scheduler, param", _scheduler_keys(), ids=[f"{s}-{p.name}" for s, p in _scheduler_keys()])
+def test_every_scheduler_key_refuses_bad_values_in_one_line(capsys, tmp_path, scheduler, param, value):
+    """Each plug-in's own keys (from the registry): exit 2, one line naming the key, no folder left; only a
+    value the key's Param itself declares legal (fqw=inf: strict priority) runs, and then ends in 0."""
+    from fedemu.tools.params import parse_value
+
+    out = tmp_path / "o"
+    code = main(["run", "default", "--quiet", "--record", "--out", str(out), "--set", "jobs=5",
+                 "--set", f"scheduler={scheduler}", "--set", f"{param.name}={value}"])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    if value == "inf" and param.ok is not None and param.ok(parse_value(value)):
+        assert code == 0 and (out / "summary.json").is_file()
+        return
+    assert code == 2 and err.startswith("fedemu: error: ") and err.count("\n") == 1, err
+    assert param.name in err
+    assert not out.exists()
+
+
+def _common_number_keys():
+    from fedemu.scenarios.federation import COMMON
+
+    return [p for p in COMMON if isinstance(p.default, (int, float)) and not isinstance(p.default, bool)]
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "1e300", str(2**64)])
+@pytest.mark.parametrize("param", _common_number_keys(), ids=[p.name for p in _common_number_keys()])
+def test_every_common_number_key_ends_in_a_verdict_at_extremes(capsys, tmp_path, param, value):
+    """The federation scenario's number keys at the extremes: a one-line refusal (always, where the key's Param
+    rejects the value), or a run that ends 0 with at most warnings and notes on stderr."""
+    from fedemu.tools.params import parse_value
+
+    out = tmp_path / "o"
+    code = main(["run", "default", "--quiet", "--record", "--out", str(out), "--set", "jobs=5",
+                 "--set", f"{param.name}={value}"])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and code in (0, 2), err
+    if code == 2:
+        assert err.startswith("fedemu: error: ") and err.count("\n") == 1 and param.name in err, err
+        assert not out.exists()
+    else:
+        assert all(line.startswith(("fedemu: warning: ", "fedemu: note: ")) for line in err.splitlines()), err
+        assert (out / "summary.json").is_file() and (out / "messages.log").is_file()
+    number = parse_value(value)
+    if number in (math.inf, -math.inf) and param.ok is not None and not param.ok(number):
+        assert code == 2
 
 
 # ---- legal, but worth a line on stderr ---------------------------------------------------------------

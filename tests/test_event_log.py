@@ -218,7 +218,7 @@ def test_cli_writes_the_log_and_names_it(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, says", [
     (["--log-level", "debug"], "--log-level debug filters the event log: add --log FILE"),
-    (["--log", "{tmp}/no/such/dir/e.jsonl"], "--log {tmp}/no/such/dir/e.jsonl: No such file or directory"),
+    (["--log", "{tmp}/no/such/dir/e.jsonl"], "--log {tmp}/no/such/dir/e.jsonl: the folder {tmp}/no/such/dir does not exist"),
     (["--log", "{tmp}/e.jsonl", "--log-level", "loud"], "invalid choice: 'loud'"),
 ])
 def test_bad_log_options_are_one_line_errors(tmp_path, capsys, argv, says):

@@ -35,6 +35,7 @@ def _cmd_run(args) -> int:
         return _check_determinism(args, overrides, journal, faults)
     level = args.log_level or "info"
     with outdir.prepared(args.out), progress_for(args) as progress:
+        _check_files(journal, args.log)
         result = runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=journal,
                                 out_dir=args.out, progress=progress, log_path=args.log, log_level=level,
                                 faults=faults)
@@ -56,6 +57,12 @@ def _fault_plan(path):
     from fedemu.scenarios import fault_plan
 
     return fault_plan.load(path)
+
+
+def _check_files(journal, log) -> None:
+    """The journal's and the event log's paths, checked before the run (after ``--out`` is made)."""
+    outdir.check_file(journal, "--journal")
+    outdir.check_file(log, "--log")
 
 
 def _warn_unfinished(summary: dict) -> None:
@@ -86,6 +93,7 @@ def _check_determinism(args, overrides, journal, faults=None) -> int:
     from .replay import report_comparison
 
     with tempfile.TemporaryDirectory(prefix="fedemu-det-") as tmp, outdir.prepared(args.out):
+        _check_files(journal, args.log)
         first, second = journal or os.path.join(tmp, "first.fjl"), os.path.join(tmp, "second.fjl")
         runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=first, out_dir=args.out,
                        log_path=args.log, log_level=args.log_level or "info", faults=faults)
@@ -337,6 +345,14 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _say_scenario_failed(e: Exception, where: str) -> None:
+    """One line for a user's scenario file that raised during or after its run (its journal kept)."""
+    from .runner import failure
+
+    kept = "".join(f"; {n.removeprefix('fedemu: ')}" for n in getattr(e, "__notes__", ()))
+    print(f"fedemu: failed: {where}: the scenario raised {failure(e)}{kept}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -356,6 +372,12 @@ def main(argv=None) -> int:
         where = e.filename if e.filename is not None else ""
         print(f"fedemu: error: {where}: {e.strerror or e}", file=sys.stderr)
         return 2
+    except Exception as e:
+        where = getattr(e, "fedemu_where", None)
+        if where is None:  # fedemu's own bug: the traceback is what a report needs
+            raise
+        _say_scenario_failed(e, where)
+        return 1
     except KeyboardInterrupt:
         if _Signals.got == signal.SIGTERM:
             print("fedemu: terminated (SIGTERM); temporary files removed", file=sys.stderr)

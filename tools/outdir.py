@@ -39,6 +39,23 @@ def _check_writable(path: Path, option: str) -> None:
     os.unlink(probe)
 
 
+def check_file(file, option: str) -> None:
+    """Refuse, before the run, an output file (``--journal``, ``--log``) that cannot be written: a folder,
+    a missing or write-protected parent folder (by mode, even for root), or one the probe cannot write."""
+    if file is None:
+        return
+    path = Path(file)
+    parent = path.parent
+    if path.is_dir():
+        raise ConfigError(f"{option} {file} is a folder; expected the path of a file")
+    if not parent.is_dir():
+        what = f"{parent} is a file, not a folder" if parent.exists() else f"the folder {parent} does not exist"
+        raise ConfigError(f"{option} {file}: {what}")
+    if not parent.stat().st_mode & 0o222:
+        raise ConfigError(f"{option} {file}: {parent} is write-protected (mode {parent.stat().st_mode & 0o777:o})")
+    _check_writable(parent, f"{option} {file}:")
+
+
 def _is_ours(entry: Path) -> bool:
     """Whether ``entry`` is something an earlier ``fedemu compare`` wrote: its files or a run folder."""
     if entry.is_file():

@@ -13,6 +13,9 @@ from fedemu.fabric.errors import ConfigError
 from fedemu.model import Param
 
 
+WHOLE_MAX = 2**63 - 1  # the largest whole number a journal header (msgpack, 64-bit) holds as a parameter
+
+
 def parse_value(text: str):
     """``--set`` values: numbers where they look like numbers, true/false, inf, else the string."""
     low = text.strip().lower()
@@ -59,6 +62,14 @@ def resolve(defaults: dict, overrides: dict, declare=None) -> dict:
                 raise ConfigError(f"parameter {key!r} expects a whole number, got {value!r}")
         elif isinstance(default, (int, float)) and not isinstance(value, (int, float)):
             raise ConfigError(f"parameter {key!r} expects a number, got {value!r}")
+        elif isinstance(default, str) and not isinstance(value, str):  # a path or name that looks like a number
+            value = str(value).lower() if isinstance(value, bool) else str(value)
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > WHOLE_MAX:
+            if isinstance(default, float):  # a number key given a long integer: the float it means
+                value = float(value)
+            else:  # the journal stores whole numbers in 64 bits; a count this large fits no machine
+                raise ConfigError(f"parameter {key!r} is {overrides[key]!r}; expected a whole number of at most "
+                                  "2^63-1")
         params[key] = value
     if declare is None:
         return params

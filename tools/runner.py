@@ -253,6 +253,8 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
             info["partial"] = partial
         summary = run.finish(fabric, info) if hasattr(run, "finish") else info
     except Exception as exc:
+        if not ref.startswith("scenarios.") and not isinstance(exc, FedemuError):
+            exc.fedemu_where = _where(exc, ref)  # a user's scenario failed (an actor, finish): the CLI says one line
         keep_failed_journal(journal, fabric, exc)
         if events is not None and isinstance(exc, FedemuError):
             events.abort()
