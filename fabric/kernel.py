@@ -328,6 +328,10 @@ class Fabric(Routing):
         except BaseException as e:  # a bug in an actor (or the fabric step it ran) ends the run
             if self._error is None:
                 self._error = e
+                try:  # who raised, and when: the run's one-line verdict names them
+                    e.fedemu_actor = (actor.name, actor._now)
+                except AttributeError:
+                    pass
             if self._nursery is not None:
                 self._nursery.cancel_scope.cancel()
             return

@@ -129,3 +129,30 @@ def test_a_broken_run_ends_in_a_one_line_verdict_with_its_results_and_journal(tm
     assert main(["replay", str(out / "messages.log"), "--verify"]) == 0
     said = capsys.readouterr().out
     assert "digest matches (run ended with: violation: jobs_closed: job " in said
+
+
+def test_an_actor_that_raises_mid_run_ends_in_one_line_naming_it_and_when(tmp_path, capsys, monkeypatch):
+    """A bug planted in the workers (job 3's first task raises when it ends): the run fails with one
+    line naming the actor, the virtual time and the line of code, exit 1; its journal replays to the
+    same end. FEDEMU_TRACEBACK=1 would show the traceback instead."""
+    from fedemu.actors.worker import Worker
+    from fedemu.tools.cli import main
+
+    original = Worker.on_TaskTimer
+
+    def planted(self, msg, src):
+        if (msg.job_id, msg.index) == (3, 0):
+            raise RuntimeError("planted")
+        original(self, msg, src)
+
+    monkeypatch.setattr(Worker, "on_TaskTimer", planted)
+    monkeypatch.setattr(Worker, "_fedemu_handlers", {}, raising=False)  # the fabric's handler cache
+    monkeypatch.delenv("FEDEMU_TRACEBACK", raising=False)
+    out = tmp_path / "out"
+    code = main(["run", "default", "--set", "jobs=10", "--quiet", "--record", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1, err
+    assert err[0].startswith("fedemu: failed: w-") and " at virtual time " in err[0]
+    assert "test_invariants.py:" in err[0] and "raised RuntimeError: planted" in err[0]
+    assert main(["replay", str(out / "messages.log"), "--verify"]) == 0
+    assert "(run ended with: RuntimeError: planted)" in capsys.readouterr().out

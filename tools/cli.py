@@ -350,7 +350,9 @@ def _say_scenario_failed(e: Exception, where: str) -> None:
     from .runner import failure
 
     kept = "".join(f"; {n.removeprefix('fedemu: ')}" for n in getattr(e, "__notes__", ()))
-    print(f"fedemu: failed: {where}: the scenario raised {failure(e)}{kept}", file=sys.stderr)
+    who = "raised" if getattr(e, "fedemu_actor", None) and where.startswith(e.fedemu_actor[0] + " ") \
+        else "the scenario raised"
+    print(f"fedemu: failed: {where}: {who} {failure(e)}{kept}", file=sys.stderr)
 
 
 def main(argv=None) -> int:
@@ -374,7 +376,7 @@ def main(argv=None) -> int:
         return 2
     except Exception as e:
         where = getattr(e, "fedemu_where", None)
-        if where is None:  # fedemu's own bug: the traceback is what a report needs
+        if where is None or os.environ.get("FEDEMU_TRACEBACK"):  # fedemu's own bug: a report needs the traceback
             raise
         _say_scenario_failed(e, where)
         return 1

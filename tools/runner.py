@@ -89,6 +89,20 @@ def _where(exc: BaseException, path: str) -> str:
     return f"{path}:{line}" if line else path
 
 
+def _actor_where(exc: BaseException) -> str:
+    """``gm-0 at virtual time 3.000500 s (actors/front_end.py:37)``: the actor that raised, when, and
+    the deepest line of fedemu's own code it raised from."""
+    name, now_us = exc.fedemu_actor
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    where, tb = "", exc.__traceback__
+    while tb is not None:
+        path = tb.tb_frame.f_code.co_filename
+        if path.startswith(root + os.sep):
+            where = f"{os.path.relpath(path, root)}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return f"{name} at virtual time {now_us / 1e6:.6f} s" + (f" ({where})" if where else "")
+
+
 def _user_error(exc: Exception, path: str, doing: str) -> ConfigError:
     """A one-line error for an exception raised by a user's scenario file: file, line, exception."""
     if isinstance(exc, SyntaxError):
@@ -255,6 +269,8 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
     except Exception as exc:
         if not ref.startswith("scenarios.") and not isinstance(exc, FedemuError):
             exc.fedemu_where = _where(exc, ref)  # a user's scenario failed (an actor, finish): the CLI says one line
+        elif getattr(exc, "fedemu_actor", None) is not None and not isinstance(exc, FedemuError):
+            exc.fedemu_where = _actor_where(exc)  # an actor of ours raised mid-run: a failed run, one line
         keep_failed_journal(journal, fabric, exc)
         if events is not None and isinstance(exc, FedemuError):
             events.abort()
