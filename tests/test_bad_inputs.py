@@ -142,6 +142,10 @@ CASES = [
     ("compare-seeds-huge", ["compare", "default", "--seeds", str(2**64), "--out", "{out}"], "is not from 0 to 2^64-1"),
     ("bench-messages-negative", ["bench", "fabric", "--messages", "-5"], "argument --messages: expected a whole"),
     ("bench-neighbour-negative", ["bench", "fabric", "--neighbour", "-5"], "argument --neighbour: expected a whole"),
+    ("replay-from-inf", ["replay", "no.log", "--from", "inf"], "argument --from: 'inf' is not a number of seconds"),
+    ("replay-to-huge", ["replay", "no.log", "--to", "1e400"], "argument --to: '1e400' is not a number of seconds"),
+    ("replay-seek-nan", ["replay", "no.log", "--tui", "--seek", "nan"], "argument --seek: 'nan' is not a number"),
+    ("no-such-command", ["bogus"], "error: argument command: invalid choice: 'bogus'"),
     ("set-not-key-value", ["run", "default", "--out", "{out}", "--set", "jobs"], "is not key=value"),
 ]
 

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fedemu.actors import registry
 from fedemu.fabric import log
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.errors import ConfigError, FedemuError
@@ -23,7 +24,7 @@ from fedemu.tools import runner
 from fedemu.tools.cli import main
 
 SMALL = {"jobs": 120}
-SCHEDULERS = ("megha", "pigeon", "pigeonc", "sparrow")
+SCHEDULERS = tuple(registry.SCHEDULERS)  # every registered scheduler
 
 
 def _run(tmp_path, scheduler: str, level: str = "debug", **extra):

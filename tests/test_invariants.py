@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fedemu.actors import registry
 from fedemu.actors.invariants import CHECKS, capacity_respected, check_run
 from fedemu.model import Cluster, ClusterSpec, Job, Recorder, WorkerSpec
 from fedemu.tools import runner
@@ -103,11 +104,12 @@ def test_capacity_agrees_with_a_brute_force_sweep(tasks):
     assert bool(capacity_respected(rec, CLUSTER, 100)) == overloaded
 
 
-@pytest.mark.parametrize("scheduler", ["megha", "centralized", "pigeon", "pigeonc", "sparrow"])
+@pytest.mark.parametrize("scheduler", list(registry.SCHEDULERS))
 def test_every_scheduler_keeps_every_invariant_on_the_default_scenario(scheduler):
+    """Constraints are checked for the schedulers that declare themselves constraint-aware."""
     result = runner.execute("default", overrides={"scheduler": scheduler, "jobs": 60})
-    assert result.summary["invariants"] == {name: "ok" for name in CHECKS if not (
-        scheduler == "pigeon" and name == "constraints_met")}
+    aware = registry.get(scheduler).constraint_aware
+    assert result.summary["invariants"] == {name: "ok" for name in CHECKS if aware or name != "constraints_met"}
 
 
 def test_a_broken_run_ends_in_a_one_line_verdict_with_its_results_and_journal(tmp_path, capsys):

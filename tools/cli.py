@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import subprocess
@@ -11,8 +12,11 @@ import tempfile
 import threading
 
 from fedemu.fabric.errors import ConfigError, FedemuError
+from fedemu.scenarios.trace import MAX_TRACE_S
 
 from . import outdir
+
+MAX_SECONDS = MAX_TRACE_S  # no run's virtual time goes beyond the largest time a trace may give
 
 
 def _cmd_run(args) -> int:
@@ -176,11 +180,14 @@ def _cmd_compare(args) -> int:
 
 
 def _seconds(text: str) -> str:
-    """argparse type for --from/--to: a number of seconds (kept as text for tools.replay)."""
+    """argparse type for --from/--to/--seek: a finite number of seconds >= 0, within the 1e7 s any run
+    may last (kept as text for tools.replay)."""
     try:
-        float(text)
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds, e.g. 0.5") from None
+        value = math.nan
+    if not 0 <= value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to {MAX_SECONDS:g}, e.g. 0.5")
     return text
 
 
@@ -218,7 +225,8 @@ class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line, ``fedemu: error: ...``, with exit status 2."""
 
     def error(self, message: str):
-        self.exit(2, f"fedemu: error: {self.prog}: {message} (see {self.prog} --help)\n")
+        where = "" if self.prog == "fedemu" else f"{self.prog}: "  # the prefix already says fedemu
+        self.exit(2, f"fedemu: error: {where}{message} (see {self.prog} --help)\n")
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -264,8 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compare", help="run several schedulers/policies/seeds on the same scenario")
     c.add_argument("scenario")
-    c.add_argument("--schedulers", default="megha,pigeonc,pigeon,sparrow",
-                   help="comma-separated scheduler names, or all (every registered scheduler)")
+    c.add_argument("--schedulers", default="all",
+                   help="comma-separated scheduler names, or all (every registered scheduler; the default)")
     c.add_argument("--policies", default="random")
     c.add_argument("--seeds", default="1")
     c.add_argument("--out", default="out/compare",
@@ -289,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--to", dest="t_to", metavar="SECONDS", type=_seconds, help="show: up to this virtual time")
     mode.add_argument("--tui", action="store_true", help="the live view of the recorded run (re-run from the "
                       "header: the journal holds messages, not actor state; digest checked at the end)")
-    rp.add_argument("--seek", metavar="SECONDS", type=float, help="--tui: run at full speed to this virtual time, "
+    rp.add_argument("--seek", metavar="SECONDS", type=lambda t: float(_seconds(t)), help="--tui: run at full speed to this virtual time, "
                     "then pause")
     rp.add_argument("--paused", action="store_true", help="--tui: start paused")
     rp.add_argument("--pace", metavar="RATIO", help="--tui: virtual seconds per wall second (1, 10, 100, 1000 "
