@@ -420,3 +420,18 @@ def test_preflight_accepts_what_fits_or_refuses_in_one_config_error(capsys, chan
     for key in preflight.COUNT_KEYS:
         if key in params:
             assert float(params[key]).is_integer() and params[key] >= 0
+
+
+def test_a_scenario_whose_finish_returns_no_dict_or_whose_params_have_odd_keys(tmp_path, capsys):
+    """finish() returning 5 is a failed run (exit 1, one line); a PARAMS key that is not a name is bad input."""
+    fin = tmp_path / "fin5.py"
+    fin.write_text("from fedemu.scenarios.federation import PARAMS as P, build as b\nPARAMS = dict(P)\n"
+                   "def build(f, p):\n    r = b(f, p)\n    r.finish = lambda fabric, info: 5\n    return r\n")
+    odd = tmp_path / "odd.py"
+    odd.write_text("PARAMS = {1: 2}\ndef build(f, p):\n    pass\n")
+    assert main(["run", str(fin), "--set", "jobs=5", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "finish returned int, expected the summary as a dict" in err[0]
+    assert main(["run", str(odd), "--set", "1=3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"fedemu: error: scenario {str(odd)!r}: PARAMS key 1 is not a name (letters, digits, _)"]

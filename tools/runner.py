@@ -132,6 +132,9 @@ def load(ref: str):
     params, build = getattr(module, "PARAMS", None), getattr(module, "build", None)
     if not isinstance(params, dict) or build is None:
         raise ConfigError(f"scenario {ref!r} has no PARAMS dict and build(fabric, params) function")
+    odd = [key for key in params if not isinstance(key, str) or not key.isidentifier()]
+    if odd:
+        raise ConfigError(f"scenario {ref!r}: PARAMS key {odd[0]!r} is not a name (letters, digits, _)")
     if not callable(build):
         raise ConfigError(f"scenario {ref!r}: build is {type(build).__name__}, expected a function "
                           "build(fabric, params)")
@@ -266,6 +269,8 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
         if partial:
             info["partial"] = partial
         summary = run.finish(fabric, info) if hasattr(run, "finish") else info
+        if not isinstance(summary, dict):
+            raise TypeError(f"finish returned {type(summary).__name__}, expected the summary as a dict")
     except Exception as exc:
         if not ref.startswith("scenarios.") and not isinstance(exc, FedemuError):
             exc.fedemu_where = _where(exc, ref)  # a user's scenario failed (an actor, finish): the CLI says one line
