@@ -12,6 +12,8 @@ Faults name actors; the fabric resolves the names to actor indices once, when th
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
 from .errors import ConfigError
@@ -47,8 +49,8 @@ class Fault:
                               f"got {type(self.at_us).__name__}; seconds go through model.seconds_to_us")
         if self.at_us < 0:
             raise ConfigError(f"fault {self.kind} at {self.at_us} us: time must be >= 0")
-        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)) or self.value != self.value:
-            raise ConfigError(f"fault {self.kind} at {self.at_us} us: value must be a number, got {self.value!r}")
+        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)) or not math.isfinite(self.value):
+            raise ConfigError(f"fault {self.kind} at {self.at_us} us: value must be a finite number, got {self.value!r}")
         arity = {"crash": 1, "restart": 1, "partition": 2, "heal": 0}.get(self.kind)
         if arity is not None and len(self.target) != arity:
             raise ConfigError(f"fault {self.kind} needs {arity} target(s), got {self.target!r}")

@@ -193,9 +193,14 @@ def parse(text: str, source: str, *, json_format: bool = False) -> Plan:
     return Plan(source, tuple(_entry(f"{source}: fault {n}", ev) for n, ev in enumerate(events, start=1)))
 
 
+MAX_SECONDS = 2**62 // 10**6  # a time and a for_s added stay below 2^63 microseconds
+
+
 def _seconds(where: str, key: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise ConfigError(f"{where}: {key} must be a number of seconds >= 0, got {value!r}")
+    if value > MAX_SECONDS:
+        raise ConfigError(f"{where}: {key} is {value!r} s; at most {MAX_SECONDS:,} s")
     return seconds_to_us(value)
 
 
@@ -209,7 +214,7 @@ def _name_or_pick(where: str, item, *, single: bool = False):
     if extra:
         raise ConfigError(f"{where}: a role target takes role and count, not {', '.join(extra)}")
     role = item.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise ConfigError(f"{where}: unknown role {role!r}; known: {', '.join(ROLES)}")
     count = item.get("count", 1)
     if count == "all":

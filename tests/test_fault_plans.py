@@ -109,7 +109,7 @@ BAD = [
     ('[[fault]]\nat_s = 1\nkind = "slow"\nlink = [{role = "lm", count = 2}, "gm-0"]\nvalue = 2',
      "each end of a link is one actor"),
     ('[[fault]]\nat_s = 1\nkind = "dup"\nlink = "*"\nvalue = 1.5', r"fault dup needs a probability in \[0, 1\], got 1.5"),
-    ('[[fault]]\nat_s = 1\nkind = "loss"\nlink = "*"\nvalue = "high"', "value must be a number, got 'high'"),
+    ('[[fault]]\nat_s = 1\nkind = "loss"\nlink = "*"\nvalue = "high"', "value must be a finite number, got 'high'"),
     ('[[fault]]\nat_s = 1\nkind = "loss"\nlink = "*"\nvalue = 0.1\nfor_s = 2', r"unexpected key\(s\) for_s"),
     ('[[fault]]\nat_s = 1\nkind = "heal"\ntarget = "w-1"', r"unexpected key\(s\) target; heal takes at_s, kind"),
     ('[[fault]]\nat_s = 1\nkind = "partition"\nsides = ["gm-0"]', "sides must be two groups of actors"),
@@ -325,3 +325,60 @@ def test_failure_process_keys_refuse_bad_values(capsys, key, value):
     code = main(["run", "default", "--quiet", *JOBS, "--set", f"{key}={value}"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("fedemu: error: ") and err.count("\n") == 1, err
+
+
+# ---- any input: a plan or one line ---------------------------------------------------------------
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10, 10**25), st.floats(allow_nan=True),
+                     st.sampled_from(["w-1", "gm-0", "lm-9", "*", "", "all", "x"]))
+_values = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3),
+    st.dictionaries(st.sampled_from(["role", "count", "size"]), inner, max_size=3),
+    st.fixed_dictionaries({"role": st.sampled_from([*fp.ROLES, "robot"]), "count": st.one_of(
+        st.integers(-1, 60), st.just("all"))})), max_leaves=6)
+_names = st.sampled_from(["w-1", "w-2", "gm-0", "lm-3", "lm-9", "submitter"])
+_picks = st.fixed_dictionaries({"role": st.sampled_from([*fp.ROLES, "robot"])},
+                               optional={"count": st.one_of(st.integers(-1, 60), st.just("all"))})
+_targets = st.one_of(_names, _picks, st.lists(st.one_of(_names, _picks), max_size=3), _values)
+_KEYS = {"crash": ("target",), "restart": ("target",), "partition": ("sides",), "heal": (),
+         "slow": ("link", "value"), "restore": ("link",), "loss": ("link", "value"), "dup": ("link", "value")}
+_GOOD = {"target": _targets, "sides": st.lists(_targets, min_size=2, max_size=2),
+         "link": st.one_of(st.just("*"), st.lists(st.one_of(_names, _picks), min_size=2, max_size=2)),
+         "value": st.floats(0, 2), "for_s": st.floats(0, 10), "at_s": st.floats(0, 100)}
+
+
+@st.composite
+def _entries(draw):
+    """Mostly well-formed entries of each kind, some with a key dropped, added or given any value."""
+    kind = draw(st.sampled_from([*_KEYS, "x"]))
+    keys = ["at_s", *_KEYS.get(kind, ()), *(["for_s"] if kind in fp.ENDS_WITH and draw(st.booleans()) else [])]
+    entry = {"kind": kind, **{k: draw(_GOOD[k]) for k in keys}}
+    for _ in range(draw(st.integers(0, 2))):
+        key = draw(st.sampled_from([*_GOOD, "kind", "extra"]))
+        if draw(st.booleans()):
+            entry.pop(key, None)
+        else:
+            entry[key] = draw(_values)
+    return entry
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_entries(), max_size=4), st.integers(0, 2**64 - 1))
+def test_any_json_plan_is_a_plan_of_checked_faults_or_one_line_error(events, seed):
+    """Whatever the file holds, reading it and resolving it against a run give valid Faults or one
+    ConfigError line naming the file; never another exception."""
+    try:
+        faults = parse(json.dumps(events), json_format=True).faults(NAMES, seed)
+    except ConfigError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("plan.toml")
+        return
+    assert all(isinstance(f, Fault) and 0 <= f.at_us < 2**63 for f in faults)
+    assert all(name in NAMES for f in faults for name in f.names())
+    assert plan([f.as_data() for f in faults]) == faults
+
+
+def test_the_documented_example_plan_reads_and_resolves():
+    from pathlib import Path
+
+    p = fp.load(Path(__file__).resolve().parent.parent / "docs" / "fault-plan-example.toml")
+    assert [f.kind for f in p.faults(NAMES, 1)] == ["crash"] * 3 + ["restart"] * 3 + [
+        "partition", "heal", "slow", "restore", "loss", "loss"]
