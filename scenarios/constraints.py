@@ -18,6 +18,7 @@ import attrs
 from fedemu.fabric.errors import ConfigError, unknown_name
 from fedemu.fabric.rand import Stream
 from fedemu.model import NUM_CONSTRAINTS, Cluster, ClusterSpec, Job, WorkerSpec, positive_int
+from fedemu.scenarios.files import read_text
 
 DEFAULT_TABLE = Path(__file__).with_name("constraint_table.json")
 
@@ -49,14 +50,7 @@ class ConstraintTable:
     def load(cls, path: str | os.PathLike | None = None) -> "ConstraintTable":
         """Read and validate a table from JSON ``path`` (None: the packaged stand-in default)."""
         source = DEFAULT_TABLE if path is None else Path(path)
-        try:
-            text = source.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"{source}: no such constraint table file") from None
-        except IsADirectoryError:
-            raise ConfigError(f"{source}: is a directory, expected a constraint table JSON file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{source}: cannot read constraint table: {exc}") from None
+        text = read_text(source, "a constraint table JSON file")
         try:
             data = json.loads(text, object_pairs_hook=_no_duplicates)
         except json.JSONDecodeError as exc:

@@ -27,6 +27,7 @@ from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.faults import FAULT_KINDS, LINK_KINDS, PROBABILITY_KINDS, Fault
 from fedemu.fabric.rand import Stream
 from fedemu.model import seconds_to_us
+from fedemu.scenarios.files import read_text
 
 # role -> the name prefixes of its actors (an actor of a role is named ``<prefix>-<number>``)
 ROLES = {"gm": ("gm",), "lm": ("lm",), "worker": ("w",), "master": ("master",), "dist": ("dist",),
@@ -163,14 +164,7 @@ def load(path) -> Plan:
     """Read and check a plan file (TOML; JSON when it ends in .json)."""
     path = Path(path)
     name = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"fault plan {name}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"fault plan {name}: is a directory; expected a .toml or .json file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"fault plan {name}: cannot read it: {exc}") from None
+    text = read_text(path, "a fault plan (.toml or .json)")
     return parse(text, name, json_format=path.suffix.lower() == ".json")
 
 

@@ -166,7 +166,7 @@ def test_table_file_errors(tmp_path):
     missing = tmp_path / "none.json"
     with pytest.raises(ConfigError) as info:
         ConstraintTable.load(missing)
-    assert str(info.value) == f"{missing}: no such constraint table file"
+    assert str(info.value) == f"{missing}: no such file; expected a constraint table JSON file"
     bad = tmp_path / "bad.json"
     bad.write_text('{"description": "x",\n  "profiles": }')
     with pytest.raises(ConfigError) as info:
