@@ -8,6 +8,7 @@ import tempfile
 from fedemu.fabric.errors import FedemuError, JournalError, RunViolation
 from fedemu.fabric.journal import CODE_NAMES, JournalReader, check
 from fedemu.fabric.replay import Formatter, compare, describe, unknown
+from fedemu.model import seconds_to_us
 
 from . import runner
 
@@ -68,7 +69,7 @@ def report_comparison(expected, got, header: dict, same: str, out=print) -> int:
 
 def parse_time(text: str | None) -> int | None:
     """Seconds (float) to microseconds; None passes through."""
-    return None if text is None else int(round(float(text) * 1e6))
+    return None if text is None else seconds_to_us(float(text))
 
 
 def load_messages(header: dict) -> None:

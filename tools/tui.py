@@ -35,6 +35,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fedemu.fabric.errors import ConfigError
+from fedemu.model import seconds_to_us
 
 from . import tui_panels as panels
 from .progress import progress_bar
@@ -481,8 +482,8 @@ class LiveView:
         if key in "\r\n":
             text, self.prompt = self.prompt, None
             try:
-                to_us = int(round(float(text) * 1e6))
-            except ValueError:
+                to_us = seconds_to_us(float(text))
+            except (ValueError, OverflowError):
                 self.note = f"not a time: {text!r}"
                 return
             if to_us < fabric.now:
@@ -607,7 +608,7 @@ def replay_live(log_path, *, seek_s: float | None, paused: bool, pace: float | N
     reader = check(log_path)
     header = _checked_header(reader.header)
     expected = (reader.footer or {}).get("digest")
-    seek_us = None if seek_s is None else int(round(seek_s * 1e6))
+    seek_us = None if seek_s is None else seconds_to_us(seek_s)
     title = f"replay of {os.path.basename(str(log_path))}: re-running {header['scenario']} seed {header['seed']}"
     with live_view(paused=paused and seek_us is None, pace=pace, seek_us=seek_us, title=title, replay=True) as view:
         view.note = "actor state is not in the journal: re-running it from the header (same run)"
