@@ -435,3 +435,14 @@ def test_a_scenario_whose_finish_returns_no_dict_or_whose_params_have_odd_keys(t
     assert main(["run", str(odd), "--set", "1=3"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"fedemu: error: scenario {str(odd)!r}: PARAMS key 1 is not a name (letters, digits, _)"]
+
+
+def test_a_summary_value_json_cannot_hold_is_one_line(tmp_path, capsys):
+    """A scenario whose finish puts an object into its summary: one line naming the type, exit 2."""
+    scen = tmp_path / "obj.py"
+    scen.write_text("from fedemu.scenarios.demo import PARAMS, build as b\n"
+                    "def build(f, p):\n    r = b(f, p)\n    old = r.finish\n"
+                    "    r.finish = lambda fabric, info: {**old(fabric, info), 'x': object}\n    return r\n")
+    assert main(["run", str(scen), "--quiet", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "summary.json cannot hold a value of type type" in err[0]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fedemu.fabric.errors import ConfigError
 from fedemu.model import US_PER_S as US
 from fedemu.model import Recorder
 from fedemu.tools import metrics
@@ -74,7 +75,8 @@ def plain(obj):
         return "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
     if obj is None or isinstance(obj, (str, int, float, bool)):
         return obj
-    raise TypeError(f"summary value of type {type(obj).__name__} is not JSON serializable")
+    raise ConfigError(f"summary.json cannot hold a value of type {type(obj).__name__} ({obj!r:.60}); a scenario's "
+                      "finish must return numbers, text, lists and dicts")
 
 
 def write_summary(out_dir, summary: dict) -> dict:
