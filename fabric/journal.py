@@ -170,6 +170,8 @@ class JournalReader:
         if not isinstance(header, dict) or header.get("format") != FORMAT:
             if intact:  # a checksummed map that is not ours: name what it is not
                 raise self._error(f"not a fedemu journal (its header has no format '{FORMAT}')")
+            if isinstance(header, dict) and {"seed", "scenario", "actors"} & {str(k) for k in header}:
+                raise self._error("journal corrupted at byte 0 (header): its checksum does not match")
             raise self._error(f"not a fedemu journal (no '{FORMAT}' header at byte 0)")
         version = header.get("version")
         if version != VERSION:

@@ -380,3 +380,13 @@ def test_journaled_links_are_consistent(tmp_path):
         elif rec[0] in (DELIVER, DROP):
             assert sent[(rec[2], rec[3])][4] == rec[4]
     assert {r[5] for r in by_code(records, DELIVER)} == {0, 1}
+
+
+def test_a_flipped_byte_in_the_header_format_is_corruption_not_a_foreign_file(small, tmp_path):
+    """The header is ours (it names seed, scenario, actors) but its format string was hit: corrupted."""
+    path, data, *_ = small
+    at = data.index(b"fedemu-journal")
+    bad = tmp_path / "fmt.fjl"
+    bad.write_bytes(data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:])
+    with pytest.raises(JournalError, match=r"journal corrupted at byte 0 \(header\): its checksum does not match"):
+        JournalReader(bad)
