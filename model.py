@@ -58,6 +58,12 @@ def whole_at_least(minimum: int) -> dict:
             "expected": f"a whole number >= {minimum}"}
 
 
+def probability() -> dict:
+    """``ok``/``expected`` of a probability Param: a number in [0, 1]."""
+    return {"ok": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1,
+            "expected": "a probability from 0 to 1"}
+
+
 def positive_int(value, name: str) -> int:
     """``value`` if it is a whole number >= 1, else a ConfigError naming ``name`` (for builders' arguments)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -19,7 +19,7 @@ from fedemu.actors.submitter import Submitter
 from fedemu.fabric.errors import ConfigError, unknown_name
 from fedemu.fabric.network import Latency, Link
 from fedemu.fabric.rand import Stream
-from fedemu.model import Param, Recorder, finite_at_least, seconds_to_us, whole_at_least
+from fedemu.model import Param, Recorder, finite_at_least, probability, seconds_to_us, whole_at_least
 from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES, get_worker_choice
 from fedemu.scenarios import constraints as cons
 from fedemu.scenarios import fault_plan
@@ -50,18 +50,18 @@ COMMON = (
     Param("trace", "", "the trace file of workload=trace"),
     Param("jobs", 0, "jobs to submit; 0: the workload's own size (500 poisson jobs, 2000 syn_N jobs, the "
           "whole trace)", **whole_at_least(0)),
-    Param("load", 0.8, "poisson: offered load as a share of the slots (when rate is 0)"),
-    Param("rate", 0.0, "poisson: jobs per second; 0 derives it from load"),
+    Param("load", 0.8, "poisson: offered load as a share of the slots (when rate is 0)", **finite_at_least(0)),
+    Param("rate", 0.0, "poisson: jobs per second; 0 derives it from load", **finite_at_least(0)),
     Param("fanout", 10, "poisson: tasks per job", **whole_at_least(1)),
-    Param("task_s", 1.0, "mean task duration in seconds (poisson, syn_N)"),
+    Param("task_s", 1.0, "mean task duration in seconds (poisson, syn_N)", **finite_at_least(0, strict=True)),
     Param("task_dist", "exp", f"poisson: task duration distribution: {', '.join(sorted(TASK_DISTS))}"),
     Param("short_cutoff_s", 90.5811, "jobs whose mean task is at most this many seconds count as short",
           **finite_at_least(0)),
     # network
-    Param("latency_ms", 0.5, "one-way message latency in milliseconds"),
-    Param("jitter_ms", 0.0, "latency spread: uniform in latency +- jitter"),
-    Param("loss", 0.0, "probability that a message is lost"),
-    Param("dup", 0.0, "probability that a message is delivered twice"),
+    Param("latency_ms", 0.5, "one-way message latency in milliseconds", **finite_at_least(0)),
+    Param("jitter_ms", 0.0, "latency spread: uniform in latency +- jitter", **finite_at_least(0)),
+    Param("loss", 0.0, "probability that a message is lost", **probability()),
+    Param("dup", 0.0, "probability that a message is delivered twice", **probability()),
     # random failure processes (scenarios.fault_plan): exponential times to failure and to repair per actor
     Param("worker_mtbf_s", 0.0, "mean seconds between a worker's failures; 0: workers never fail",
           **finite_at_least(0)),
