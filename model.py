@@ -214,6 +214,12 @@ class Recorder:
     unschedulable: list = attrs.Factory(list)
     closed: int = 0
     expected: int | None = None
+    # executions besides each task's own record: [job, index, worker, start, end (-1: running), units];
+    # aborted ones (a worker crash) and concurrent duplicates, so the capacity check sees them all
+    other_runs: list = attrs.Factory(list)
+    aborted: int = 0  # executions ended by a worker crash
+    wasted_us: int = 0  # unit-microseconds of work those executions lost
+    recoveries_us: list = attrs.Factory(list)  # per failover: detection plus takeover time
 
     def count(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
@@ -226,30 +232,61 @@ class Recorder:
 
     def task_dispatched(self, job_id: int, index: int, waited_us: int) -> None:
         """A scheduler took the task off its queue after ``waited_us`` and sent it towards a worker
-        (one attempt; a failed launch queues it again and the next dispatch adds its wait)."""
+        (one attempt; a failed launch, a retry or a relaunch queues it again and adds its wait)."""
         rec = self.tasks[(job_id, index)]
-        if rec.start_us != -1:
-            raise AssertionError(f"task {job_id}.{index} dispatched again after it started on worker {rec.worker}")
         rec.queue_us += waited_us
         rec.attempts += 1
 
     def task_started(self, job_id: int, index: int, now: int, worker: int, units: int = 1) -> None:
+        """An execution of the task began on ``worker``. The first live one is the task's own record;
+        another while it runs (a retried launch that crossed a partition) is kept in ``other_runs``."""
         rec = self.tasks[(job_id, index)]
-        if rec.start_us != -1:
-            raise AssertionError(f"task {job_id}.{index} started twice (worker {rec.worker}, then {worker})")
-        rec.start_us = now
-        rec.worker = worker
         self.busy.append((now, units))
-
-    def task_finished(self, job_id: int, index: int, now: int, units: int = 1) -> None:
-        """Record a task's end on its worker."""
-        rec = self.tasks[(job_id, index)]
-        if rec.end_us != -1:
-            raise AssertionError(f"task {job_id}.{index} finished twice")
         if rec.start_us == -1:
-            raise AssertionError(f"task {job_id}.{index} finished without starting")
-        rec.end_us = now
+            rec.start_us = now
+            rec.worker = worker
+            return
+        self.other_runs.append([job_id, index, worker, now, -1, units])
+        self.count("duplicate_executions")
+
+    def task_aborted(self, job_id: int, index: int, worker: int, now: int, units: int = 1) -> None:
+        """A crash of ``worker`` ended the task's execution there: its work so far is wasted and the
+        task may start again (an execution may repeat; a completion may not)."""
+        rec = self.tasks[(job_id, index)]
         self.busy.append((now, -units))
+        if rec.worker == worker and rec.start_us != -1 and rec.end_us == -1:
+            start = rec.start_us
+            self.other_runs.append([job_id, index, worker, start, now, units])
+            rec.start_us = rec.worker = -1
+        else:
+            run = self._live_run(job_id, index, worker)
+            start = run[3]
+            run[4] = now
+        self.aborted += 1
+        self.wasted_us += (now - start) * units
+
+    def task_finished(self, job_id: int, index: int, now: int, units: int = 1, worker: int | None = None) -> None:
+        """Record the end of the task's execution on ``worker`` (None: its only one)."""
+        rec = self.tasks[(job_id, index)]
+        self.busy.append((now, -units))
+        if worker is None or (rec.worker == worker and rec.end_us == -1):
+            if rec.end_us != -1:
+                raise AssertionError(f"task {job_id}.{index} finished twice")
+            if rec.start_us == -1:
+                raise AssertionError(f"task {job_id}.{index} finished without starting")
+            rec.end_us = now
+            return
+        self._live_run(job_id, index, worker)[4] = now
+
+    def recovered(self, duration_us: int) -> None:
+        """A failover completed ``duration_us`` after the failure it recovered from (detection plus takeover)."""
+        self.recoveries_us.append(duration_us)
+
+    def _live_run(self, job_id: int, index: int, worker: int) -> list:
+        for run in self.other_runs:
+            if run[0] == job_id and run[1] == index and run[2] == worker and run[4] == -1:
+                return run
+        raise AssertionError(f"task {job_id}.{index} has no execution running on worker {worker}")
 
     def job_completed(self, job_id: int, now: int) -> None:
         """The scheduler learnt that the job's last task is done: its response time ends here."""

@@ -136,7 +136,7 @@ class Distributor(JobFrontEnd, Actor):
                                                         tuple(constraints[i] for i in indices)))
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
-        self.task_done(msg.job_id)
+        self.task_done(msg.job_id, msg.index)
 
     def statistics(self) -> DistributorStatistics:
         return DistributorStatistics(self.name, self.jobs, self.tasks, len(self.open_jobs), self.rejected)

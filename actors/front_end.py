@@ -10,7 +10,7 @@ from fedemu.fabric.log import JOB_UNSCHEDULABLE, emit
 class JobFrontEnd:
     """Mixin for an Actor that has ``self.recorder`` and ``self.feasible(constraints, demand)``.
 
-    ``open_jobs`` counts, per admitted job, the tasks not yet reported done."""
+    ``open_jobs`` holds, per admitted job, how many tasks are not yet reported done and which are."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -30,13 +30,19 @@ class JobFrontEnd:
 
     def open_job(self, job_id: int, tasks: int) -> None:
         """Start counting down the job's ``tasks``."""
-        self.open_jobs[job_id] = tasks
+        self.open_jobs[job_id] = [tasks, bytearray(tasks)]
 
-    def task_done(self, job_id: int) -> bool:
-        """One of the job's tasks is done; the last one closes the job (returns True)."""
-        left = self.open_jobs[job_id] - 1
-        if left:
-            self.open_jobs[job_id] = left
+    def task_done(self, job_id: int, index: int) -> bool:
+        """Task ``index`` of the job is done; the last one closes the job (returns True). A task's
+        second report (a duplicate, or a second execution) and a report for a closed job count
+        nothing: executions may repeat, completions may not."""
+        entry = self.open_jobs.get(job_id)
+        if entry is None or entry[1][index]:
+            self.recorder.count("repeated_completions")
+            return False
+        entry[1][index] = 1
+        entry[0] -= 1
+        if entry[0]:
             return False
         del self.open_jobs[job_id]
         self.close_job(job_id)

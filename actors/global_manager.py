@@ -97,7 +97,7 @@ class GlobalManager(JobFrontEnd, Actor):
     def on_TaskCompleted(self, msg: TaskCompleted, src: int) -> None:
         self._set_free(msg.lm, msg.worker, msg.free)
         self.inflight.pop((msg.job_id, msg.index), None)
-        self.task_done(msg.job_id)
+        self.task_done(msg.job_id, msg.index)
         self._schedule()
 
     def on_Heartbeat(self, msg: Heartbeat, src: int) -> None:

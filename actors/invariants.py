@@ -90,13 +90,17 @@ def capacity_respected(rec: Recorder, cluster: Cluster, end_us: int) -> list[Vio
     same instant (a worker frees a slot before the next task can take it)."""
     specs = {w.worker_id: w for w in cluster.workers()}
     started = [t for t in rec.tasks.values() if t.start_us >= 0]
-    if not started:
+    if not started and not rec.other_runs:
         return []
     resources = len(cluster.resources)
-    worker = np.array([t.worker for t in started], dtype=np.int64)
-    start = np.array([t.start_us for t in started], dtype=np.int64)
-    end = np.array([t.end_us if t.end_us >= 0 else end_us + 1 for t in started], dtype=np.int64)
-    demand = np.array([rec.jobs[t.job_id].demand for t in started], dtype=np.int64).reshape(len(started), -1)
+    # plus every other execution: aborted by a crash, or a duplicate that crossed a partition
+    others = rec.other_runs
+    worker = np.array([t.worker for t in started] + [r[2] for r in others], dtype=np.int64)
+    start = np.array([t.start_us for t in started] + [r[3] for r in others], dtype=np.int64)
+    end = np.array([t.end_us if t.end_us >= 0 else end_us + 1 for t in started]
+                   + [r[4] if r[4] >= 0 else end_us + 1 for r in others], dtype=np.int64)
+    demand = np.array([rec.jobs[t.job_id].demand for t in started] + [rec.jobs[r[0]].demand for r in others],
+                      dtype=np.int64).reshape(len(worker), -1)
     ids = sorted(specs)
     capacity = np.zeros((max(ids) + 1, resources), dtype=np.int64)
     for w in ids:
@@ -109,7 +113,7 @@ def capacity_respected(rec: Recorder, cluster: Cluster, end_us: int) -> list[Vio
     times = np.concatenate([start, end])
     workers = np.concatenate([worker, worker])
     deltas = np.concatenate([demand, -demand])
-    is_start = np.r_[np.ones(len(started), dtype=np.int8), np.zeros(len(started), dtype=np.int8)]
+    is_start = np.r_[np.ones(len(worker), dtype=np.int8), np.zeros(len(worker), dtype=np.int8)]
     order = np.lexsort((is_start, times, workers))  # by worker, then time, ends first
     workers, times, deltas = workers[order], times[order], deltas[order]
     # Every start has its end in the same worker's run of rows (a task still running at the end ends

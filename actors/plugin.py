@@ -50,6 +50,12 @@ class Scheduler:
     takes_policy: bool = True  # whether the worker-choice ``policy`` applies to it
     constraint_aware: bool = True  # whether it places tasks only on machines that satisfy their constraints
     invalid_counters: tuple[str, ...] = ()  # counters of requests it found invalid ("invalid" in compare)
+    # the fault kinds (fabric.faults.FAULT_KINDS) its protocols recover from; the fault search only
+    # draws these for it, and the README's table lists them
+    survives: tuple[str, ...] = ()
+    # end-of-run checks of its live state (LM state equal to the workers', views converged):
+    # each is fn(fabric) -> list of actors.invariants.Violation, run after the recorder's checks
+    checks: tuple[Callable[[Any], list], ...] = ()
 
     @property
     def param_names(self) -> tuple[str, ...]:

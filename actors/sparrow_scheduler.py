@@ -143,7 +143,7 @@ class SparrowScheduler(JobFrontEnd, Actor):
         self.send(src, Assign(job.job_id, msg.group, index, job.durations_us[index], job.demand))
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
-        if self.task_done(msg.job_id):
+        if self.task_done(msg.job_id, msg.index):
             del self.jobs[msg.job_id]
 
     def statistics(self) -> SparrowSchedulerStatistics:

@@ -2,6 +2,7 @@
 
 It is told what to run (``RunTask``) and tells the listed actors when a task ends. It never runs more
 than its capacity: a launch that would exceed it is a protocol bug and ends the run with an error.
+A launch of a task it already runs (a duplicate or a retry) is ignored; a crash loses what it runs.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class Worker(Actor):
         self.completed = 0
 
     def on_RunTask(self, msg: RunTask, src: int) -> None:
+        if (msg.job_id, msg.index) in self.running:  # a duplicated or retried launch: it runs once
+            self.recorder.count("duplicate_launches_suppressed")
+            return
         free = self.free
         demand = msg.demand
         for r, d in enumerate(demand):
@@ -51,10 +55,15 @@ class Worker(Actor):
         for r, d in enumerate(task.demand):
             self.free[r] += d
         self.completed += 1
-        self.recorder.task_finished(msg.job_id, msg.index, self.now, task.demand[0])
+        self.recorder.task_finished(msg.job_id, msg.index, self.now, task.demand[0], self.spec.worker_id)
         done = TaskFinished(msg.job_id, msg.index, task.demand, task.owner)
         for dst in task.notify:
             self.send(dst, done)
+
+    def on_crash(self) -> None:
+        """The machine fails: every task it runs is lost (the recorder counts the wasted work)."""
+        for (job_id, index), task in sorted(self.running.items()):
+            self.recorder.task_aborted(job_id, index, self.spec.worker_id, self.now, task.demand[0])
 
     def statistics(self) -> WorkerStatistics:
         return WorkerStatistics(self.name, self.spec.worker_id, tuple(self.free), len(self.running),

@@ -116,6 +116,10 @@ class Actor:
     def on_start(self) -> None:
         """Called once when this incarnation's task starts (at time 0 or at restart)."""
 
+    def on_crash(self) -> None:
+        """Called as a crash takes this incarnation down, so measurements can note what is lost (a
+        worker's running tasks); it must not send or set timers: the instance is gone after it."""
+
     def statistics(self):
         """A frozen snapshot of this actor's state for tools (subclasses extend)."""
         return ActorStatistics(self.name, self.incarnation, self.received + self._pos, self.sent)

@@ -59,6 +59,8 @@ class FabricStatistics:
     drops_by_cause: dict
     actors: int
     alive: int
+    crashes: int = 0  # crash faults that took a live actor down
+    restarts: int = 0  # restart faults that brought one back
 
 
 @contextlib.contextmanager
@@ -94,6 +96,7 @@ class Fabric(Routing):
         self._seq: list[int] = []  # each actor's next sequence number, kept across its incarnations
         self._epoch: list[int] = []  # timers numbered up to this belong to an earlier incarnation
         self._incarnations: list[int] = []
+        self.crashes = self.restarts = 0
         self._up: list[bool] = []  # False from a crash to the next restart
         self._faults: list[Resolved] = []  # in plan order (a fault's index is its queue seq)
         self._running = 0
@@ -164,7 +167,7 @@ class Fabric(Routing):
         alive = sum(1 for a in self._actors if a is not None)
         return FabricStatistics(self.now, self.events, self.windows, self.sent, self.delivered, self.timers,
                                 dict(sorted(self.sent_by_kind.items())), dict(sorted(self.drops_by_cause.items())),
-                                len(self._actors), alive)
+                                len(self._actors), alive, self.crashes, self.restarts)
 
     # ---- running ------------------------------------------------------------------------
     def run_blocking(self, until_us: int | None = None) -> None:
@@ -456,21 +459,24 @@ class Fabric(Routing):
         fault = resolved.fault
         self.journal.append((FAULT, entry[0], entry[3], fault.kind, fault.target, fault.value))
         if fault.kind == "crash":
-            self._crash(resolved.actor)
+            self._crash(resolved.actor, entry[0])
         elif fault.kind == "restart":
             self._restart(resolved.actor, woken)
         else:
             self.network.apply(resolved)
 
-    def _crash(self, idx: int) -> None:
+    def _crash(self, idx: int, at_us: int) -> None:
         """Take actor ``idx`` down: its instance and mailbox go; a parked task is ended by
         ActorCrashed (the running one ends itself when it next goes idle)."""
         if not self._up[idx]:
             return
         self._up[idx] = False
+        self.crashes += 1
         actor = self._actors[idx]
         if actor is None:  # crashed before the start
             return
+        actor._now = at_us
+        actor.on_crash()  # observers only (the recorder): what the instance held is lost
         self._actors[idx] = None
         self._seq[idx] = actor._seq  # its next incarnation continues the sequence
         actor._mailbox.clear()
@@ -489,6 +495,7 @@ class Fabric(Routing):
             return
         self._up[idx] = True
         self._incarnations[idx] += 1
+        self.restarts += 1
         self._epoch[idx] = self._seq[idx]
         if woken is not None:
             woken.append(self._spawn(idx))

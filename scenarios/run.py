@@ -4,6 +4,19 @@ from __future__ import annotations
 
 from fedemu.actors import registry
 from fedemu.actors.invariants import check_run
+from fedemu.model import US_PER_S
+
+
+def recovery_percentiles(durations_us: list[int]) -> dict:
+    """Count, p50, p99 and max of recovery times in seconds (nearest rank; None when there were none)."""
+    if not durations_us:
+        return {"count": 0, "p50": None, "p99": None, "max": None}
+    d = sorted(durations_us)
+
+    def rank(q: float) -> float:
+        return d[max(0, -(-len(d) * q // 100) - 1)] / US_PER_S
+
+    return {"count": len(d), "p50": rank(50), "p99": rank(99), "max": d[-1] / US_PER_S}
 
 
 class FederationRun:
@@ -18,16 +31,20 @@ class FederationRun:
         rec = self.recorder
         return rec.closed, rec.expected if rec.expected is not None else len(rec.jobs)
 
-    def verdict(self, end_us: int, *, partial: bool = False) -> dict[str, str]:
+    def verdict(self, end_us: int, *, partial: bool = False, fabric=None) -> dict[str, str]:
         """Each end-of-run invariant: "ok", or its first violation as one line ("(+N more)" after it).
         Constraints are checked only for constraint-aware schedulers; a run stopped early (the live
         view's q) is not expected to have closed every job."""
+        plugin = registry.get(self.params["scheduler"])
         skip = set()
-        if not registry.get(self.params["scheduler"]).constraint_aware:
+        if not plugin.constraint_aware:
             skip.add("constraints_met")
         if partial:
             skip.add("jobs_closed")
         found = check_run(self.recorder, self.cluster, end_us, skip=skip)
+        if fabric is not None:  # the plug-in's checks of its live actors (views, LM state)
+            for check in plugin.checks:
+                found[check.__name__] = check(fabric)
         return {name: "ok" if not v else v[0].line() + (f" (+{len(v) - 1} more)" if len(v) > 1 else "")
                 for name, v in found.items()}
 
@@ -42,10 +59,17 @@ class FederationRun:
                                            "task_dist", "constraints")},
         }
 
+    def fault_report(self, fabric) -> dict:
+        """What faults cost the run: crashes and restarts applied, executions a crash ended, the work they
+        lost (``wasted_s``: unit-seconds), and ``recovery_s``: detection plus takeover per failover."""
+        stats, rec = fabric.statistics(), self.recorder
+        return {"crashes": stats.crashes, "restarts": stats.restarts, "executions_aborted": rec.aborted,
+                "wasted_s": rec.wasted_us / US_PER_S, "recovery_s": recovery_percentiles(rec.recoveries_us)}
+
     def finish(self, fabric, info: dict) -> dict:
         """Check the run; returns what the summary says besides the recorder's measurements, with
         ``invariants`` (the runner turns a broken one into the run's verdict)."""
-        invariants = self.verdict(fabric.now, partial=bool(info.get("partial")))
-        return {"invariants": invariants, "scheduler": self.params["scheduler"], "policy": self.params.get("policy", "-"), "seed": info["seed"],
+        invariants = self.verdict(fabric.now, partial=bool(info.get("partial")), fabric=fabric)
+        return {"invariants": invariants, "faults": self.fault_report(fabric), "scheduler": self.params["scheduler"], "policy": self.params.get("policy", "-"), "seed": info["seed"],
                 **self.describe(), "counters": dict(sorted(self.recorder.counters.items())),
                 **{k: v for k, v in info.items() if k not in ("seed", "params")}, "params": info["params"]}

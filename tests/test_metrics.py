@@ -118,11 +118,32 @@ def test_empty_recorder():
 
 def test_the_recorder_refuses_impossible_reports():
     rec = hand_recorder()
-    with pytest.raises(AssertionError, match="dispatched again after it started"):
-        rec.task_dispatched(0, 0, 0)
-    with pytest.raises(AssertionError, match="started twice"):
-        rec.task_started(0, 0, 5 * S, worker=1)
     with pytest.raises(AssertionError, match="finished twice"):
         rec.task_finished(0, 0, 5 * S)
+    with pytest.raises(AssertionError, match="no execution running on worker 5"):
+        rec.task_finished(0, 0, 5 * S, worker=5)
     with pytest.raises(AssertionError, match="completed twice"):
         rec.job_completed(0, 5 * S)
+
+
+def test_executions_may_repeat_after_a_crash_and_are_counted():
+    """A crash aborts an execution (its work is wasted, the task may start again); a second start while
+    the first still runs is a duplicate execution, kept beside the task's own record."""
+    rec = Recorder(total_units=2)
+    rec.job_arrived(Job(0, 0, (S, S)))
+    rec.task_dispatched(0, 0, 0)
+    rec.task_started(0, 0, 0, worker=3, units=2)
+    rec.task_aborted(0, 0, 3, S // 2, units=2)
+    assert rec.tasks[(0, 0)].start_us == -1 and rec.aborted == 1 and rec.wasted_us == S
+    rec.task_dispatched(0, 0, S // 2)
+    rec.task_started(0, 0, S, worker=3, units=2)
+    rec.task_started(0, 1, S, worker=4)
+    rec.task_started(0, 1, S + 5, worker=6)  # a retried launch that crossed a partition
+    rec.task_finished(0, 1, 2 * S + 5, worker=6)
+    rec.task_finished(0, 1, 2 * S, worker=4)
+    rec.task_finished(0, 0, 2 * S, units=2, worker=3)
+    t = rec.tasks[(0, 0)]
+    assert (t.start_us, t.end_us, t.worker, t.attempts, t.queue_us) == (S, 2 * S, 3, 2, S // 2)
+    assert rec.other_runs == [[0, 0, 3, 0, S // 2, 2], [0, 1, 6, S + 5, 2 * S + 5, 1]]
+    assert rec.counters == {"duplicate_executions": 1}
+    assert sum(u for _, u in rec.busy) == 0
