@@ -106,10 +106,10 @@ def capacity_respected(rec: Recorder, cluster: Cluster, end_us: int) -> list[Vio
     for w in ids:
         capacity[w] = specs[w].capacity
     if demand.shape[1] != resources or worker.min() < 0 or worker.max() >= len(capacity):
-        bad = next(t for t in started if t.worker not in specs or len(rec.jobs[t.job_id].demand) != resources)
-        return [Violation("capacity_respected", f"task {bad.job_id}.{bad.index}", bad.start_us,
-                          f"ran on w-{bad.worker}, which is not a worker of this cluster or has another "
-                          "number of resources")]
+        runs = [(t.job_id, t.index, t.worker, t.start_us) for t in started] + [tuple(r[:4]) for r in others]
+        job_id, index, w, at = next(r for r in runs if r[2] not in specs or len(rec.jobs[r[0]].demand) != resources)
+        return [Violation("capacity_respected", f"task {job_id}.{index}", at,
+                          f"ran on w-{w}, which is not a worker of this cluster or has another number of resources")]
     times = np.concatenate([start, end])
     workers = np.concatenate([worker, worker])
     deltas = np.concatenate([demand, -demand])

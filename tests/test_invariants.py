@@ -158,3 +158,30 @@ def test_an_actor_that_raises_mid_run_ends_in_one_line_naming_it_and_when(tmp_pa
     assert "test_invariants.py:" in err[0] and "raised RuntimeError: planted" in err[0]
     assert main(["replay", str(out / "messages.log"), "--verify"]) == 0
     assert "(run ended with: RuntimeError: planted)" in capsys.readouterr().out
+
+
+def test_an_aborted_execution_still_held_its_worker_until_the_crash():
+    """Executions a crash ended and duplicates are part of the capacity sweep: a relaunch that starts on
+    worker 1 (capacity 1) before the aborted execution there ended breaks capacity; one after it does not."""
+    for relaunch_at, broken in ((4, {"capacity_respected"}), (5, set())):
+        rec = Recorder(total_units=3)
+        rec.job_arrived(Job(0, 0, (10,)))
+        rec.task_started(0, 0, 0, worker=1)
+        rec.task_aborted(0, 0, 1, 5)
+        rec.task_started(0, 0, relaunch_at, worker=1)
+        rec.task_finished(0, 0, relaunch_at + 10, worker=1)
+        rec.job_completed(0, relaunch_at + 10)
+        assert _broken(check_run(rec, CLUSTER, 30)) == broken
+        assert rec.wasted_us == 5 and rec.aborted == 1
+
+
+def test_a_duplicate_execution_counts_against_capacity():
+    rec = Recorder(total_units=3)
+    rec.job_arrived(Job(0, 0, (10,)))
+    rec.task_started(0, 0, 0, worker=1)
+    rec.task_started(0, 0, 3, worker=1)  # a second copy on the same 1-slot worker
+    rec.task_finished(0, 0, 10, worker=1)
+    rec.task_finished(0, 0, 13, worker=1)
+    rec.job_completed(0, 10)
+    (v,) = check_run(rec, CLUSTER, 30)["capacity_respected"]
+    assert v.subject == "w-1" and v.time_us == 3
