@@ -25,4 +25,26 @@ def print_summary(summary: dict, console: Console | None = None) -> None:
     for key in ("counters", "drops_by_cause"):
         if summary.get(key):
             table.add_row(key, ", ".join(f"{k}={v}" for k, v in summary[key].items()))
+    faults = fault_line(summary.get("faults"))
+    if faults:
+        table.add_row("faults", faults)
+    invariants = summary.get("invariants")
+    if invariants:
+        broken = [name for name, line in invariants.items() if line != "ok"]
+        table.add_row("invariants", f"broken: {', '.join(broken)}" if broken else
+                      f"all {len(invariants)} ok ({', '.join(invariants)})")
     console.print(table)
+
+
+def fault_line(faults: dict | None) -> str:
+    """The summary's ``faults`` block as one line; empty when the run saw no fault and no recovery."""
+    if not faults:
+        return ""
+    rec = faults.get("recovery_s") or {}
+    if not (faults.get("crashes") or faults.get("restarts") or faults.get("executions_aborted") or rec.get("count")):
+        return ""
+    parts = [f"{k}={faults[k]:.6g}" if isinstance(faults[k], float) else f"{k}={faults[k]}"
+             for k in ("crashes", "restarts", "executions_aborted", "wasted_s") if k in faults]
+    if rec.get("count"):
+        parts.append(f"recovery_s p50={rec['p50']:.6g} p99={rec['p99']:.6g} max={rec['max']:.6g} (n={rec['count']})")
+    return ", ".join(parts)
