@@ -181,10 +181,52 @@ def parse(text: str, source: str, *, json_format: bool = False) -> Plan:
     if not isinstance(data, dict) or set(data) - {"fault"}:
         extra = sorted(set(data) - {"fault"}) if isinstance(data, dict) else type(data).__name__
         raise ConfigError(f"{source}: a plan holds only [[fault]] tables (a 'fault' list); found {extra}")
-    events = data.get("fault", [])
+    return from_tables(data.get("fault", []), source)
+
+
+def from_tables(events, source: str) -> Plan:
+    """Check a plan given as its ``[[fault]]`` tables (dicts, as a plan file holds them)."""
     if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
         raise ConfigError(f"{source}: 'fault' must be a list of tables ([[fault]] in TOML)")
     return Plan(source, tuple(_entry(f"{source}: fault {n}", ev) for n, ev in enumerate(events, start=1)))
+
+
+# ---- writing a file -------------------------------------------------------------------------------
+def _toml_seconds(us: int) -> str:
+    """Whole microseconds as exact decimal seconds (``1.5``, ``0.000001``), which read back the same."""
+    whole, frac = divmod(us, 10**6)
+    return f"{whole}.{f'{frac:06d}'.rstrip('0') or '0'}"
+
+
+def _toml_item(item) -> str:
+    if isinstance(item, str):
+        return json.dumps(item)  # a TOML basic string (JSON's escapes are TOML's)
+    count = '"all"' if item.count is None else str(item.count)
+    return f'{{ role = {json.dumps(item.role)}, count = {count} }}'
+
+
+def _toml_group(items) -> str:
+    return "[" + ", ".join(_toml_item(i) for i in items) + "]"
+
+
+def to_toml(plan: Plan) -> str:
+    """The plan in the ``--faults`` file format (``[[fault]]`` tables); ``parse`` reads back the same entries."""
+    out = []
+    for entry in plan.entries:
+        lines = ["[[fault]]", f"at_s = {_toml_seconds(entry.at_us)}", f"kind = {json.dumps(entry.kind)}"]
+        key = TARGET_KEY[entry.kind]
+        if key == "target":
+            lines.append(f"target = {_toml_group(entry.target)}")
+        elif key == "sides":
+            lines.append(f"sides = [{_toml_group(entry.target[0])}, {_toml_group(entry.target[1])}]")
+        elif key == "link":
+            lines.append('link = "*"' if entry.target == ("*",) else f"link = {_toml_group(entry.target)}")
+        if entry.kind in ("slow", *PROBABILITY_KINDS):
+            lines.append(f"value = {float(entry.value)!r}")
+        if entry.for_us is not None:
+            lines.append(f"for_s = {_toml_seconds(entry.for_us)}")
+        out.append("\n".join(lines))
+    return "\n\n".join(out) + ("\n" if out else "")
 
 
 MAX_SECONDS = 2**62 // 10**6  # a time and a for_s added stay below 2^63 microseconds

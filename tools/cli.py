@@ -1,4 +1,4 @@
-"""The `fedemu` command line: run, compare, replay and bench."""
+"""The `fedemu` command line: run, compare, replay, fuzz and bench."""
 
 from __future__ import annotations
 
@@ -172,6 +172,12 @@ def _cmd_bench(args) -> int:
     return bench_megha.main(args)
 
 
+def _cmd_fuzz(args) -> int:
+    from . import fuzz
+
+    return fuzz.main(args)
+
+
 def _cmd_compare(args) -> int:
     from . import compare
 
@@ -303,6 +309,22 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--pace", metavar="RATIO", help="--tui: virtual seconds per wall second (1, 10, 100, 1000 "
                     "or max)")
     rp.set_defaults(func=_cmd_replay)
+
+    fz = sub.add_parser("fuzz", help="search for fault plans that break a scheduler (hypothesis), shrink and "
+                        "write each as a reproducible failure folder")
+    fz.add_argument("scenario", help="scenario name (e.g. default) or path to a scenario .py file")
+    fz.add_argument("--schedulers", default="all", help="comma-separated schedulers to draw from, or all (default)")
+    fz.add_argument("--kinds", default="all", help="comma-separated fault kinds to allow, or all (default); each "
+                    "scheduler gets only those it survives (and slow/restore, which need no recovery)")
+    size = fz.add_mutually_exclusive_group()
+    size.add_argument("--examples", type=_positive, help="runs to try (default 100)")
+    size.add_argument("--budget", metavar="TIME", help="search for this long instead, e.g. 90s, 10m, 2h")
+    fz.add_argument("--seed", type=_seed, help="the search's seed: the same seed tries the same examples")
+    fz.add_argument("--out", default="out/fuzz", help="folder for failure-K/ folders and the example database "
+                    "(.hypothesis), which a later search retries first (default out/fuzz)")
+    fz.add_argument("--set", action="append", metavar="KEY=VALUE", help="fix a scenario parameter (not drawn)")
+    fz.add_argument("--quiet", action="store_true", help="no progress bar")
+    fz.set_defaults(func=_cmd_fuzz)
 
     b = sub.add_parser("bench", help="benchmarks: fabric or megha")
     b.add_argument("what", choices=["fabric", "megha"])

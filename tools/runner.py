@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -75,7 +76,15 @@ def _is_scenario(path: Path) -> bool:
 
 def known_scenarios() -> list[str]:
     """The names ``fedemu run`` accepts: modules in scenarios/ with PARAMS and build."""
-    return sorted(p.stem for p in SCENARIO_DIR.glob("*.py") if _is_scenario(p))
+    files = tuple(sorted((p, p.stat().st_mtime_ns) for p in SCENARIO_DIR.glob("*.py")))
+    return list(_scenarios_among(files))
+
+
+@functools.lru_cache(maxsize=4)
+def _scenarios_among(files: tuple) -> tuple[str, ...]:
+    """The scenario modules among ``files`` ((path, mtime) pairs: a changed file is parsed again); the
+    fault search resolves a scenario name for each of its many runs."""
+    return tuple(sorted(p.stem for p, _ in files if _is_scenario(p)))
 
 
 def _where(exc: BaseException, path: str) -> str:

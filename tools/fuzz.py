@@ -1,0 +1,299 @@
+"""``fedemu fuzz``: a property-based fault search over a scenario, with shrunk, replayable reproducers.
+
+Each example (``tools.strategies.examples``) is one scheduler on a small cluster and workload under one
+fault plan, run through ``tools.runner.execute``. A run whose verdict is broken (RunViolation) or that
+failed (an actor raised) is a violation: hypothesis shrinks it to a minimal example, and the search
+writes ``OUT/failure-K/`` with the plan (``plan.toml``, the ``--faults`` format), the ``fedemu run``
+command that reproduces it (``command.txt``), the journal (``messages.log``, replayable, and its
+printout ``messages.txt``) and the verdict with the journal's digest (``verdict.txt``). The hypothesis
+example database lives in ``OUT/.hypothesis``, so a failure found once is tried first the next time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import shlex
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import attrs
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from fedemu.actors import registry
+from fedemu.fabric.errors import ConfigError, RunViolation
+from fedemu.fabric.faults import FAULT_KINDS
+from fedemu.fabric.journal import JournalReader
+from fedemu.scenarios import fault_plan
+
+from . import runner, strategies
+
+# counters of the protocol paths a search reaches (whichever a run's summary has), in display order
+PATH_COUNTERS = ("invalid_internal", "invalid_external", "repartitions", "failovers", "gm_rebuilds",
+                 "master_elections", "tasks_relaunched", "launches_retried", "duplicate_launches_suppressed",
+                 "preemptions", "repeated_completions")
+KEPT_NOTE = re.compile(r"; (the journal is kept in|`fedemu replay).*$")
+
+
+class _BudgetOver(BaseException):
+    """Raised inside the search when its time is up: hypothesis lets it through without shrinking."""
+
+
+@attrs.define
+class Tally:
+    """What a search did so far: runs, violations, the protocol paths hit, faults applied."""
+
+    runs: int = 0
+    violations: int = 0
+    started: float = attrs.field(factory=time.perf_counter)
+    counters: Counter = attrs.field(factory=Counter)
+    by_scheduler: Counter = attrs.field(factory=Counter)
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    @property
+    def rate(self) -> float:
+        return self.runs / self.elapsed if self.elapsed > 0 else 0.0
+
+    def paths(self) -> str:
+        """``failovers 3, gm_rebuilds 1, crashes 7`` (the path counters hit, then faults applied)."""
+        shown = [k for k in PATH_COUNTERS if self.counters.get(k)] + \
+            [k for k in ("crashes", "restarts") if self.counters.get(k)]
+        return ", ".join(f"{k} {self.counters[k]:,}" for k in shown) or "none yet"
+
+    def line(self) -> str:
+        return (f"{self.runs:,} runs in {self.elapsed:.1f} s ({self.rate:.1f} runs/s), {self.violations} "
+                f"violation(s); paths hit: {self.paths()}")
+
+
+@attrs.frozen
+class Failure:
+    """A violation the search found and shrank, and the folder it wrote."""
+
+    example: strategies.Example
+    verdict: str  # one line: "violation: ..." or "failed: ..." (as fedemu run says it, without "fedemu: ")
+    folder: Path | None = None
+    digest: str | None = None
+    reproduced: bool = True
+
+
+@attrs.frozen
+class Outcome:
+    """What ``search`` returns: the tally and the failure it found (None: nothing found)."""
+
+    tally: Tally
+    failure: Failure | None
+
+    @property
+    def status(self) -> int:
+        return 0 if self.failure is None else 1
+
+
+def verdict_of(exc: BaseException) -> str:
+    """The one line ``fedemu run`` prints for a broken or failed run, without its prefix and the
+    journal note (which names a path)."""
+    if isinstance(exc, RunViolation):
+        return KEPT_NOTE.sub("", f"violation: {exc}")
+    where = getattr(exc, "fedemu_where", None)
+    name = getattr(exc, "fedemu_actor", (None,))[0]
+    who = "raised" if where and name and where.startswith(f"{name} ") else "the scenario raised"
+    return f"failed: {where or 'the run'}: {who} {runner.failure(exc)}"
+
+
+def _display_name(scenario: str) -> str:
+    """A scenario as a command names it: the project's by name, a user's file by its absolute path."""
+    ref = runner.scenario_ref(scenario)
+    return ref.removeprefix("scenarios.")
+
+
+def search(scenario: str = "default", *, schedulers=None, kinds=None, fixed: dict | None = None,
+           examples: int | None = None, budget_s: float | None = None, seed: int | None = None,
+           out=None, derandomize: bool = False, max_events: int = 6, on_run=None) -> Outcome:
+    """Run examples until ``examples`` have run or ``budget_s`` wall seconds are spent, or a violation is
+    found and shrunk (then written to ``out``/failure-K when ``out`` is given). ``on_run(tally)`` is
+    called after each run (the progress bar)."""
+    scenario = _display_name(scenario)
+    if schedulers is not None and "scheduler" in strategies.scenario_keys(scenario):
+        for name in schedulers:
+            registry.get(name)  # an unknown name is one line listing the known ones
+    for kind in kinds or ():
+        if kind not in FAULT_KINDS:
+            raise ConfigError(f"unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
+    tally = Tally()
+    found: list = []  # (example, exception) of each failing run; the last is hypothesis' minimal one
+    db = DirectoryBasedExampleDatabase(str(Path(out) / ".hypothesis")) if out is not None else None
+
+    def body(example: strategies.Example) -> None:
+        if not found and budget_s is not None and tally.elapsed >= budget_s:
+            raise _BudgetOver
+        try:
+            result = example.run()
+        except (RunViolation, Exception) as exc:  # noqa: BLE001 - any failed run is what the search is for
+            if isinstance(exc, ConfigError):  # the example's input was refused: a bug of the strategies
+                raise
+            if not found:
+                tally.violations += 1
+            found.append((example, exc))
+            tally.runs += 1
+            if on_run is not None:
+                on_run(tally)
+            raise
+        tally.runs += 1
+        tally.by_scheduler[example.scheduler or "-"] += 1
+        tally.counters.update({k: v for k, v in result.summary.get("counters", {}).items() if isinstance(v, int)})
+        faults = result.summary.get("faults") or {}
+        tally.counters.update({k: faults.get(k, 0) for k in ("crashes", "restarts")})
+        if on_run is not None:
+            on_run(tally)
+
+    test = given(strategies.examples(scenario, schedulers=schedulers, kinds=kinds, fixed=fixed,
+                                     max_events=max_events))(body)
+    test = settings(max_examples=examples if examples is not None else 10**9, deadline=None, database=db,
+                    derandomize=derandomize, verbosity=Verbosity.quiet, report_multiple_bugs=False,
+                    print_blob=False, suppress_health_check=list(HealthCheck),
+                    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink))(test)
+    # the database key: this search's scenario, schedulers and kinds (not only the function's code)
+    test.hypothesis.inner_test._hypothesis_internal_add_digest = repr(
+        (scenario, sorted(schedulers or ()), sorted(kinds or ()), sorted((fixed or {}).items()))).encode()
+    if seed is not None and not derandomize:
+        test = hypothesis_seed(seed)(test)
+    try:
+        test()
+    except _BudgetOver:
+        pass
+    except ConfigError:
+        raise
+    except Exception:  # noqa: BLE001 - hypothesis re-raised the minimal failing example's error
+        if not found:
+            raise
+    if not found:
+        return Outcome(tally, None)
+    example, exc = found[-1]
+    failure = Failure(example, verdict_of(exc))
+    if out is not None:
+        failure = write_failure(Path(out), failure)
+    return Outcome(tally, failure)
+
+
+def _next_folder(out: Path) -> Path:
+    """``out/failure-K`` for the first K not taken."""
+    taken = {int(m.group(1)) for p in out.glob("failure-*") if (m := re.fullmatch(r"failure-(\d+)", p.name))}
+    k = 1
+    while k in taken:
+        k += 1
+    return out / f"failure-{k}"
+
+
+def write_failure(out: Path, failure: Failure) -> Failure:
+    """Write ``failure-K/``: plan.toml, command.txt, then run that command (in this process, journaled)
+    for messages.log, messages.txt and verdict.txt (the line it printed and the journal's digest)."""
+    from . import cli, replay
+
+    folder = _next_folder(out)
+    folder.mkdir(parents=True)
+    example = failure.example
+    plan_path = folder / "plan.toml"
+    plan_path.write_text(fault_plan.to_toml(example.plan))
+    command = example.command(str(plan_path.resolve()))
+    (folder / "command.txt").write_text(command + "\n")
+    journal = folder / "messages.log"
+    argv = shlex.split(command)[1:] + ["--quiet", "--journal", str(journal)]
+    err, said = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        status = cli.main(argv)
+    lines = [KEPT_NOTE.sub("", line.removeprefix("fedemu: ")) for line in err.getvalue().splitlines()
+             if line.startswith(("fedemu: violation:", "fedemu: failed:"))]
+    again = lines[0] if lines else None
+    digest = None
+    if journal.exists():
+        reader = JournalReader(journal)
+        for _ in reader.records():
+            pass
+        digest = reader.footer.get("digest")
+        with contextlib.redirect_stdout(said):
+            replay.show(journal)
+        (folder / "messages.txt").write_text(said.getvalue())
+    reproduced = status == 1 and again == failure.verdict
+    text = [failure.verdict, f"digest: {digest}", f"scheduler: {example.scheduler or '-'}",
+            f"fault events: {example.events}"]
+    if not reproduced:
+        text.append(f"NOT REPRODUCED by command.txt: status {status}, said {again!r}")
+    (folder / "verdict.txt").write_text("\n".join(text) + "\n")
+    return attrs.evolve(failure, folder=folder, digest=digest, reproduced=reproduced)
+
+
+# ---- the command line ------------------------------------------------------------------------------
+def parse_budget(text: str) -> float:
+    """``90``, ``90s``, ``10m``, ``2h`` -> seconds (> 0); else a ConfigError."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text or "")
+    value = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)] if m else 0.0
+    if not m or not 0 < value <= 10**7:
+        raise ConfigError(f"--budget {text!r}: expected a time such as 90s, 10m or 2h (more than 0)")
+    return value
+
+
+def _names(text: str | None, what: str) -> list[str] | None:
+    if text is None or text == "all":
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise ConfigError(f"--{what} {text!r}: expected comma-separated names")
+    return names
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool, total: float | None, by_time: bool):
+    """A rich progress bar on stderr (a terminal only): runs, runs/s, violations, paths hit."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("[bold]fuzz"), BarColumn(), TextColumn("{task.fields[status]}"), TimeElapsedColumn())
+    with Progress(*columns, console=Console(file=sys.stderr), transient=True) as bar:
+        task = bar.add_task("fuzz", total=total, status="")
+
+        def update(tally: Tally) -> None:
+            done = tally.elapsed if by_time else tally.runs
+            bar.update(task, completed=min(done, total) if total else done, status=(
+                f"runs {tally.runs:,}  {tally.rate:.1f}/s  violations {tally.violations}  paths: {tally.paths()}"))
+
+        yield update
+
+
+def main(args) -> int:
+    from . import outdir, params
+
+    if args.examples is not None and args.budget is not None:
+        raise ConfigError("give --examples N or --budget TIME, not both")
+    budget = parse_budget(args.budget) if args.budget is not None else None
+    examples = args.examples if args.examples is not None or budget is not None else 100
+    fixed = params.parse_overrides(args.set)
+    schedulers = _names(args.schedulers, "schedulers")
+    kinds = _names(args.kinds, "kinds")
+    with outdir.prepared(args.out) as out, _progress(not args.quiet, budget or examples, budget is not None) as bar:
+        outcome = search(args.scenario, schedulers=schedulers, kinds=kinds, fixed=fixed,
+                         examples=examples if budget is None else None, budget_s=budget, seed=args.seed,
+                         out=out, on_run=bar)
+    print(f"fuzz: {outcome.tally.line()}")
+    by = ", ".join(f"{k} {v:,}" for k, v in sorted(outcome.tally.by_scheduler.items()))
+    if by:
+        print(f"fuzz: runs by scheduler: {by}")
+    failure = outcome.failure
+    if failure is None:
+        print("fuzz: no violation found")
+        return 0
+    print(f"fuzz: {failure.verdict}", file=sys.stderr)
+    print(f"fuzz: shrunk to {failure.example.events} fault event(s); reproduce with: {failure.example.command('PLAN')}"
+          if failure.folder is None else
+          f"fuzz: shrunk to {failure.example.events} fault event(s); written to {failure.folder} "
+          f"(command.txt reproduces it{'' if failure.reproduced else '; WARNING: it did not reproduce'})")
+    return 1

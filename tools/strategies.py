@@ -1,0 +1,270 @@
+"""Hypothesis strategies for fault searches: fault plans over a built scenario's actors, small workloads
+and cluster shapes, and whole runs (``examples``), for ``fedemu fuzz`` and for users' own property tests.
+
+A fault plan is drawn as the ``[[fault]]`` tables of a ``--faults`` file (``scenarios.fault_plan``), so
+any example can be written out and run again with ``fedemu run --faults``. Plans use **swarm testing**:
+each one first picks a non-empty subset of the fault families it may use, then draws events only of
+those. Every fault it draws ends: a crashed actor restarts, a partition heals, a slowed link is restored,
+loss and duplication go back to 0 (the property searched is "a scheduler recovers from faults that
+pass"). ``slow``/``restore`` need no recovery protocol (messages are only delayed; each link stays FIFO),
+so they are always allowed; other kinds only where the scheduler's ``survives`` lists them.
+
+    from hypothesis import given
+    from fedemu.tools import strategies
+
+    @given(strategies.examples("default", schedulers=["megha"]))
+    def test_megha_survives(example):
+        example.run()          # raises RunViolation (or the actor's exception) on a broken run
+"""
+
+from __future__ import annotations
+
+import functools
+import shlex
+from typing import Any
+
+import attrs
+from hypothesis import strategies as st
+
+from fedemu.actors import registry
+from fedemu.fabric.errors import ConfigError
+from fedemu.fabric.faults import FAULT_KINDS
+from fedemu.fabric.journal import Journal
+from fedemu.fabric.kernel import Fabric
+from fedemu.scenarios import fault_plan
+from fedemu.scenarios.run import FederationRun
+
+from . import params as params_mod
+from . import runner
+
+# family -> the kinds it uses: the start of a fault and what ends it
+FAMILIES = {"crash": ("crash", "restart"), "partition": ("partition", "heal"), "slow": ("slow", "restore"),
+            "loss": ("loss",), "dup": ("dup",)}
+BENIGN = ("slow", "restore")  # kinds no scheduler needs a protocol for: always allowed
+HARNESS = ("submitter",)  # actors that are the workload, not the scheduler: never crashed
+PLAN_SOURCE = "plan.toml"
+DEFAULT_HORIZON_US = 1_000_000  # a scenario with no workload horizon and no fault-free end time
+
+
+def families(kinds) -> tuple[str, ...]:
+    """The families whose every kind is in ``kinds`` (or is benign)."""
+    allowed = set(kinds) | set(BENIGN)
+    return tuple(f for f, ks in FAMILIES.items() if set(ks) <= allowed)
+
+
+def allowed_kinds(scheduler: str | None, requested=None) -> tuple[str, ...]:
+    """The kinds the search may draw for ``scheduler``: what it ``survives`` and the benign ones, within
+    ``requested`` (None: every kind). A scenario without schedulers (``scheduler`` None) gets ``requested``."""
+    requested = tuple(FAULT_KINDS) if requested is None else tuple(requested)
+    if scheduler is None:
+        return tuple(k for k in FAULT_KINDS if k in requested)
+    survives = set(registry.get(scheduler).survives) | set(BENIGN)
+    return tuple(k for k in FAULT_KINDS if k in survives and k in requested)
+
+
+# ---- fault plans --------------------------------------------------------------------------------
+def _durations(horizon_us: int):
+    """How long a fault lasts: often a blip (up to 5 ms), else anything up to the horizon."""
+    return st.one_of(st.integers(1, 5_000), st.integers(1, max(1, horizon_us)))
+
+
+@st.composite
+def _sides(draw, names):
+    """Two disjoint non-empty groups of actors."""
+    names = list(names)
+    marks = draw(st.lists(st.integers(0, 2), min_size=len(names), max_size=len(names)))
+    a = [n for n, m in zip(names, marks) if m == 1] or [names[0]]
+    a = a if len(a) < len(names) else a[:1]
+    b = [n for n, m in zip(names, marks) if m == 2 and n not in a] or [next(n for n in names if n not in a)]
+    return [a, b]
+
+
+@st.composite
+def fault_tables(draw, names, horizon_us: int, kinds=FAULT_KINDS, *, max_events: int = 6):
+    """A plan's ``[[fault]]`` tables (dicts) over actors ``names``, starting within ``[0, horizon_us]``:
+    swarm testing over the families ``kinds`` allow; every fault drawn ends."""
+    names = list(names)
+    usable = [f for f in families(kinds) if f != "partition" or len(names) >= 2]
+    usable = [f for f in usable if f not in ("slow", "loss", "dup") or len(names) >= 2]
+    if not usable:
+        return []
+    swarm = draw(st.lists(st.sampled_from(usable), min_size=1, unique=True))
+    crashable = [n for n in names if n not in HARNESS] or names
+    # each event is drawn whole (family and details), so the shrinker deletes events, not their parts
+    events = draw(st.lists(_event(names, crashable, horizon_us, swarm), min_size=1, max_size=max_events))
+    return [table for event in events for table in event]
+
+
+def _s(us: int) -> float:
+    """Whole microseconds as the seconds a plan file says (exact decimals)."""
+    return float(fault_plan._toml_seconds(us))
+
+
+@st.composite
+def _event(draw, names, crashable, horizon_us: int, swarm):
+    """One fault of a family in ``swarm``, with what ends it: its plan tables (one, or two for loss/dup)."""
+    family = draw(st.sampled_from(swarm))
+    t, d = draw(st.integers(0, max(0, horizon_us))), draw(_durations(horizon_us))
+    link = st.lists(st.sampled_from(names), min_size=2, max_size=2, unique=True)
+    if family == "crash":
+        return [{"at_s": _s(t), "kind": "crash", "target": draw(st.sampled_from(crashable)), "for_s": _s(d)}]
+    if family == "partition":
+        return [{"at_s": _s(t), "kind": "partition", "sides": draw(_sides(names)), "for_s": _s(d)}]
+    if family == "slow":
+        factor = draw(st.sampled_from([2.0, 10.0, 100.0, 1000.0]))
+        return [{"at_s": _s(t), "kind": "slow", "link": draw(link), "value": factor, "for_s": _s(d)}]
+    # loss, dup: a probability on a link or every link, set back to 0 when it ends; certain first, so a
+    # plan shrinks towards a fault whose effect does not hinge on the dice
+    where = draw(st.one_of(link, st.just("*")))
+    p = draw(st.sampled_from([1.0, 0.3, 0.05] if family == "loss" else [1.0, 0.5, 0.1]))
+    return [{"at_s": _s(t), "kind": family, "link": where, "value": p},
+            {"at_s": _s(t + d), "kind": family, "link": where, "value": 0.0}]
+
+
+def fault_plans(names, horizon_us: int, kinds=FAULT_KINDS, *, max_events: int = 6):
+    """Checked ``fault_plan.Plan`` values (see ``fault_tables``)."""
+    return fault_tables(names, horizon_us, kinds, max_events=max_events).map(
+        lambda tables: fault_plan.from_tables(tables, PLAN_SOURCE))
+
+
+# ---- workloads and clusters (``--set`` overrides of the federation scenario) -------------------------
+def workloads():
+    """A handful of small Poisson jobs: count, fanout, durations, load, constraints, network jitter."""
+    return st.fixed_dictionaries({
+        "workload": st.just("poisson"),
+        "jobs": st.integers(1, 8),
+        "fanout": st.integers(1, 4),
+        "task_s": st.sampled_from([0.05, 0.2, 1.0, 3.0]),
+        "task_dist": st.sampled_from(["exp", "const"]),
+        "load": st.sampled_from([0.3, 0.8, 1.0]),
+        "constraints": st.booleans(),
+        "jitter_ms": st.sampled_from([0.0, 0.0, 0.2, 0.5]),  # at most the default 0.5 ms latency
+    })
+
+
+# per scheduler key: small values of its own shape keys (keys a plug-in does not declare are skipped)
+SHAPE_KEYS = {"masters": st.sampled_from([0, 1]), "distributors": st.integers(1, 3),
+              "schedulers": st.integers(1, 3), "probe_ratio": st.sampled_from([1.0, 2.0, 3.0])}
+
+
+def clusters(scheduler: str | None = None):
+    """A small cluster: 1-3 partitions of 1-3 clusters of 1-3 workers each, 1 or 2 slots per worker,
+    and small values of ``scheduler``'s own shape keys (Pigeon's masters and distributors, Sparrow's
+    schedulers and probe ratio)."""
+    own = registry.get(scheduler).param_names if scheduler else ()
+    return st.fixed_dictionaries({
+        "gms": st.integers(1, 3), "lms": st.integers(1, 3), "workers_per_partition": st.integers(1, 3),
+        "capacity": st.sampled_from(["1", "2"]),
+        **{k: v for k, v in SHAPE_KEYS.items() if k in own}})
+
+
+# ---- whole runs ---------------------------------------------------------------------------------
+def set_text(value) -> str:
+    """A value as ``--set`` writes it (``parse_value`` reads it back the same)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+@attrs.frozen
+class Example:
+    """One run of the search: the scenario, its seed, ``--set`` overrides, and a fault plan."""
+
+    scenario: str  # as the user named it (a name or a file path)
+    seed: int
+    overrides: dict = attrs.field(hash=False)
+    plan: Any  # scenarios.fault_plan.Plan
+    scheduler: str | None = None
+
+    @property
+    def events(self) -> int:
+        """How many fault events the plan makes (a crash with ``for_s`` is two: crash and restart)."""
+        return len(fault_plan_events(self.plan, self.names))
+
+    @property
+    def names(self) -> list[str]:
+        return built(runner.scenario_ref(self.scenario), self.seed, tuple(sorted(self.overrides.items())))[0]
+
+    def run(self, **kwargs) -> runner.RunResult:
+        """Run it (``tools.runner.execute``): raises RunViolation on a broken verdict, or what an actor raised."""
+        return runner.execute(self.scenario, seed=self.seed, overrides=dict(self.overrides), faults=self.plan,
+                              **kwargs)
+
+    def command(self, plan_path: str) -> str:
+        """The ``fedemu run`` command that runs this example with its plan written to ``plan_path``."""
+        words = ["fedemu", "run", self.scenario, "--seed", str(self.seed)]
+        for key, value in self.overrides.items():
+            words += ["--set", f"{key}={set_text(value)}"]
+        return shlex.join(words + ["--faults", plan_path])
+
+
+def _sets(overrides: dict) -> str:
+    return " ".join(f"--set {k}={set_text(v)}" for k, v in overrides.items())
+
+
+def fault_plan_events(plan, names) -> list:
+    """The plan's plain events for a run with actors ``names`` (picks drawn with seed 0)."""
+    return plan.faults(names, 0)
+
+
+@functools.lru_cache(maxsize=256)
+def built(ref: str, seed: int, overrides: tuple) -> tuple[list[str], int]:
+    """Build (not run) the scenario ``ref`` with ``overrides``: its actor names and the horizon faults
+    fall within (the workload's last arrival plus its longest task; a scenario's own ``horizon_us``; or
+    the virtual end of a fault-free run)."""
+    module = runner.load(ref)
+    params = params_mod.resolve_scenario(module, dict(overrides))
+    fabric = Fabric(seed, journal=Journal(None))
+    run = runner.build_run(module, ref, fabric, dict(params))
+    names = list(fabric.names)
+    horizon = getattr(run, "horizon_us", None)
+    if horizon is None and isinstance(run, FederationRun):
+        from fedemu.scenarios import federation
+
+        _, table = federation.build_cluster(run.params, seed)
+        jobs = federation.build_workload(run.params, seed, run.recorder.total_units, table)
+        horizon = fault_plan.workload_horizon_us(jobs)
+    if horizon is None:
+        try:
+            horizon = runner.execute(ref, seed=seed, overrides=dict(overrides)).fabric.now
+        except Exception:  # noqa: BLE001 - a scenario that fails fault-free: the search will show it
+            horizon = DEFAULT_HORIZON_US
+    return names, max(1, int(horizon))
+
+
+def scenario_keys(ref: str) -> set[str]:
+    """The keys the scenario ``ref`` has (its PARAMS)."""
+    return set(runner.load(runner.scenario_ref(ref)).PARAMS)
+
+
+def examples(scenario: str = "default", schedulers=None, kinds=None, fixed: dict | None = None,
+             max_events: int = 6):
+    """Whole runs of ``scenario``: a scheduler from ``schedulers`` (default: every registered one; none for
+    a scenario without a ``scheduler`` key), a small workload and cluster where the scenario has those
+    keys (``fixed`` overrides are kept as given, never drawn), a seed, and a fault plan over the built
+    run's own actor names with the kinds ``allowed_kinds`` gives (``kinds``: what the user asks for)."""
+    ref = runner.scenario_ref(scenario)
+    return _examples(scenario, ref, frozenset(runner.load(ref).PARAMS), schedulers, kinds, fixed, max_events)
+
+
+@st.composite
+def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events):
+    fixed = dict(fixed or {})
+    scheduler = None
+    overrides: dict = {}
+    if "scheduler" in keys:
+        scheduler = fixed.get("scheduler") or draw(st.sampled_from(list(schedulers or registry.SCHEDULERS)))
+        overrides["scheduler"] = scheduler
+        drawn = {**draw(clusters(scheduler)), **draw(workloads())}
+        overrides.update({k: v for k, v in drawn.items() if k in keys or k in registry.get(scheduler).param_names})
+    overrides.update(fixed)
+    seed = draw(st.integers(0, 2**16))
+    try:
+        names, horizon = built(ref, seed, tuple(sorted(overrides.items())))
+    except ConfigError as exc:
+        if not overrides.get("constraints") or "constraints" in fixed:
+            raise ConfigError(f"fuzz: scenario {scenario} with {_sets(overrides)}: {exc}") from None
+        overrides["constraints"] = False  # constraints too rare for this tiny cluster: draw none
+        names, horizon = built(ref, seed, tuple(sorted(overrides.items())))
+    plan = draw(fault_plans(names, horizon, allowed_kinds(scheduler, kinds), max_events=max_events))
+    return Example(scenario, seed, overrides, plan, scheduler)
