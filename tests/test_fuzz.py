@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 import time
+import tomllib
+from pathlib import Path
 
 import attrs
 import pytest
@@ -288,3 +290,78 @@ def test_fuzz_against_a_scenario_without_schedulers_uses_its_own_actor_names():
 
     check()
     assert {"crash", "partition"} & set(seen)
+
+
+# ---- a run that never settles is a violation, not a hung search ----------------------------------------
+TICKER = textwrap.dedent('''
+    """A user's scenario of two actors that tick ten times; a planted bug makes a restarted one tick forever."""
+    from fedemu.fabric.actor import Actor
+    from fedemu.fabric.messages import message
+
+    PARAMS = {"ticks": 10}
+
+
+    @message("ticker.tick")
+    class Tick:
+        pass
+
+
+    class Ticker(Actor):
+        def __init__(self, ticks):
+            super().__init__()
+            self.left = ticks
+
+        def on_start(self):
+            self.set_timer(10_000, Tick())
+
+        def on_Tick(self, msg, src):
+            self.left -= 1
+            if self.left > 0 or self.incarnation > 0:  # the bug: a restarted ticker never stops
+                self.set_timer(10_000 if self.incarnation == 0 else 1_000_000, Tick())
+
+
+    class Run:
+        horizon_us = 100_000
+
+        def finish(self, fabric, info):
+            return info
+
+
+    def build(fabric, params):
+        for name in ("t-0", "t-1"):
+            fabric.add(name, lambda: Ticker(params["ticks"]))
+        return Run()
+''')
+
+
+def test_a_run_that_never_settles_is_stopped_and_reported(tmp_path):
+    scenario = tmp_path / "ticker.py"
+    scenario.write_text(TICKER)
+    outcome = fuzz.search(str(scenario), kinds=["crash", "restart"], examples=50, seed=3, out=tmp_path / "f")
+    failure = outcome.failure
+    assert failure is not None and failure.verdict.startswith("violation: quiescence: the run was still busy")
+    assert failure.example.events <= 3 and failure.reproduced
+    assert {e.kind for e in failure.example.plan.faults(failure.example.names, 0)} == {"crash", "restart"}
+    assert "never settles" in (failure.folder / "command.txt").read_text()
+    assert (failure.folder / "verdict.txt").read_text().splitlines()[1] == f"digest: {failure.digest}"
+
+
+# ---- regressions: plans the search shrank, kept as data -----------------------------------------------
+REGRESSIONS = sorted(p for p in (Path(__file__).parent / "regressions").iterdir() if (p / "plan.toml").exists())
+
+
+@pytest.mark.parametrize("case", REGRESSIONS, ids=[p.name for p in REGRESSIONS])
+def test_a_shrunk_plan_the_search_found_stays_fixed(case):
+    """tests/regressions/NAME/: plan.toml (the --faults file) and case.toml (seed, [set] overrides). It is
+    run once its scheduler claims to survive every kind the plan uses (before that it would be a known
+    failure), and must end with every invariant ok and settle (no run that goes on forever)."""
+    spec = tomllib.loads((case / "case.toml").read_text())
+    plan = fp.load(case / "plan.toml")
+    overrides = spec["set"]
+    example = strategies.Example("default", spec["seed"], overrides, plan, overrides["scheduler"])
+    kinds = {e.kind for e in plan.faults(example.names, 0)}
+    missing = kinds - set(strategies.allowed_kinds(overrides["scheduler"]))
+    if missing:
+        pytest.skip(f"{overrides['scheduler']} does not yet claim to survive {', '.join(sorted(missing))}")
+    result = fuzz.run_guarded(example)
+    assert set(result.summary["invariants"].values()) == {"ok"}

@@ -40,6 +40,31 @@ PATH_COUNTERS = ("invalid_internal", "invalid_external", "repartitions", "failov
 KEPT_NOTE = re.compile(r"; (the journal is kept in|`fedemu replay).*$")
 
 
+STALL_AFTER_S = 3600  # virtual seconds past the workload's horizon after which a run that still has
+# events (timers that never stop, messages that bounce forever) is stopped and called a violation
+
+
+class Stalled(Exception):
+    """A run that did not quiesce: still busy long after its workload and faults were over."""
+
+
+def run_guarded(example: strategies.Example, **kwargs):
+    """``example.run`` stopped once it is STALL_AFTER_S virtual seconds past its horizon: Stalled then."""
+    horizon = example.horizon_us
+    guard = strategies.Guard(horizon + STALL_AFTER_S * 10**6)
+    try:
+        result = example.run(progress=guard, **kwargs)
+    except Exception:
+        if guard.stalled_at is None:
+            raise
+        result = None
+    if guard.stalled_at is not None:
+        raise Stalled(f"quiescence: the run was still busy at virtual time {guard.stalled_at / 1e6:.3f} s, "
+                      f"{STALL_AFTER_S} s past its workload's horizon ({horizon / 1e6:.3f} s): a protocol that "
+                      "never settles (timers or messages that go on forever)")
+    return result
+
+
 class _BudgetOver(BaseException):
     """Raised inside the search when its time is up: hypothesis lets it through without shrinking."""
 
@@ -99,7 +124,7 @@ class Outcome:
 def verdict_of(exc: BaseException) -> str:
     """The one line ``fedemu run`` prints for a broken or failed run, without its prefix and the
     journal note (which names a path)."""
-    if isinstance(exc, RunViolation):
+    if isinstance(exc, (RunViolation, Stalled)):
         return KEPT_NOTE.sub("", f"violation: {exc}")
     where = getattr(exc, "fedemu_where", None)
     name = getattr(exc, "fedemu_actor", (None,))[0]
@@ -134,8 +159,8 @@ def search(scenario: str = "default", *, schedulers=None, kinds=None, fixed: dic
         if not found and budget_s is not None and tally.elapsed >= budget_s:
             raise _BudgetOver
         try:
-            result = example.run()
-        except (RunViolation, Exception) as exc:  # noqa: BLE001 - any failed run is what the search is for
+            result = run_guarded(example)
+        except Exception as exc:  # noqa: BLE001 - any failed run is what the search is for
             if isinstance(exc, ConfigError):  # the example's input was refused: a bug of the strategies
                 raise
             if not found:
@@ -204,13 +229,23 @@ def write_failure(out: Path, failure: Failure) -> Failure:
     command = example.command(str(plan_path.resolve()))
     (folder / "command.txt").write_text(command + "\n")
     journal = folder / "messages.log"
-    argv = shlex.split(command)[1:] + ["--quiet", "--journal", str(journal)]
     err, said = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        status = cli.main(argv)
-    lines = [KEPT_NOTE.sub("", line.removeprefix("fedemu: ")) for line in err.getvalue().splitlines()
-             if line.startswith(("fedemu: violation:", "fedemu: failed:"))]
-    again = lines[0] if lines else None
+    if failure.verdict.startswith("violation: quiescence:"):  # the command would run forever: stop it here
+        (folder / "command.txt").write_text(f"{command}\n# this run never settles: the search stopped it "
+                                            f"{STALL_AFTER_S} virtual s past its horizon; Ctrl-C stops it\n")
+        try:
+            with contextlib.redirect_stderr(err):
+                run_guarded(example, journal_path=str(journal), faults=fault_plan.load(plan_path))
+            status, again = 0, None
+        except Exception as exc:  # noqa: BLE001 - the failure again, we hope
+            status, again = 1, verdict_of(exc)
+    else:
+        argv = shlex.split(command)[1:] + ["--quiet", "--journal", str(journal)]
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            status = cli.main(argv)
+        lines = [KEPT_NOTE.sub("", line.removeprefix("fedemu: ")) for line in err.getvalue().splitlines()
+                 if line.startswith(("fedemu: violation:", "fedemu: failed:"))]
+        again = lines[0] if lines else None
     digest = None
     if journal.exists():
         reader = JournalReader(journal)

@@ -185,10 +185,15 @@ class Example:
     def names(self) -> list[str]:
         return built(runner.scenario_ref(self.scenario), self.seed, tuple(sorted(self.overrides.items())))[0]
 
+    @property
+    def horizon_us(self) -> int:
+        """The virtual time the plan's faults start within (the workload's last arrival + longest task)."""
+        return built(runner.scenario_ref(self.scenario), self.seed, tuple(sorted(self.overrides.items())))[1]
+
     def run(self, **kwargs) -> runner.RunResult:
         """Run it (``tools.runner.execute``): raises RunViolation on a broken verdict, or what an actor raised."""
-        return runner.execute(self.scenario, seed=self.seed, overrides=dict(self.overrides), faults=self.plan,
-                              **kwargs)
+        kwargs.setdefault("faults", self.plan)
+        return runner.execute(self.scenario, seed=self.seed, overrides=dict(self.overrides), **kwargs)
 
     def command(self, plan_path: str) -> str:
         """The ``fedemu run`` command that runs this example with its plan written to ``plan_path``."""
@@ -205,6 +210,26 @@ def _sets(overrides: dict) -> str:
 def fault_plan_events(plan, names) -> list:
     """The plan's plain events for a run with actors ``names`` (picks drawn with seed 0)."""
     return plan.faults(names, 0)
+
+
+class Guard:
+    """A fabric progress hook that stops a run past ``limit_us`` of virtual time (deterministically: it
+    looks every ``every`` windows), so a run that never settles cannot hang a search; ``stalled_at``
+    says when it stopped one."""
+
+    every = 256
+
+    def __init__(self, limit_us: int) -> None:
+        self.limit_us = limit_us
+        self.stalled_at: int | None = None
+
+    def __call__(self, fabric, run) -> None:
+        if self.stalled_at is None and fabric.now > self.limit_us:
+            self.stalled_at = fabric.now
+            fabric.stop()
+
+
+PROBE_LIMIT_US = 3600 * 10**6  # a fault-free run that finds its horizon is stopped here
 
 
 @functools.lru_cache(maxsize=256)
@@ -225,9 +250,12 @@ def built(ref: str, seed: int, overrides: tuple) -> tuple[list[str], int]:
         jobs = federation.build_workload(run.params, seed, run.recorder.total_units, table)
         horizon = fault_plan.workload_horizon_us(jobs)
     if horizon is None:
+        guard = Guard(PROBE_LIMIT_US)
         try:
-            horizon = runner.execute(ref, seed=seed, overrides=dict(overrides)).fabric.now
+            horizon = runner.execute(ref, seed=seed, overrides=dict(overrides), progress=guard).fabric.now
         except Exception:  # noqa: BLE001 - a scenario that fails fault-free: the search will show it
+            horizon = DEFAULT_HORIZON_US
+        if guard.stalled_at is not None:  # it never settles even without faults
             horizon = DEFAULT_HORIZON_US
     return names, max(1, int(horizon))
 
