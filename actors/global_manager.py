@@ -17,22 +17,47 @@ Choices where the papers leave room (written down here as the issue asks):
   update changes that partition (``PartitionSearch``'s memo); allocations only take resources
   away, so the memo is exact, not a heuristic.
 - A job with a task no machine in the whole cluster can ever run is rejected at submission.
-- Job completion is recorded when the GM receives the last task's completion.
+- Job completion is recorded by the submitter, not here: the submitter outlives GMs and is each job's
+  owner of record, so when a job is resubmitted after a GM failure and two GMs (or two incarnations)
+  both end up closing it, only the first ``JobDone`` counts. The GM reports the time it closed the job,
+  so response times are what the GM saw.
+
+Faults (2022 paper, IV, high availability; our timers where it gives none):
+- Stateless GM: a restarted GM (incarnation > 0) knows nothing. Its view of every LM starts empty (it
+  launches nowhere) until that LM's ``Snapshot`` arrives (asked again every ``request_timeout_s``);
+  the last one ends the rebuild (``gm_rebuilds``, and its duration in ``recovery_s``).
+- A job the submitter hands again (``Resubmit``: it was never reported complete) is first adopted:
+  every LM says which of its tasks run or ran there (and makes this GM their owner); the others are
+  queued. An LM that does not answer after a few asks is left out (a task running there may run twice).
+- The answer to a launch is the task's completion (or a failure reply): no acknowledgement per launch.
+  A launch with no answer by its expected end plus ``launch_timeout_s`` (looked for whenever the GM
+  hears from an LM or is pinged by the submitter: no timer) is asked again on the same LM and worker (``launches_retried``; the LM's idempotence makes it safe: a running task is answered
+  ``LaunchAccepted`` with its expected end, a done one with its completion). After three unanswered
+  asks the task is queued again and that LM's view emptied until it is heard from.
+- A heartbeat that went missing (a gap in its log positions, or an unacknowledged beacon after the
+  last one of a burst: see ``policies.change_log``) makes the GM ask that LM for a snapshot
+  (``view_resyncs``).
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 
 import attrs
 
 from fedemu.fabric.actor import Actor
-from fedemu.fabric.log import LAUNCH_REQUEUED, emit
+from fedemu.fabric.log import JOB_UNSCHEDULABLE, LAUNCH_REQUEUED, emit
 from fedemu.policies.fair_queue import HIGH, FairQueue
 from fedemu.policies.partition_search import PartitionSearch
 
 from .front_end import JobFrontEnd, Pending
-from .megha_messages import Heartbeat, Launch, LaunchFailed, TaskCompleted
+from .megha_messages import (RETRIES, AdoptJob, GmTimer, Heartbeat, HeartbeatAck, JobTasks, Launch, LaunchAccepted,
+                             LaunchFailed, Snapshot, SnapshotRequest, TaskCompleted, TaskLost, backoff)
+from .submitter import JobDone, Ping, Pong
+
+LAUNCH_ASKS = 3  # unanswered asks of one launch before it is queued again
+REQUEST_TRIES = RETRIES  # asks of a snapshot or of a job's tasks (backing off) before the GM goes on without
 
 
 @attrs.frozen
@@ -55,8 +80,23 @@ class GlobalManagerStatistics:
     view_age_us: tuple
 
 
+class Inflight:
+    """A launch sent and not yet answered by a completion: where to, by when, asked how often."""
+
+    __slots__ = ("task", "lm", "worker", "deadline_us", "asks", "seq")
+
+    def __init__(self, task, lm, worker):
+        self.task = task
+        self.lm = lm
+        self.worker = worker
+        self.deadline_us = 0
+        self.asks = 1
+        self.seq = 0
+
+
 class GlobalManager(JobFrontEnd, Actor):
-    def __init__(self, gm: int, lm_names: list[str], views, *, policy, feasible, recorder) -> None:
+    def __init__(self, gm: int, lm_names: list[str], views, *, policy, feasible, recorder,
+                 launch_timeout_us: int = 2_000_000, request_timeout_us: int = 1_000_000) -> None:
         """``views[lm][p]``: PartitionView of partition p (GM p's) in LM lm's cluster."""
         super().__init__()
         self.gm = gm
@@ -64,15 +104,36 @@ class GlobalManager(JobFrontEnd, Actor):
         self.lm_ids: list[int] = []  # the LMs' actor ids, resolved from their names at start
         self.feasible = feasible
         self.recorder = recorder
+        self.launch_timeout_us = launch_timeout_us
+        self.request_timeout_us = request_timeout_us
         self.search = PartitionSearch(views, gm, policy)
         self.queue = FairQueue(math.inf)  # one class: tasks keyed by signature, oldest signature first
-        self.inflight: dict[tuple[int, int], Pending] = {}
+        self.inflight: dict[tuple[int, int], Inflight] = {}
+        self.due: dict[int, list] = {}  # check time -> [(seq, key)] of launches due by then
+        self.due_at: list[int] = []  # the check times of ``due``, a heap
+        self.seq = 0
+        self.source: dict[int, int] = {}  # job -> the actor that handed it (told when it is done)
+        self.adopting: dict[int, list] = {}  # job -> [job, LMs yet to answer, running, done, asks]
+        self.rebuilding: set[int] = set()  # LMs whose snapshot a restarted GM still waits for
+        self.resyncing: set[int] = set()  # LMs asked for a snapshot after a lost heartbeat
+        self.lm_inc = [0] * len(lm_names)  # each LM's incarnation and position of its last heartbeat
+        self.lm_upto = [0] * len(lm_names)
+        self.resync_asks = [0] * len(lm_names)
+        self.snapshot_asks = 0
+        self.started_us = 0
         self.heard_us = [0] * len(lm_names)  # when each LM's state was last learnt (the view's age)
         self.launches = self.internal = self.external = self.failures = self.passes = 0
 
     def on_start(self) -> None:
         self.lm_ids = [self.fabric.addr(name) for name in self.lm_names]
         self.search.rng = self.rng.child("choice")
+        if self.incarnation > 0:  # stateless: rebuild the whole view from the LMs
+            self.started_us = self.now
+            for lm in range(len(self.lm_names)):
+                self._forget(lm)
+            self._ask_snapshots()
+            if "submitter" in self.fabric.names:  # the jobs' owner of record: ask for my jobs back now
+                self.send(self.fabric.addr("submitter"), Pong(self.gm, None))
 
     # ---- the view --------------------------------------------------------------------
     def _set_free(self, lm: int, worker: int, free: tuple) -> None:
@@ -84,37 +145,256 @@ class GlobalManager(JobFrontEnd, Actor):
         self.heard_us[lm] = self.now
         self.search.learn(lm, workers, frees)
 
-    # ---- messages --------------------------------------------------------------------
-    def on_Job(self, job, src: int) -> None:
-        if not self.admit(job):
-            return
+    def _forget(self, lm: int) -> None:
+        """Treat LM ``lm``'s view as empty (launch nothing there) until its snapshot arrives."""
+        search = self.search
+        n = search.num_partitions * search.per_partition
+        zero = (0,) * search.views[lm][0].num_resources
+        search.learn(lm, tuple(range(n)), (zero,) * n)
+        self.rebuilding.add(lm)
+
+    def _ask_snapshots(self) -> None:
+        for lm in sorted(self.rebuilding):
+            self.send(self.lm_ids[lm], SnapshotRequest(self.gm))
+        self.snapshot_asks += 1
+        self.set_timer(backoff(self.request_timeout_us, self.snapshot_asks), GmTimer("snapshots"))
+
+    # ---- jobs ------------------------------------------------------------------------
+    def _admit(self, job, src: int) -> bool:
+        """Open the job unless it is open already (a duplicate) or can never run (reported at once)."""
+        if job.job_id in self.open_jobs or job.job_id in self.adopting:
+            return False
+        bad = tuple(i for i, c in enumerate(job.constraints) if not self.feasible(c, job.demand))
+        if bad:
+            if self.fabric.event_log is not None:
+                emit(self, JOB_UNSCHEDULABLE, job=job.job_id, tasks=bad)
+            self.send(src, JobDone(job.job_id, self.now, bad))
+            return False
+        self.source[job.job_id] = src
         self.open_job(job.job_id, job.num_tasks)
+        return True
+
+    def on_Job(self, job, src: int) -> None:
+        if not self._admit(job, src):
+            return
         now = self.now
         for i, d in enumerate(job.durations_us):
             self._enqueue(Pending(job.job_id, i, d, job.constraints[i], job.demand, now))
         self._schedule()
 
+    def on_Resubmit(self, msg, src: int) -> None:
+        """A job handed again (its GM failed, or a message was lost): ask the LMs what of it ran."""
+        job = msg.job
+        if not self._admit(job, src):
+            return
+        self.recorder.count("jobs_adopted")
+        self.adopting[job.job_id] = [job, set(range(len(self.lm_ids))), {}, set(), 0]
+        self._ask_adoption(job.job_id)
+
+    def _ask_adoption(self, job_id: int) -> None:
+        entry = self.adopting[job_id]
+        entry[4] += 1
+        for lm in sorted(entry[1]):
+            self.send(self.lm_ids[lm], AdoptJob(job_id, self.gm))
+        self.set_timer(backoff(self.request_timeout_us, entry[4]), GmTimer(f"adopt {job_id}"))
+
+    def on_JobTasks(self, msg: JobTasks, src: int) -> None:
+        entry = self.adopting.get(msg.job_id)
+        if entry is None or msg.lm not in entry[1]:
+            return
+        entry[1].discard(msg.lm)
+        for index, worker, end_us in msg.running:
+            entry[2][index] = (msg.lm, worker, end_us)
+        entry[3].update(msg.done)
+        if not entry[1]:
+            self._adopted(msg.job_id)
+
+    def _adopted(self, job_id: int) -> None:
+        job, _, running, done, _ = self.adopting.pop(job_id)
+        now = self.now
+        for i, d in enumerate(job.durations_us):
+            task = Pending(job_id, i, d, job.constraints[i], job.demand, now)
+            if i in done:
+                continue
+            if i in running:
+                lm, worker, end_us = running[i]
+                self._await(Inflight(task, lm, worker), end_us)
+            else:
+                self._enqueue(task)
+        for i in sorted(done):
+            if job_id in self.open_jobs:
+                self.task_done(job_id, i)
+        self._schedule()
+
+    def close_job(self, job_id: int) -> None:
+        """The job's last task is done: tell its owner of record (the submitter), which records it."""
+        self.send(self.source.pop(job_id), JobDone(job_id, self.now, ()))
+
+    def on_Ping(self, msg: Ping, src: int) -> None:
+        """The submitter asks about the jobs it handed here: answer those this GM does not hold."""
+        unknown = tuple(j for j in msg.jobs if j not in self.open_jobs and j not in self.adopting)
+        self.send(src, Pong(self.gm, unknown))
+        self._check_due()
+
+    # ---- messages from LMs -------------------------------------------------------------
     def on_TaskCompleted(self, msg: TaskCompleted, src: int) -> None:
         self._set_free(msg.lm, msg.worker, msg.free)
         self.inflight.pop((msg.job_id, msg.index), None)
         self.task_done(msg.job_id, msg.index)
+        self._check_due()
         self._schedule()
 
     def on_Heartbeat(self, msg: Heartbeat, src: int) -> None:
-        if msg.workers:
-            self._apply(msg.lm, msg.workers, msg.frees)
-            self._schedule()
+        """A delta, or a beacon (prev == upto) to acknowledge. A gap in the positions means one was
+        lost: ask for a snapshot (the delta is applied anyway: its values are absolute)."""
+        lm = msg.lm
+        if msg.incarnation != self.lm_inc[lm]:
+            if msg.incarnation < self.lm_inc[lm]:
+                return  # from an LM incarnation that has since restarted
+            self.lm_inc[lm], self.lm_upto[lm] = msg.incarnation, 0
+        last = self.lm_upto[lm]
+        if msg.prev == msg.upto:  # a beacon
+            if msg.upto == last:
+                self.send(src, HeartbeatAck(self.gm, msg.incarnation, msg.upto))
+            elif msg.upto > last:
+                self._resync(lm)
+            return
+        if msg.upto <= last:
+            return  # a duplicate, or older than a snapshot
+        if msg.prev != last:
+            self._resync(lm)
+        self.lm_upto[lm] = msg.upto
+        self._apply(lm, msg.workers, msg.frees)
+        self._check_due()
+        self._schedule()
+
+    def _resync(self, lm: int) -> None:
+        """Ask LM ``lm`` for its whole state (a heartbeat was lost), unless already asking."""
+        if lm in self.resyncing or (lm in self.rebuilding and self.snapshot_asks <= REQUEST_TRIES):
+            return  # already asking (a restarted GM asks until its asks run out)
+        self.resyncing.add(lm)
+        self.resync_asks[lm] = 0
+        self.recorder.count("view_resyncs")
+        self._ask_resync(lm)
+
+    def _ask_resync(self, lm: int) -> None:
+        self.resync_asks[lm] += 1
+        self.send(self.lm_ids[lm], SnapshotRequest(self.gm))
+        self.set_timer(backoff(self.request_timeout_us, self.resync_asks[lm]), GmTimer(f"resync {lm}"))
+
+    def on_Snapshot(self, msg: Snapshot, src: int) -> None:
+        lm = msg.lm
+        if lm not in self.rebuilding and lm not in self.resyncing:
+            return
+        self.rebuilding.discard(lm)
+        self.resyncing.discard(lm)
+        self.lm_inc[lm], self.lm_upto[lm] = msg.incarnation, msg.upto
+        self._apply(lm, msg.workers, msg.frees)
+        if not self.rebuilding and self.incarnation > 0 and self.started_us >= 0:
+            self.recorder.count("gm_rebuilds")
+            self.recorder.recovered(self.now - self.started_us)
+            self.started_us = -1
+        self._schedule()
 
     def on_LaunchFailed(self, msg: LaunchFailed, src: int) -> None:
         self.failures += 1
         self._apply(msg.lm, msg.workers, msg.frees)
-        task = self.inflight.pop((msg.job_id, msg.index))
-        task.since_us = self.now
-        if self.fabric.event_log is not None:
-            emit(self, LAUNCH_REQUEUED, job=msg.job_id, task=msg.index, lm=self.lm_names[msg.lm],
-                 learned=len(msg.workers))
-        self._enqueue(task)
+        flight = self.inflight.pop((msg.job_id, msg.index), None)
+        if flight is not None:
+            if self.fabric.event_log is not None:
+                emit(self, LAUNCH_REQUEUED, job=msg.job_id, task=msg.index, lm=self.lm_names[msg.lm],
+                     learned=len(msg.workers))
+            self._requeue(flight.task)
         self._schedule()
+
+    def on_LaunchAccepted(self, msg: LaunchAccepted, src: int) -> None:
+        """A retried launch of a task already running there: wait for its end."""
+        self._set_free(msg.lm, msg.worker, msg.free)
+        flight = self.inflight.get((msg.job_id, msg.index))
+        if flight is not None:
+            flight.lm, flight.asks = msg.lm, 1
+            self._await(flight, msg.end_us)
+        self._schedule()
+
+    def on_TaskLost(self, msg: TaskLost, src: int) -> None:
+        """The task's worker stayed down: schedule it again."""
+        flight = self.inflight.pop((msg.job_id, msg.index), None)
+        if flight is not None and msg.job_id in self.open_jobs:
+            self._requeue(flight.task)
+            self._schedule()
+
+    def _requeue(self, task: Pending) -> None:
+        task.since_us = self.now
+        self._enqueue(task)
+
+    # ---- launches that get no answer -----------------------------------------------------
+    def _await(self, flight: Inflight, end_us: int) -> None:
+        """Expect the task's completion by ``end_us`` plus the launch timeout. No timer: overdue launches
+        are looked for when the GM hears from an LM or from the submitter (``_check_due``), which costs
+        nothing in a busy GM and is at most a ping period late in an idle one."""
+        key = (flight.task.job_id, flight.task.index)
+        self.inflight[key] = flight
+        self.seq += 1
+        flight.seq = self.seq
+        step = self.launch_timeout_us
+        flight.deadline_us = end_us + step
+        at = (flight.deadline_us // step + 1) * step
+        bucket = self.due.get(at)
+        if bucket is None:
+            bucket = self.due[at] = []
+            heapq.heappush(self.due_at, at)
+        bucket.append((self.seq, key))
+
+    def _check_due(self) -> None:
+        if self.due_at and self.due_at[0] <= self.now:
+            self._check_launches()
+
+    def on_GmTimer(self, msg: GmTimer, src: int) -> None:
+        what = msg.what
+        if what == "snapshots":
+            if self.rebuilding and self.snapshot_asks <= REQUEST_TRIES:
+                self._ask_snapshots()
+        elif what.startswith("resync"):
+            lm = int(what.split()[1])
+            if lm in self.resyncing:
+                if self.resync_asks[lm] < REQUEST_TRIES:
+                    self._ask_resync(lm)
+                else:  # the LM does not answer: the next heartbeat from it asks again
+                    self.resyncing.discard(lm)
+        else:  # "adopt <job>"
+            job_id = int(what.split()[1])
+            entry = self.adopting.get(job_id)
+            if entry is not None:
+                if entry[4] < REQUEST_TRIES:
+                    self._ask_adoption(job_id)
+                else:
+                    self._adopted(job_id)
+
+    def _check_launches(self) -> None:
+        now, due, due_at, inflight = self.now, self.due, self.due_at, self.inflight
+        expired = []
+        while due_at and due_at[0] <= now:
+            for seq, key in due.pop(heapq.heappop(due_at)):
+                flight = inflight.get(key)
+                if flight is not None and flight.seq == seq:
+                    expired.append(flight)
+        for flight in expired:
+            task = flight.task
+            if flight.asks < LAUNCH_ASKS:  # ask again: the same LM and worker
+                flight.asks += 1
+                self.recorder.count("launches_retried")
+                self._send_launch(task, flight.lm, flight.worker)
+                self._await(flight, now + task.duration_us)
+            else:  # that LM does not answer: queue the task again, launch nothing there until heard from
+                del inflight[(task.job_id, task.index)]
+                self.recorder.count("launches_abandoned")
+                if flight.lm not in self.rebuilding:
+                    self._forget(flight.lm)
+                    self.snapshot_asks = 0
+                    self._ask_snapshots()
+                self._requeue(task)
+        if expired:
+            self._schedule()
 
     # ---- queue and matching ------------------------------------------------------------
     def _enqueue(self, task: Pending) -> None:
@@ -140,14 +420,17 @@ class GlobalManager(JobFrontEnd, Actor):
 
     def _launch(self, task: Pending, lm: int, p: int, local: int) -> None:
         worker = self.search.allocate(lm, p, local, task.demand)
-        external = p != self.gm
-        if external:
+        if p != self.gm:
             self.external += 1
         else:
             self.internal += 1
         self.launches += 1
         self.recorder.task_dispatched(task.job_id, task.index, self.now - task.since_us)
-        self.inflight[(task.job_id, task.index)] = task
+        self._send_launch(task, lm, worker)
+        self._await(Inflight(task, lm, worker), self.now + task.duration_us)
+
+    def _send_launch(self, task: Pending, lm: int, worker: int) -> None:
+        external = worker // self.search.per_partition != self.gm
         self.send(self.lm_ids[lm], Launch(task.job_id, task.index, task.duration_us, task.demand, worker, self.gm,
                                           external))
 

@@ -8,25 +8,50 @@ task ends (Megha 2022 paper, shared/papers file 002, IV-B4). Invalid requests ar
 change the GM has not seen.
 
 Delta updates (Megha 2023 paper, shared/papers file 000, 4.4) are ``policies.change_log``: every
-change is logged with its cause; a heartbeat sends each GM the workers changed since its cursor,
+change is logged with its cause; a heartbeat sends each GM the workers changed since its last one,
 leaving out those whose latest change the GM caused itself (its own launches, and completions of its
-own tasks, which reach it through ``TaskCompleted``).
+own tasks, which reach it through ``TaskCompleted``). A GM that sees a heartbeat missing asks for a
+snapshot; the last heartbeat of a burst is followed by a beacon each tick until the GM acknowledges it
+(at most ``HEARTBEAT_RESENDS`` quiet ticks in a row).
 
 Heartbeats tick at multiples of the heartbeat period, but a GM with nothing new is sent nothing and
-an LM with no change since its last tick arms no timer until the next change (the next tick is then
-the next multiple of the period, as if it had ticked all along): an idle day of trace costs nothing.
+an LM with no change, no unacknowledged delta and no running task arms no timer until the next change.
+
+Faults (our reading of the 2022 paper's high availability, section IV):
+- Launches are idempotent by (job, task): the LM keeps each task it launched (worker, owner GM,
+  demand, expected end) and each task done (and where). A launch of a running task makes its sender the
+  owner (the completion goes there) and is answered ``LaunchAccepted``; of a done task, with the
+  completion at once. Either counts ``duplicate_launches_suppressed``.
+- Worker failure without per-worker heartbeats (their cost: one message per busy worker per period,
+  5.6M messages on the yh1-1k bench at 10 s): at its heartbeat tick the LM probes the worker of any
+  task overdue by ``worker_grace_s``; no answer after ``worker_probe_retries`` probes of
+  ``worker_probe_timeout_s`` marks the worker down (its capacity leaves the GMs' views through the deltas).
+  A worker's answer is reconciled with the LM's record: tasks it finished are completed, tasks it does
+  not run (a launch lost on the way, or a restart) are relaunched, tasks it runs that the LM did not
+  know are counted against its capacity.
+- A restarted worker registers; the LM relaunches every task that ran on it (the paper's rule,
+  ``tasks_relaunched``). A worker still down after ``worker_down_timeout_s`` has its tasks handed back
+  to their GMs for rescheduling (``TaskLost``; our extension, not in the papers).
+- A restarted LM has lost its memory: it asks every worker what it runs and has finished before it
+  validates anything (messages meanwhile wait), then sends every GM its whole state.
 """
 
 from __future__ import annotations
 
+import heapq
+
 import attrs
 
 from fedemu.fabric.actor import Actor
-from fedemu.fabric.log import LAUNCH_INVALID, REPARTITION, emit
-from fedemu.policies.change_log import ChangeLog
+from fedemu.fabric.log import LAUNCH_INVALID, RELAUNCH, REPARTITION, emit
+from fedemu.policies.change_log import NO_CAUSE, ChangeLog
 
-from .megha_messages import Heartbeat, HeartbeatTick, Launch, LaunchFailed, TaskCompleted
+from .megha_messages import (RETRIES, AdoptJob, Heartbeat, HeartbeatAck, HeartbeatTick, JobTasks, Launch,
+                             LaunchAccepted, LaunchFailed, LmTimer, Probe, Registered, Snapshot,
+                             SnapshotRequest, TaskCompleted, TaskLost, WorkerStatus, backoff)
 from .protocol import RunTask, TaskFinished
+
+HEARTBEAT_RESENDS = 30  # quiet ticks in a row the LM keeps ticking for an unconfirmed delta (beacons)
 
 
 @attrs.frozen
@@ -42,9 +67,33 @@ class LocalManagerStatistics:
     log_length: int
 
 
+class LmTask:
+    """A task this LM launched and has not seen finish."""
+
+    __slots__ = ("worker", "owner", "demand", "duration_us", "end_us", "seq")
+
+    def __init__(self, worker, owner, demand, duration_us, end_us, seq):
+        self.worker = worker
+        self.owner = owner
+        self.demand = demand
+        self.duration_us = duration_us
+        self.end_us = end_us
+        self.seq = seq
+
+
+@attrs.frozen
+class FaultTimes:
+    """The LM's failure-detection settings, in microseconds."""
+
+    grace_us: int
+    probe_timeout_us: int
+    probe_retries: int
+    down_timeout_us: int
+
+
 class LocalManager(Actor):
     def __init__(self, lm: int, workers, worker_names: list[str], gm_names: list[str], *, heartbeat_us: int,
-                 recorder) -> None:
+                 recorder, faults: FaultTimes) -> None:
         """``worker_names[w]`` names the actor of LM-local worker ``w``; ``gm_names[g]`` GM ``g``'s actor."""
         super().__init__()
         self.lm = lm
@@ -56,17 +105,33 @@ class LocalManager(Actor):
         self.local_of: dict[int, int] = {}  # worker actor id -> LM-local worker index
         self.heartbeat_us = heartbeat_us
         self.recorder = recorder
+        self.faults = faults
         n = len(self.specs)
         self.per_partition = n // len(gm_names)
         self.capacity = [tuple(w.capacity) for w in self.specs]
         self.free = [list(w.capacity) for w in self.specs]
         self.change_log = ChangeLog(self.free, len(gm_names))
+        self.tasks: dict[tuple[int, int], LmTask] = {}  # launched, not yet seen finished
+        self.execs: list[dict] = [{} for _ in range(n)]  # per worker: (job, index) -> demand it runs
+        self.done: dict[tuple[int, int], int] = {}  # (job, index) -> worker of each task seen finished
+        self.due: dict[int, list] = {}  # tick time -> [(seq, key)] of tasks overdue by then
+        self.due_at: list[int] = []  # the tick times of ``due``, a heap
+        self.seq = 0
+        self.probing: dict[int, list] = {}  # worker -> [probes sent, nonce]
+        self.down: dict[int, int] = {}  # worker -> nonce of its down period
+        self.down_asks: dict[int, int] = {}  # worker -> probes sent while it is down (after the hand-back)
+        self.worker_inc = [0] * n  # each worker's incarnation as last heard
+        self.rebuilding: set[int] = set()  # workers a restarted LM still waits for
+        self.held: list = []  # messages that arrived while rebuilding
+        self.started_us = 0
+        self.quiet = 0  # ticks in a row with nothing new
         self.launches = 0
         self.invalid_internal = 0
         self.invalid_external = 0
         self.repartitions = 0
         self.heartbeats = 0
         self.armed = False
+        self.tick_at = 0
         if len(worker_names) != n:
             raise ValueError(f"LM {lm}: {len(worker_names)} worker names for {n} workers")
 
@@ -75,10 +140,21 @@ class LocalManager(Actor):
         self.worker_ids = [addr(name) for name in self.worker_names]
         self.gm_ids = [addr(name) for name in self.gm_names]
         self.local_of = {actor: w for w, actor in enumerate(self.worker_ids)}
+        if self.incarnation > 0:  # memory lost: ask every worker before validating anything
+            self.started_us = self.now
+            self.rebuilding = set(range(len(self.specs)))
+            self._ask_rebuild(0)
 
-    def _arm(self) -> None:
+    # ---- timers and the change log --------------------------------------------------
+    def _arm(self, after_us: int = -1) -> None:
+        """Tick at the first multiple of the period after ``after_us`` (default: now), unless a tick is
+        due sooner; a tick set for later is superseded (``tick_at`` names the live one)."""
         period = self.heartbeat_us
-        self.set_timer((self.now // period + 1) * period - self.now, HeartbeatTick())
+        at = (max(self.now, after_us) // period + 1) * period
+        if self.armed and self.tick_at <= at:
+            return
+        self.tick_at = at
+        self.set_timer(at - self.now, HeartbeatTick())
         self.armed = True
 
     def home_gm(self, worker: int) -> int:
@@ -87,14 +163,72 @@ class LocalManager(Actor):
     def _changed(self, worker: int, cause: int) -> None:
         """Log a change GM ``cause`` made; an idle LM's heartbeat timer starts again."""
         self.change_log.record(worker, cause)
-        if not self.armed:
+        self.quiet = 0
+        if not self.armed or self.tick_at > self.now + self.heartbeat_us:
             self._arm()
 
+    def _track(self, key, task: LmTask) -> None:
+        """Check the task at the first tick after it is overdue."""
+        self.seq += 1
+        task.seq = self.seq
+        period = self.heartbeat_us
+        at = ((task.end_us + self.faults.grace_us - 1) // period + 1) * period
+        bucket = self.due.get(at)
+        if bucket is None:
+            bucket = self.due[at] = []
+            heapq.heappush(self.due_at, at)
+        bucket.append((self.seq, key))
+        if not self.armed or self.tick_at > at:
+            self._arm(at - 1)
+
+    def on_HeartbeatTick(self, msg, src) -> None:
+        """Send every GM its delta (or beacon); probe the workers of overdue tasks. With nothing to send
+        the next tick waits for the next change or the first tick after the next task is overdue."""
+        if self.now != self.tick_at:
+            return  # superseded by a sooner tick
+        self.armed = False
+        for gm, workers, frees, prev, upto in self.change_log.deltas():
+            self.send(self.gm_ids[gm], Heartbeat(self.lm, self.incarnation, workers, frees, prev, upto))
+        self.heartbeats += 1
+        self._check_overdue()
+        self.quiet += 1
+        if self.change_log.pending() and self.quiet <= HEARTBEAT_RESENDS:
+            self._arm()
+        elif self.due_at:
+            self._arm(self.due_at[0] - 1)
+
+    def on_HeartbeatAck(self, msg: HeartbeatAck, src: int) -> None:
+        if msg.incarnation == self.incarnation:
+            self.change_log.ack(msg.gm, msg.upto)
+
+    # ---- launches and completions -----------------------------------------------------
+    def _hold(self, msg, src) -> bool:
+        if self.rebuilding:
+            self.held.append((msg, src))
+            return True
+        return False
+
     def on_Launch(self, msg: Launch, src: int) -> None:
+        if self._hold(msg, src):
+            return
+        key = (msg.job_id, msg.index)
         w = msg.worker
+        task = self.tasks.get(key)
+        if task is not None:  # already running: the sender owns it now and hears of its end
+            task.owner = msg.gm
+            self.recorder.count("duplicate_launches_suppressed")
+            self.send(self.gm_ids[msg.gm], LaunchAccepted(msg.job_id, msg.index, self.lm, w, tuple(self.free[w]),
+                                                          task.end_us))
+            if task.end_us + self.faults.grace_us <= self.now and w not in self.down and w not in self.probing:
+                self._probe(w, 0)  # asked again for a task overdue here: its end (or its launch) was lost
+            return
+        if key in self.done:  # already done: the completion, at once
+            self.recorder.count("duplicate_launches_suppressed")
+            self.send(self.gm_ids[msg.gm], TaskCompleted(msg.job_id, msg.index, self.lm, w, tuple(self.free[w])))
+            return
         free = self.free[w]
         demand = msg.demand
-        if all(f >= d for f, d in zip(free, demand)):
+        if w not in self.down and all(f >= d for f, d in zip(free, demand)):
             for r, d in enumerate(demand):
                 free[r] -= d
             self._changed(w, msg.gm)
@@ -105,8 +239,10 @@ class LocalManager(Actor):
                 if self.fabric.event_log is not None:
                     emit(self, REPARTITION, job=msg.job_id, task=msg.index, worker=self.worker_names[w],
                          gm=self.gm_names[msg.gm], home=self.gm_names[self.home_gm(w)])
-            self.send(self.worker_ids[w], RunTask(msg.job_id, msg.index, msg.duration_us, demand, msg.gm,
-                                                  (self.id,)))
+            self.execs[w][key] = demand
+            task = self.tasks[key] = LmTask(w, msg.gm, demand, msg.duration_us, self.now + msg.duration_us, 0)
+            self._track(key, task)
+            self.send(self.worker_ids[w], RunTask(msg.job_id, msg.index, msg.duration_us, demand, msg.gm, (self.id,)))
             return
         if msg.external:
             self.invalid_external += 1
@@ -121,22 +257,202 @@ class LocalManager(Actor):
         self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, self.lm, workers, frees))
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
+        if self._hold(msg, src):
+            return
         w = self.local_of[src]
-        free = self.free[w]
-        cap = self.capacity[w]
-        for r, d in enumerate(msg.demand):
-            free[r] += d
-            if free[r] > cap[r]:
-                raise AssertionError(f"{self.name}: worker {w} would have {free} free of capacity {cap}")
-        self._changed(w, msg.owner)
-        self.send(self.gm_ids[msg.owner], TaskCompleted(msg.job_id, msg.index, self.lm, w, tuple(free)))
+        key = (msg.job_id, msg.index)
+        if key not in self.execs[w]:  # a duplicate report, or of an execution already reconciled
+            self.recorder.count("stale_finishes")
+            return
+        self._finished(w, key)
+        if w in self.down:  # it is alive after all: find out what it runs
+            self._probe(w, 0)
 
-    def on_HeartbeatTick(self, msg, src) -> None:
-        """Send every GM with something new its delta."""
-        self.armed = False
-        for gm, workers, frees in self.change_log.deltas():
-            self.send(self.gm_ids[gm], Heartbeat(self.lm, workers, frees))
-        self.heartbeats += 1
+    def _finished(self, w: int, key) -> None:
+        """An execution of ``key`` on worker ``w`` ended; the first one completes the task."""
+        demand = self.execs[w].pop(key)
+        free = self.free[w]
+        if w not in self.down:  # a down worker's free stays 0 until it is reconciled
+            for r, d in enumerate(demand):
+                free[r] += d
+        task = self.tasks.pop(key, None)
+        if task is None:
+            self._changed(w, NO_CAUSE)
+            return
+        self.done[key] = w
+        self._changed(w, task.owner)
+        self.send(self.gm_ids[task.owner], TaskCompleted(key[0], key[1], self.lm, w, tuple(free)))
+
+    # ---- a restarted GM, a resubmitted job -------------------------------------------
+    def on_SnapshotRequest(self, msg: SnapshotRequest, src: int) -> None:
+        if self._hold(msg, src):
+            return
+        self.change_log.reset(msg.gm)
+        n = len(self.free)
+        self.send(self.gm_ids[msg.gm], Snapshot(self.lm, self.incarnation, tuple(range(n)),
+                                                tuple(tuple(f) for f in self.free), self.change_log.end))
+
+    def on_AdoptJob(self, msg: AdoptJob, src: int) -> None:
+        if self._hold(msg, src):
+            return
+        running = []
+        for (job_id, index), task in self.tasks.items():
+            if job_id == msg.job_id:
+                task.owner = msg.gm
+                running.append((index, task.worker, task.end_us))
+        done = tuple(sorted(index for job_id, index in self.done if job_id == msg.job_id))
+        self.send(self.gm_ids[msg.gm], JobTasks(self.lm, msg.job_id, tuple(sorted(running)), done))
+
+    # ---- worker failure ----------------------------------------------------------------
+    def _check_overdue(self) -> None:
+        due, due_at, now, tasks = self.due, self.due_at, self.now, self.tasks
+        ask = set()
+        while due_at and due_at[0] <= now:
+            for seq, key in due.pop(heapq.heappop(due_at)):
+                task = tasks.get(key)
+                if task is not None and task.seq == seq and task.worker not in self.down \
+                        and task.worker not in self.probing:
+                    ask.add(task.worker)
+        for w in sorted(ask):
+            self._probe(w, 0)
+
+    def _probe(self, w: int, sent: int) -> None:
+        self.seq += 1
+        self.probing[w] = [sent + 1, self.seq]
+        self.send(self.worker_ids[w], Probe(tuple(sorted(self.execs[w])), False))
+        self.set_timer(self.faults.probe_timeout_us, LmTimer("probe", w, self.seq))
+
+    def on_LmTimer(self, msg: LmTimer, src: int) -> None:
+        w = msg.worker
+        if msg.what == "probe":
+            probe = self.probing.get(w)
+            if probe is None or probe[1] != msg.nonce:
+                return
+            if probe[0] < self.faults.probe_retries:
+                self._probe(w, probe[0])
+            else:
+                self._mark_down(w)
+        elif msg.what == "down":
+            if self.down.get(w) == msg.nonce:  # hand its tasks back, then keep asking it, backing off
+                self._hand_back(w)
+                self.down_asks[w] = self.down_asks.get(w, 0) + 1
+                if self.down_asks[w] <= RETRIES:
+                    self.send(self.worker_ids[w], Probe(tuple(sorted(self.execs[w])), False))
+                    self.set_timer(backoff(self.faults.down_timeout_us, self.down_asks[w]), msg)
+        elif msg.what == "rebuild" and self.rebuilding:
+            if msg.nonce < self.faults.probe_retries:
+                self._ask_rebuild(msg.nonce + 1)
+            else:
+                for w in sorted(self.rebuilding):
+                    self._mark_down(w)
+                self._rebuilt()
+
+    def _mark_down(self, w: int) -> None:
+        """No answer: the worker's capacity leaves the GMs' views; its tasks wait for it to come back."""
+        self.probing.pop(w, None)
+        self.seq += 1
+        self.down[w] = self.seq
+        self.recorder.count("workers_marked_down")
+        free = self.free[w]
+        for r in range(len(free)):
+            free[r] = 0
+        self._changed(w, NO_CAUSE)
+        self.set_timer(self.faults.down_timeout_us, LmTimer("down", w, self.seq))
+
+    def _hand_back(self, w: int) -> None:
+        """The worker stayed down: its tasks go back to their GMs (our extension, not in the papers)."""
+        for key in sorted(self.execs[w]):
+            task = self.tasks.get(key)
+            if task is not None and task.worker == w:
+                del self.tasks[key]
+                self.recorder.count("tasks_handed_back")
+                self.send(self.gm_ids[task.owner], TaskLost(key[0], key[1], self.lm))
+        self.execs[w].clear()
+
+    def on_WorkerStatus(self, msg: WorkerStatus, src: int) -> None:
+        w = self.local_of[src]
+        if msg.incarnation > self.worker_inc[w]:  # a restarted worker registers (or answers)
+            self.worker_inc[w] = msg.incarnation
+            self.send(src, Registered())
+        elif msg.incarnation < self.worker_inc[w]:
+            return  # from an earlier incarnation: stale
+        self._reconcile(w, msg)
+        if w in self.rebuilding:
+            self.rebuilding.discard(w)
+            if not self.rebuilding:
+                self._rebuilt()
+
+    def _reconcile(self, w: int, status: WorkerStatus) -> None:
+        """Make the record of worker ``w`` what it says: complete what it finished, count what it runs,
+        relaunch what it lost (a lost launch, or a restart), or hand that back when it no longer fits."""
+        self.probing.pop(w, None)
+        self.down.pop(w, None)
+        self.down_asks.pop(w, None)
+        execs, tasks = self.execs[w], self.tasks
+        running = {(r[0], r[1]): r for r in status.running}
+        done = set(map(tuple, status.done))
+        relaunch = []
+        for key in sorted(execs):
+            if key in running:
+                continue
+            if key in done:
+                self._finished(w, key)
+                continue
+            del execs[key]
+            task = tasks.get(key)
+            if task is not None and task.worker == w:
+                relaunch.append(key)
+        for key in sorted(done):  # finished here while this LM did not know (a restarted LM)
+            if key not in tasks and key not in self.done:
+                self.done[key] = w
+        for key, (job_id, index, duration_us, demand, owner, end_us) in sorted(running.items()):
+            execs.setdefault(key, tuple(demand))
+            task = tasks.get(key)
+            if task is None and key not in self.done:
+                task = tasks[key] = LmTask(w, owner, tuple(demand), duration_us, end_us, 0)
+            if task is not None and task.worker == w:
+                task.end_us = end_us
+                self._track(key, task)
+        free, cap = self.free[w], self.capacity[w]
+        before = list(free)
+        for r in range(len(cap)):
+            free[r] = cap[r] - sum(d[r] for d in execs.values())
+        for key in relaunch:
+            task = tasks[key]
+            if all(f >= d for f, d in zip(free, task.demand)):
+                for r, d in enumerate(task.demand):
+                    free[r] -= d
+                execs[key] = task.demand
+                task.end_us = self.now + task.duration_us
+                self._track(key, task)
+                self.recorder.count("tasks_relaunched")
+                if self.fabric.event_log is not None:
+                    emit(self, RELAUNCH, job=key[0], task=key[1], worker=self.worker_names[w])
+                self.send(self.worker_ids[w], RunTask(key[0], key[1], task.duration_us, task.demand, task.owner,
+                                                      (self.id,)))
+            else:
+                del tasks[key]
+                self.recorder.count("tasks_handed_back")
+                self.send(self.gm_ids[task.owner], TaskLost(key[0], key[1], self.lm))
+        if free != before:
+            self._changed(w, NO_CAUSE)
+
+    # ---- a restarted LM -----------------------------------------------------------------
+    def _ask_rebuild(self, attempt: int) -> None:
+        for w in sorted(self.rebuilding):
+            self.send(self.worker_ids[w], Probe((), True))
+        self.set_timer(backoff(self.faults.probe_timeout_us, attempt + 1), LmTimer("rebuild", -1, attempt))
+
+    def _rebuilt(self) -> None:
+        """Every worker answered (or is down): tell every GM the whole state, then serve what waited."""
+        self.rebuilding.clear()
+        self.recorder.count("lm_rebuilds")
+        self.recorder.recovered(self.now - self.started_us)
+        for w in range(len(self.free)):
+            self._changed(w, NO_CAUSE)
+        held, self.held = self.held, []
+        for msg, src in held:
+            getattr(self, "on_" + type(msg).__name__)(msg, src)
 
     def statistics(self) -> LocalManagerStatistics:
         return LocalManagerStatistics(self.name, self.lm, sum(f[0] for f in self.free), self.launches,

@@ -8,6 +8,14 @@ from __future__ import annotations
 
 from fedemu.fabric.messages import message
 
+RETRY_CAP_US = 60_000_000  # retries back off exponentially up to a minute apart
+RETRIES = 10  # asks before giving up (about five minutes of a dead peer at the cap)
+
+
+def backoff(base_us: int, tries: int) -> int:
+    """The wait before retry ``tries`` (1, 2, ...): ``base_us`` doubled each time, at most RETRY_CAP_US."""
+    return min(base_us << min(tries - 1, 40), max(base_us, RETRY_CAP_US))
+
 
 @message("megha.launch")
 class Launch:
@@ -46,13 +54,132 @@ class TaskCompleted:
 
 @message("megha.heartbeat")
 class Heartbeat:
-    """LM -> GM, periodic: only the changes since this GM's last update (delta update)."""
+    """LM -> GM, periodic: the changes since the last heartbeat to this GM (a delta). ``prev`` is the log
+    position of that heartbeat and ``upto`` this one's, so a GM sees a gap when one was lost; a beacon
+    (no workers, ``prev == upto``) follows the last delta of a burst until the GM acknowledges it."""
 
     lm: int
+    incarnation: int
     workers: tuple
     frees: tuple
+    prev: int
+    upto: int
 
 
 @message("megha.heartbeat_tick")
 class HeartbeatTick:
     """LM's own timer."""
+
+
+@message("megha.launch_accepted")
+class LaunchAccepted:
+    """LM -> GM: a launch of a task the LM already runs (a retry or a duplicate); it ends near ``end_us``.
+    ``free`` is the requested worker's free vector now (the GM had taken the demand from it)."""
+
+    job_id: int
+    index: int
+    lm: int
+    worker: int
+    free: tuple
+    end_us: int
+
+
+@message("megha.task_lost")
+class TaskLost:
+    """LM -> GM: the task's worker stayed down past worker_down_timeout_s: schedule the task again."""
+
+    job_id: int
+    index: int
+    lm: int
+
+
+@message("megha.heartbeat_ack")
+class HeartbeatAck:
+    """GM -> LM, answering a beacon: every delta up to log position ``upto`` of LM incarnation
+    ``incarnation`` was heard."""
+
+    gm: int
+    incarnation: int
+    upto: int
+
+
+@message("megha.snapshot_request")
+class SnapshotRequest:
+    """GM -> LM, from a restarted (stateless) GM, or one that saw a heartbeat go missing: send me your
+    whole state."""
+
+    gm: int
+
+
+@message("megha.snapshot")
+class Snapshot:
+    """LM -> GM: every worker's free vector (a full state, not a delta), as of log position ``upto``."""
+
+    lm: int
+    incarnation: int
+    workers: tuple
+    frees: tuple
+    upto: int
+
+
+@message("megha.adopt_job")
+class AdoptJob:
+    """GM -> LM, for a resubmitted job: which of its tasks run or ran here? Their owner is now ``gm``."""
+
+    job_id: int
+    gm: int
+
+
+@message("megha.job_tasks")
+class JobTasks:
+    """LM -> GM: the job's tasks running here, as (index, worker, end_us), and those done here."""
+
+    lm: int
+    job_id: int
+    running: tuple
+    done: tuple
+
+
+@message("megha.probe")
+class Probe:
+    """LM -> worker: what do you run, and which of ``keys`` ((job, index) pairs) have you finished?
+    ``everything``: list every finished task (a restarted LM rebuilding its state)."""
+
+    keys: tuple
+    everything: bool
+
+
+@message("megha.worker_status")
+class WorkerStatus:
+    """Worker -> LM: what it runs, as (job, index, duration_us, demand, owner, end_us), and the asked
+    tasks it finished. Sent on a probe, on a refused launch, and by a restarted worker (registration)."""
+
+    incarnation: int
+    running: tuple
+    done: tuple
+
+
+@message("megha.registered")
+class Registered:
+    """LM -> worker: your registration after a restart was handled."""
+
+
+@message("megha.gm_timer")
+class GmTimer:
+    """GM's own timer for a retry: ``what`` is "snapshots", "resync <lm>" or "adopt <job>"."""
+
+    what: str
+
+
+@message("megha.lm_timer")
+class LmTimer:
+    """LM's own timer: ``what`` is "probe", "down" or "rebuild"; ``worker`` and ``nonce`` say which."""
+
+    what: str
+    worker: int
+    nonce: int
+
+
+@message("megha.worker_timer")
+class WorkerRegisterTimer:
+    """A restarted worker's own timer: register again if the LM has not answered."""

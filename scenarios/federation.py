@@ -201,7 +201,10 @@ def build(fabric, params: dict):
     targets = scheduler.build(Context(fabric, cluster, params, recorder, feasible, policy))
     jobs = build_workload(params, fabric.seed, total_units, table)
     cutoff = seconds_to_us(float(params["short_cutoff_s"]))
-    fabric.add("submitter", lambda: Submitter(jobs, targets, recorder, short_cutoff_us=cutoff))
+    # a scheduler that declares resubmit_s has front ends that report JobDone: the submitter owns the jobs
+    resubmit_us = seconds_to_us(float(params["resubmit_s"])) if "resubmit_s" in scheduler.param_names else 0
+    fabric.add("submitter", lambda: Submitter(jobs, targets, recorder, short_cutoff_us=cutoff,
+                                              resubmit_us=resubmit_us))
     fabric.add_faults(fault_plan.processes(params, fabric.names, fabric.seed,
                                            lambda: build_workload(params, fabric.seed, total_units, table)))
     run = FederationRun(params, cluster, recorder)

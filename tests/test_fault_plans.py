@@ -262,10 +262,10 @@ def _journal_header(path):
 
 
 def test_a_worker_crash_plan_ends_with_a_violation_that_replays_identical(tmp_path, capsys):
-    """A worker crashed mid-run loses its task (no recovery protocol yet): the verdict is exit 1, and
+    """Every GM crashed for good leaves no front end to finish the jobs: the verdict is exit 1, and
     replay --verify re-runs the plan from the header alone (the plan file is gone by then)."""
     plan_file = tmp_path / "crash.toml"
-    plan_file.write_text('[[fault]]\nat_s = 1.0\nkind = "crash"\ntarget = {role = "worker", count = 3}\n')
+    plan_file.write_text('[[fault]]\nat_s = 1.0\nkind = "crash"\ntarget = {role = "gm", count = 3}\n')
     journal = tmp_path / "j.fjl"
     code = main(["run", "default", "--quiet", *JOBS, "--faults", str(plan_file), "--journal", str(journal),
                  "--out", str(tmp_path / "o")])

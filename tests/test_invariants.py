@@ -108,19 +108,24 @@ def test_capacity_agrees_with_a_brute_force_sweep(tasks):
 def test_every_scheduler_keeps_every_invariant_on_the_default_scenario(scheduler):
     """Constraints are checked for the schedulers that declare themselves constraint-aware."""
     result = runner.execute("default", overrides={"scheduler": scheduler, "jobs": 60})
-    aware = registry.get(scheduler).constraint_aware
-    assert result.summary["invariants"] == {name: "ok" for name in CHECKS if aware or name != "constraints_met"}
+    plugin = registry.get(scheduler)
+    names = [*CHECKS, *(check.__name__ for check in plugin.checks)]
+    assert result.summary["invariants"] == {name: "ok" for name in names
+                                            if plugin.constraint_aware or name != "constraints_met"}
 
 
 def test_a_broken_run_ends_in_a_one_line_verdict_with_its_results_and_journal(tmp_path, capsys):
-    """Lost messages leave jobs open today (no scheduler recovers yet): the run says which, exits 1,
-    still writes its results, and its journal replays to the same verdict."""
+    """Every GM crashed for good leaves jobs open: the run says which, exits 1, still writes its
+    results, and its journal replays to the same verdict."""
     import json
 
     from fedemu.tools.cli import main
 
     out = tmp_path / "out"
-    code = main(["run", "default", "--set", "loss=0.02", "--set", "jobs=50", "--quiet", "--record", "--out", str(out)])
+    plan = tmp_path / "gms.toml"
+    plan.write_text('[[fault]]\nat_s = 1.0\nkind = "crash"\ntarget = {role = "gm", count = 3}\n')
+    code = main(["run", "default", "--faults", str(plan), "--set", "jobs=50", "--quiet", "--record", "--out",
+                 str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1
     assert len(err) == 1 and err[0].startswith("fedemu: violation: jobs_closed: job ")
@@ -137,7 +142,7 @@ def test_an_actor_that_raises_mid_run_ends_in_one_line_naming_it_and_when(tmp_pa
     """A bug planted in the workers (job 3's first task raises when it ends): the run fails with one
     line naming the actor, the virtual time and the line of code, exit 1; its journal replays to the
     same end. FEDEMU_TRACEBACK=1 would show the traceback instead."""
-    from fedemu.actors.worker import Worker
+    from fedemu.actors.megha_worker import MeghaWorker as Worker  # the default scenario's (Megha's) workers
     from fedemu.tools.cli import main
 
     original = Worker.on_TaskTimer

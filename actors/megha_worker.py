@@ -1,0 +1,93 @@
+"""Megha's worker: the generic worker, plus the answers the LM's failure detection needs.
+
+- It remembers which tasks it finished (this incarnation), so a probe or a retried launch of a
+  finished task is answered, not run again.
+- A launch it cannot fit (a stale LM after a restart) is refused with its status, not a crash of the run.
+- A probe is answered with what it runs and which of the asked tasks it finished.
+- Restarted (incarnation > 0), it registers with its LM (its status: nothing running), retried until the
+  LM answers; the LM then relaunches what ran here before the crash (the paper's rule).
+No periodic heartbeat: the LM probes a worker only when one of its tasks is overdue (see local_manager).
+"""
+
+from __future__ import annotations
+
+from .megha_messages import RETRIES, Probe, Registered, WorkerRegisterTimer, WorkerStatus, backoff
+from .protocol import RunTask, TaskFinished, TaskTimer
+from .worker import Worker
+
+
+class MeghaWorker(Worker):
+    def __init__(self, spec, recorder, lm_name: str, *, retry_us: int) -> None:
+        super().__init__(spec, recorder)
+        self.lm_name = lm_name
+        self.lm_id = -1
+        self.retry_us = retry_us
+        self.finished: set[tuple[int, int]] = set()
+        self.registered = True
+        self.register_asks = 0
+        self.ends: dict[tuple[int, int], int] = {}  # when each running task ends
+
+    def on_start(self) -> None:
+        self.lm_id = self.fabric.addr(self.lm_name)
+        if self.incarnation > 0:
+            self.registered = False
+            self._register()
+
+    def _register(self) -> None:
+        self.register_asks += 1
+        self.send(self.lm_id, self._status(()))
+        self.set_timer(backoff(self.retry_us, self.register_asks), WorkerRegisterTimer())
+
+    def on_WorkerRegisterTimer(self, msg, src) -> None:
+        if not self.registered and self.register_asks < RETRIES:
+            self._register()
+
+    def on_Registered(self, msg, src) -> None:
+        self.registered = True
+
+    def _status(self, asked) -> WorkerStatus:
+        running = tuple((j, i, t.duration_us, t.demand, t.owner, self.ends[(j, i)])
+                        for (j, i), t in sorted(self.running.items()))
+        done = tuple(sorted(self.finished)) if asked is None else tuple(k for k in asked if k in self.finished)
+        return WorkerStatus(self.incarnation, running, done)
+
+    def on_RunTask(self, msg: RunTask, src: int) -> None:
+        key = (msg.job_id, msg.index)
+        if key in self.running:  # a duplicated or retried launch: it runs once
+            self.recorder.count("duplicate_launches_suppressed")
+            return
+        if key in self.finished:  # a retried launch of a finished task: say so, do not run it again
+            self.recorder.count("duplicate_launches_suppressed")
+            self.send(src, self._status((key,)))
+            return
+        free = self.free
+        demand = msg.demand
+        for r, d in enumerate(demand):
+            if free[r] < d:  # a stale LM: refuse, with what this worker runs
+                self.recorder.count("launches_refused")
+                self.send(src, self._status(()))
+                return
+        for r, d in enumerate(demand):
+            free[r] -= d
+        now = self._now
+        self.running[key] = msg
+        self.ends[key] = now + msg.duration_us
+        self.recorder.task_started(msg.job_id, msg.index, now, self.spec.worker_id, demand[0])
+        self.set_timer(msg.duration_us, TaskTimer(msg.job_id, msg.index))
+
+    def on_TaskTimer(self, msg, src) -> None:
+        key = (msg.job_id, msg.index)
+        task = self.running.pop(key)
+        del self.ends[key]
+        self.finished.add(key)
+        free = self.free
+        for r, d in enumerate(task.demand):
+            free[r] += d
+        self.completed += 1
+        self.recorder.task_finished(msg.job_id, msg.index, self._now, task.demand[0], self.spec.worker_id)
+        done = TaskFinished(msg.job_id, msg.index, task.demand, task.owner)
+        for dst in task.notify:
+            self.send(dst, done)
+
+    def on_Probe(self, msg: Probe, src: int) -> None:
+        self.send(src, self._status(None if msg.everything else msg.keys))
