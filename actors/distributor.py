@@ -12,6 +12,21 @@ Choices where the papers are silent:
 - Both reject, at submission, a job with a task no machine can run (the same jobs every scheduler rejects).
 - One ``TaskBatch`` per master per job, sent in master order; the job completes when the distributor has
   received the ``TaskFinished`` result of its last task.
+
+Faults (see ``master`` for the masters' side):
+- A batch is resent to the group's current master until a ``BatchAck``, after ``dist_retry_s`` and then
+  doubling up to 32 times that: a job is never given up while its group may come back; results are acknowledged (``ResultAck``) to the worker that sent them.
+- While the distributor waits for tasks of a group and has not heard from its master for a period, it
+  pings it; a ping unanswered for a period makes it alert the second master and one worker of the
+  group (``Suspect``; a different worker each round). The period doubles while nothing changes (at most
+  ``QUIET_ROUNDS`` rounds), so a run with nothing left to do ends.
+- On a better ``Claim`` (a new master) it sends the new master every task of the group it still waits
+  for (``Outstanding``, resent until acknowledged) and its unacknowledged batches.
+- The submitter is each job's owner of record (``submitter``): a distributor reports a job done or
+  rejected with ``JobDone`` and answers the submitter's pings with the jobs it does not hold, which it
+  is then handed again (``Resubmit``: a lost submission, or a distributor that crashed and forgot
+  them). A handed-again job is split afresh; masters skip tasks they already queue or run and send
+  their results to the new distributor too, so some tasks may run twice (counted), none is lost.
 """
 
 from __future__ import annotations
@@ -21,12 +36,18 @@ from typing import Sequence
 import attrs
 
 from fedemu.fabric.actor import Actor
+from fedemu.fabric.log import JOB_UNSCHEDULABLE, emit
 
 from .front_end import JobFrontEnd
-from .pigeon_messages import TaskBatch
+from .master import NO_KEY, claim_key
+from .pigeon_messages import BatchAck, Claim, DistTick, MasterPing, Outstanding, ResultAck, Suspect, TaskBatch
 from .protocol import TaskFinished
+from .submitter import JobDone, Pong
 
 _CACHE_LIMIT = 4096
+BATCH_TRIES = 12  # sends of an Outstanding list a new master has not acknowledged
+BACKOFF = 5  # a batch is resent after dist_retry_s, doubling per try up to 2**BACKOFF times it; never dropped
+QUIET_ROUNDS = 10  # pings or alerts of a group without news before the distributor stops asking
 
 
 def _bits(constraints) -> int:
@@ -93,29 +114,66 @@ class DistributorStatistics:
 
 
 class Distributor(JobFrontEnd, Actor):
-    """One of Ns distributors; ``counts`` (a ConstraintSetCounts) makes it PigeonC's, None Pigeon's."""
+    """One of Ns distributors; ``counts`` (a ConstraintSetCounts) makes it PigeonC's, None Pigeon's.
+    ``members[g]``: the actor names of group g (its master first), whom it alerts when g's master is
+    silent; ``retry_us``: the batch retry and ping period."""
 
     def __init__(self, master_names: list[str], *, counts: ConstraintSetCounts | None, short_cutoff_us: int,
-                 recorder, feasible) -> None:
+                 recorder, feasible, members: list | None = None, retry_us: int = 1_000_000, index: int = 0) -> None:
         super().__init__()
         self.master_names = master_names
-        self.master_ids: list[int] = []  # the masters' actor ids, resolved from their names at start
+        self.master_ids: list[int] = []  # the current master of each group (actor ids)
+        self.members = members or [[name] for name in master_names]
+        self.member_ids: list[list[int]] = []
         self.counts = counts
         self.short_cutoff_us = short_cutoff_us
         self.recorder = recorder
         self.feasible = feasible
+        self.retry_us = retry_us
         self.jobs = self.tasks = self.rejected = 0
         self.pick = None
+        n = len(master_names)
+        self.claims: list = [None] * n  # the best Claim heard per group
+        self.keys = [NO_KEY] * n
+        self.heard = [0] * n  # when each group's master last spoke to us
+        self.pinged = [-1] * n  # when an unanswered ping went out (-1: none)
+        self.rounds = [0] * n  # pings / alerts since the master last spoke
+        self.waiting = [0] * n  # tasks sent to each group whose result has not come
+        self.recover = [0] * n  # sends left of an Outstanding list the group's new master has not acknowledged
+        self.split: dict[int, tuple] = {}  # open job -> (job, group of each task)
+        self.unacked: dict[tuple, list] = {}  # (job, group) -> [batch, tries, sent at]
+        self.armed = False
+        self.source: dict[int, int] = {}  # open job -> who submitted it (its owner of record)
+        self.closed: dict[int, int] = {}  # closed job -> when (a lost JobDone is reported again)
+        self.index = index  # this distributor's number, as its Pong says
 
     def on_start(self) -> None:
         self.master_ids = [self.fabric.addr(name) for name in self.master_names]
+        self.member_ids = [[self.fabric.addr(name) for name in group] for group in self.members]
+        for g, master in enumerate(self.master_ids):
+            members = self.member_ids[g]
+            self.claims[g] = Claim(g, 0, 0, 0, master, members[1] if len(members) > 1 else -1)
+            self.keys[g] = claim_key(self.claims[g])
         self.pick = self.rng.child("masters")
 
     def on_Job(self, job, src: int) -> None:
-        self.jobs += 1
-        if not self.admit(job):
-            self.rejected += 1
+        if job.job_id in self.open_jobs or job.job_id in self.closed:  # a duplicated submission
+            self.recorder.count("duplicate_jobs_ignored")
+            if job.job_id in self.closed and src >= 0:
+                self.send(src, JobDone(job.job_id, self.closed[job.job_id], ()))
             return
+        self.jobs += 1
+        bad = tuple(i for i, c in enumerate(job.constraints) if not self.feasible(c, job.demand))
+        if bad:
+            self.rejected += 1
+            if src < 0:  # no owner of record (a test driving the distributor alone)
+                self.admit(job)
+                return
+            if self.fabric.event_log is not None:
+                emit(self, JOB_UNSCHEDULABLE, job=job.job_id, tasks=bad)
+            self.send(src, JobDone(job.job_id, self.now, bad))
+            return
+        self.source[job.job_id] = src
         self.open_job(job.job_id, job.num_tasks)
         self.tasks += job.num_tasks
         n = len(self.master_ids)
@@ -124,19 +182,168 @@ class Distributor(JobFrontEnd, Actor):
         else:
             weights = self.counts.weights
             where = [self.pick.weighted_index(weights(c, job.demand)) for c in job.constraints]
+        self.split[job.job_id] = (job, where)
         per_master: list[list[int]] = [[] for _ in range(n)]
         for index, m in enumerate(where):
             per_master[m].append(index)
         short = job.mean_task_us <= self.short_cutoff_us
         durations, constraints = job.durations_us, job.constraints
+        now = self.now
         for m, indices in enumerate(per_master):
             if indices:
-                self.send(self.master_ids[m], TaskBatch(job.job_id, short, job.demand, tuple(indices),
-                                                        tuple(durations[i] for i in indices),
-                                                        tuple(constraints[i] for i in indices)))
+                batch = TaskBatch(job.job_id, short, job.demand, tuple(indices),
+                                  tuple(durations[i] for i in indices), tuple(constraints[i] for i in indices))
+                self.send(self.master_ids[m], batch)
+                self.unacked[(job.job_id, m)] = [batch, 1, now]
+                self.waiting[m] += len(indices)
+        self._arm()
+
+    def on_Resubmit(self, msg, src: int) -> None:
+        """A job the submitter hands again (this distributor forgot it, or another one went down)."""
+        self.recorder.count("jobs_redistributed")
+        self.on_Job(msg.job, src)
+
+    def on_Ping(self, msg, src: int) -> None:
+        """The submitter asks about the jobs it handed here: the closed ones are reported again, the
+        ones this distributor does not hold are named (they will be handed again)."""
+        unknown = []
+        for job_id in msg.jobs:
+            if job_id in self.closed:
+                self.send(src, JobDone(job_id, self.closed[job_id], ()))
+            elif job_id not in self.open_jobs:
+                unknown.append(job_id)
+        self.send(src, Pong(self.index, tuple(unknown)))
+
+    def close_job(self, job_id: int) -> None:
+        """The job's last task is done: tell its owner of record (the submitter), which records it."""
+        src = self.source.pop(job_id, -1)
+        if src < 0:
+            super().close_job(job_id)
+            return
+        self.closed[job_id] = self.now
+        self.send(src, JobDone(job_id, self.now, ()))
+
+    def on_BatchAck(self, msg: BatchAck, src: int) -> None:
+        g = msg.group
+        if src == self.master_ids[g]:
+            self._heard(g)
+        if msg.job_id < 0:
+            if msg.epoch == self.keys[g][0]:
+                self.recover[g] = 0
+        else:
+            self.unacked.pop((msg.job_id, g), None)
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
-        self.task_done(msg.job_id, msg.index)
+        self.send(src, ResultAck(msg.job_id, msg.index))
+        entry = self.open_jobs.get(msg.job_id)
+        if entry is not None and not entry[1][msg.index]:
+            g = self.split[msg.job_id][1][msg.index]
+            self.waiting[g] -= 1
+            self.rounds[g] = 0
+            self.heard[g] = max(self.heard[g], self.now)
+        if self.task_done(msg.job_id, msg.index):
+            job, where = self.split.pop(msg.job_id)
+            for g in sorted(set(where)):
+                self.unacked.pop((msg.job_id, g), None)
+
+    # ---- masters changing ----------------------------------------------------------------
+    def on_Claim(self, msg: Claim, src: int) -> None:
+        g = msg.group
+        key = claim_key(msg)
+        if key > self.keys[g]:
+            self.claims[g], self.keys[g] = msg, key
+            self.master_ids[g] = msg.master
+            self._heard(g)
+            self.recover[g] = BATCH_TRIES
+            self._send_outstanding(g)
+            now = self.now
+            for (job_id, group), entry in sorted(self.unacked.items()):
+                if group == g:
+                    self.send(msg.master, entry[0])
+                    entry[2] = now
+            self._arm()
+        elif key == self.keys[g]:
+            if src == msg.master:
+                self._heard(g)
+                self.claims[g] = msg  # the second master may have changed
+                if self.recover[g]:
+                    self._send_outstanding(g)  # the new master asks again
+        elif self.claims[g] is not None:
+            self.send(src, self.claims[g])
+
+    def on_MasterPing(self, msg: MasterPing, src: int) -> None:
+        """A group member back from a restart asks who its master is."""
+        if self.claims[msg.group] is not None:
+            self.send(src, self.claims[msg.group])
+
+    def _heard(self, g: int) -> None:
+        self.heard[g] = self.now
+        self.pinged[g] = -1
+
+    def _send_outstanding(self, g: int) -> None:
+        self.recover[g] -= 1
+        tasks = []
+        for job_id, (job, where) in self.split.items():
+            done = self.open_jobs[job_id][1]
+            short = job.mean_task_us <= self.short_cutoff_us
+            for index, m in enumerate(where):
+                if m == g and not done[index]:
+                    tasks.append((job_id, short, job.demand, index, job.durations_us[index], job.constraints[index]))
+        self.send(self.master_ids[g], Outstanding(g, self.keys[g][0], tuple(tasks)))
+
+    # ---- the retry timer -----------------------------------------------------------------
+    def _arm(self) -> None:
+        if not self.armed:
+            self.armed = True
+            self.set_timer(self.retry_us, DistTick())
+
+    def on_DistTick(self, msg, src: int) -> None:
+        """Resend what the masters have not acknowledged; ping silent masters, alert their groups."""
+        self.armed = False
+        now = self.now
+        period = self.retry_us
+        busy = False
+        for key, entry in list(self.unacked.items()):
+            batch, tries, sent = entry
+            busy = True
+            if now - sent < period << min(tries - 1, BACKOFF):
+                continue
+            self.send(self.master_ids[key[1]], batch)
+            self.recorder.count("batches_retried")
+            entry[1], entry[2] = tries + 1, now
+            busy = True
+        for g in range(len(self.master_ids)):
+            if self.recover[g]:
+                self._send_outstanding(g)
+                busy = True
+            if not self.waiting[g] or self.rounds[g] >= QUIET_ROUNDS:
+                continue
+            busy = True
+            if self.pinged[g] >= 0:
+                if now - self.pinged[g] >= period:
+                    self._alert(g)  # the ping went unanswered
+                continue
+            if now - self.heard[g] >= period << min(self.rounds[g], 5):
+                self.rounds[g] += 1
+                self.pinged[g] = self.heard[g] = now
+                self.send(self.master_ids[g], MasterPing(g))
+        if busy:
+            self._arm()
+
+    def _alert(self, g: int) -> None:
+        """Group g's master did not answer: ping it again, and alert its second master and one worker."""
+        self.rounds[g] += 1
+        self.pinged[g] = self.heard[g] = self.now
+        self.send(self.master_ids[g], MasterPing(g))
+        claim = self.claims[g]
+        members = self.member_ids[g]
+        if claim.second >= 0 and claim.second != self.master_ids[g]:
+            self.send(claim.second, Suspect(g))
+        if len(members) > 1:
+            pick = members[1 + (self.rounds[g] - 1) % (len(members) - 1)]
+            if pick not in (claim.second, self.master_ids[g]):
+                self.send(pick, Suspect(g))
+        self.recorder.count("masters_suspected")
 
     def statistics(self) -> DistributorStatistics:
         return DistributorStatistics(self.name, self.jobs, self.tasks, len(self.open_jobs), self.rejected)

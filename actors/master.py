@@ -1,4 +1,4 @@
-"""A Pigeon / PigeonC Master: owns one group of workers, queues its tasks in two WFQ classes, dispatches.
+"""A Pigeon / PigeonC master: one group's two WFQ queues and dispatch, and the group's failover protocol.
 
 Tasks of short jobs are HIGH, of long jobs LOW (``policies.fair_queue``, weight W). Pigeon (2019, 2.2)
 reserves the last ``reserved`` workers of the group for HIGH tasks; a HIGH task takes an idle
@@ -6,36 +6,85 @@ low-priority worker first, else an idle reserved one; a LOW task only an idle lo
 PigeonC (2023, 4.2) has no reserved workers and matches constraints with the same bit-vector
 PartitionView and worker-choice policy as Megha.
 
-Choices where the papers are silent:
+Choices where the papers are silent (dispatch):
 - The two idle lists are the view's availability bit vector split by the reserved mask; the worker-choice
   policy (random / min-constraints) picks the member of a list.
 - Arrivals and idle notices both run one dispatch pass: while some queued task fits an idle worker,
-  serve the class WFQ prefers, else the other. After a pass no queued task fits any idle worker, so a
-  pass started by one freed worker does exactly what 2.2 prescribes for that worker, and a batch of
-  arriving tasks is handled one by one in order. Every dispatch counts as a WFQ serve.
-- PigeonC serves the oldest task of a class that fits some idle worker (constrained heads do not block
-  the class); Pigeon has one key per class, so it is FIFO.
-- Pigeon ignores constraints, as published; placing a task on a machine lacking one of its constraints is
-  counted as ``constraint_violations`` so comparisons show it.
-- The master's view is exact for its own workers: it allocates before launching and releases on the
-  worker's idle notice, so it never over-commits a worker.
+  serve the class WFQ prefers, else the other. After a pass no queued task fits any idle worker.
+- PigeonC serves the oldest task of a class that fits some idle worker; Pigeon is FIFO per class.
+- Pigeon ignores constraints, as published; a task placed on a machine lacking one of its constraints
+  is counted as ``constraint_violations``.
+
+Failover (Pigeon 2019, "Master Failure Recovery"; our protocol where the paper gives only the idea):
+- The master role is an object (``MasterCore``) any group member can hold: ``master-<g>`` holds it
+  first; the second master is a WORKER of the group, as the paper suggests, so that any worker can
+  also declare itself master when both are lost (one code path for both). ``GroupMember`` is the
+  membership protocol every member runs: which ``Claim`` it believes, syncs, suspicion, elections.
+- The master sends its task state to the second master every ``master_sync_s`` while the group has
+  work (less often while nothing changes); each ``Sync`` says when the next is due. The second master
+  takes over ``master_timeout_s`` after a sync that did not come (a failover), with the synced state.
+- A distributor whose master stops answering (``Suspect``) alerts the second master and one worker; a
+  member pings the master, and if it does not answer within ``master_timeout_s`` the second master
+  takes over, or else, after alerting the second master and waiting as long again, the member declares
+  itself master (an election). Concurrent declarations are ordered by (epoch, earliest declaration
+  time, lowest rank); every member and distributor keeps the best ``Claim`` it has seen, so exactly
+  one wins and the others step down when they hear it.
+- A new master rebuilds from the members themselves: every worker's ``Status`` (what it runs) and
+  every distributor's ``Outstanding`` tasks for the group, plus the synced queue for a distributor
+  that does not answer. A worker that answers nothing is down until it does.
+- Worker failures: a restarted worker says ``Hello`` (the master requeues what it ran); a silent one is
+  found when one of its tasks is overdue (the master knows durations) and it does not answer a
+  ``Probe``; a gap in a worker's numbered notices (a lost one) is also probed. No per-worker heartbeat.
+- A worker refuses a launch that does not fit what it really runs (``Refused``), so a master whose
+  view went stale can never over-commit it.
 """
 
 from __future__ import annotations
+
+from heapq import heappop, heappush
 
 import attrs
 import numpy as np
 
 from fedemu.fabric.actor import Actor
-from fedemu.fabric.log import RESERVED_PLACED, TASK_PLACED, emit
+from fedemu.fabric.log import FAILOVER, RELAUNCH, RESERVED_PLACED, TASK_PLACED, emit
 from fedemu.policies.fair_queue import HIGH, LOW, FairQueue
 from fedemu.policies.partition_view import PartitionView
 
 from .front_end import Pending
-from .pigeon_messages import TaskBatch
-from .protocol import RunTask, TaskFinished
+from .protocol import TaskFinished
+from .pigeon_messages import (BatchAck, Claim, Hello, Launch, MasterTick, MasterPing, Probe, RecoverTimer, Suspect,
+                              SuspectTimer, Sync, Watchdog)
 
 _COUNTER = ("wfq_high", "wfq_low")
+NO_KEY = (-1, 0, 0)
+QUIET_MAX = 8  # syncs while nothing changes (their period doubles each time) before the master stops ticking
+RECOVER_ROUNDS = 3  # claims sent to a member that does not answer before a new master gives up on it
+TICK_LIMIT = 200  # ticks without a launch or a task end before a master stops ticking
+DOWN_PROBES = 8  # probes of a down worker (one per tick) before the master waits for it to say Hello
+
+
+def claim_key(c: Claim) -> tuple:
+    """The order of claims: a later epoch, then the earliest declaration, then the lowest rank."""
+    return (c.epoch, -c.declared_us, -c.rank)
+
+
+@attrs.define(eq=False)
+class GroupConfig:
+    """What every member of one group is built from (the same object for all of them)."""
+
+    group: int
+    workers: tuple  # WorkerSpecs, in rank order 1..n
+    member_names: list  # rank 0: master-<g>, then the workers' actor names
+    dist_names: list
+    policy: object
+    weight: object
+    reserved: int
+    aware: bool
+    num_resources: int
+    recorder: object
+    sync_us: int
+    timeout_us: int
 
 
 @attrs.frozen
@@ -50,68 +99,406 @@ class MasterStatistics:
     reserved: int
 
 
-class Master(Actor):
-    """Master of group ``group``: ``workers`` are its WorkerSpecs, ``worker_names`` their actors' names."""
+class MasterCore:
+    """The master role of one epoch: queues, the view of the group's workers, launches, recovery."""
 
-    def __init__(self, group: int, workers, worker_names: list[str], *, policy, weight, reserved: int,
-                 constraint_aware: bool, num_resources: int, recorder) -> None:
-        super().__init__()
+    def __init__(self, host, epoch: int) -> None:
+        cfg = host.cfg
+        workers = cfg.workers
         n = len(workers)
-        if len(worker_names) != n:
-            raise ValueError(f"master {group}: {len(worker_names)} worker names for {n} workers")
-        if not 0 <= reserved < n:
-            raise ValueError(f"master {group}: {reserved} reserved of {n} workers leaves none for long tasks")
-        self.group = group
-        self.worker_names = worker_names
-        self.worker_ids: list[int] = []  # the workers' actor ids, resolved from their names at start
-        self.local_of: dict[int, int] = {}  # worker actor id -> index in the group
-        self.policy = policy
-        self.aware = constraint_aware
-        self.recorder = recorder
-        self.view = PartitionView(workers, num_resources=num_resources)
-        self.reserved = reserved
+        self.h = host
+        self.cfg = cfg
+        self.epoch = epoch
+        self.recorder = cfg.recorder
+        self.policy = cfg.policy
+        self.aware = cfg.aware
+        self.view = PartitionView(workers, num_resources=cfg.num_resources)
+        self.reserved = cfg.reserved
         self.is_low = np.ones(n, dtype=bool)
-        if reserved:
-            self.is_low[n - reserved:] = False
+        if cfg.reserved:
+            self.is_low[n - cfg.reserved:] = False
         self.worker_bits = [sum(1 << c for c in dict.fromkeys(w.constraints)) for w in workers]
         self.worker_cons = [tuple(dict.fromkeys(w.constraints)) for w in workers]
-        # idle workers providing each constraint id: a constant-time "nothing can fit" test per key
-        self.cons_free = [0] * self.view.num_constraints
+        self.cons_free = [0] * self.view.num_constraints  # idle workers providing each constraint id
         for local in range(n):
             if self.view.is_available(local):
                 self._count(local, 1)
         self.unit_gate = True  # every task seen so far needs at least the unit demand
-        self.fq = FairQueue(weight)
-        self.accept = (self._match_high, self._match_low) if reserved else (self._match_any, self._match_any)
-        self.choice = None
+        self.fq = FairQueue(cfg.weight)
+        self.accept = (self._match_high, self._match_low) if cfg.reserved else (self._match_any, self._match_any)
+        self.choice = host.rng.child("choice")
+        self.worker_ids = host.member_ids[1:]
+        self.local_of = {a: i for i, a in enumerate(self.worker_ids)}
+        self.queued: dict[tuple, tuple] = {}  # (job, index) -> (Pending, class), in arrival order
+        self.running: list[dict] = [{} for _ in range(n)]  # per worker: (job, index) -> (Pending, cls, epoch, seq)
+        self.where: dict[tuple, int] = {}  # (job, index) -> the worker running it
+        self.heard = [0] * n  # the latest ``told`` applied per worker
+        self.seq = [0] * n  # launches sent to each worker in this epoch
+        self.mark = [(-1, 0)] * n  # the latest launch each worker should have received
+        self.down: dict[int, int] = {}  # worker -> probes sent since it went down
+        self.probed: dict[int, int] = {}  # worker -> when the pending probe was sent
+        self.deadlines: list = []  # heap of (overdue at, worker, job, index)
+        self.finished: set = set()
+        self.seeded: set = set()  # queued tasks taken from the second master's sync (during a recovery)
+        self.results: list[dict] = [{} for _ in range(n)]  # per worker: its finished tasks not yet acknowledged
+        self.moved: set = set()  # running tasks whose job moved to another distributor
+        self.orphans: dict[tuple, list] = {}  # results of dead workers the master resends: [task, tries, sent]  # tasks workers reported done (result unacknowledged) during recovery
+        self.tick_armed = False
+        self.active = False
+        self.quiet = 0
+        self.idle_ticks = 0  # ticks since the last launch or task end
+        self.recovering = None
 
-    def on_start(self) -> None:
-        self.worker_ids = [self.fabric.addr(name) for name in self.worker_names]
-        self.local_of = {actor: local for local, actor in enumerate(self.worker_ids)}
-        self.choice = self.rng.child("choice")
-
-    # ---- messages --------------------------------------------------------------------
-    def on_TaskBatch(self, msg: TaskBatch, src: int) -> None:
+    # ---- the group's work ------------------------------------------------------------
+    def batch(self, msg, src: int) -> None:
+        """A distributor's tasks (or a retry of them: tasks already queued or running are skipped)."""
         cls = HIGH if msg.short else LOW
         push = self.fq.push
-        now = self.now
+        now = self.h.now
         demand = msg.demand
         aware = self.aware
+        queued, where = self.queued, self.where
         if demand[0] < 1:
             self.unit_gate = False
+        job_id = msg.job_id
         for index, duration, constraints in zip(msg.indices, msg.durations, msg.constraints):
-            key = (constraints if aware else (), demand)
-            push(cls, Pending(msg.job_id, index, duration, constraints, demand, now, src), key)
+            key = (job_id, index)
+            if key in queued or key in where:
+                self._repoint(key, src)
+                continue
+            task = Pending(job_id, index, duration, constraints, demand, now, src)
+            queued[key] = (task, cls)
+            push(cls, task, (constraints if aware else (), demand))
+        self.h.send(src, BatchAck(job_id, self.cfg.group, self.epoch))
+        self.activity()
         self._dispatch()
 
-    def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
-        local = self.local_of[src]
-        view = self.view
-        before = view.is_available(local)
-        view.release(local, msg.demand)
-        if not before and view.is_available(local):
-            self._count(local, 1)
+    def _repoint(self, key, src: int) -> None:
+        """A task already held is sent again by another distributor (the job was handed to it again):
+        its result goes there; a running one's result is resent there by the master."""
+        entry = self.queued.get(key)
+        if entry is None:
+            local = self.where[key]
+            entry = self.running[local][key]
+            if entry[1] >= 0 and entry[0].distributor != src:
+                self.moved.add(key)
+        entry[0].distributor = src
+
+    def _requeue(self, task, cls: int) -> None:
+        key = (task.job_id, task.index)
+        if cls < 0 or key in self.queued or key in self.where:
+            return
+        self.queued[key] = (task, cls)
+        self.fq.push(cls, task, (task.constraints if self.aware else (), task.demand))
+
+    def _drop_running(self, local: int, key, relaunch: bool) -> None:
+        """The task no longer holds worker ``local``: release it, and queue it again if it was lost."""
+        task, cls, _, _ = self.running[local].pop(key)
+        self.where.pop(key, None)
+        if relaunch and cls >= 0:  # cls -1: a task an earlier master placed, which we cannot relaunch
+            self.recorder.count("tasks_relaunched")
+            if self.h.fabric.event_log is not None:
+                emit(self.h, RELAUNCH, job=key[0], task=key[1], worker=self.cfg.member_names[local + 1])
+            self._requeue(task, cls)
+
+    def _refresh(self, local: int) -> None:
+        """The view of worker ``local``: its capacity less what the master believes it runs (none if down)."""
+        free = [int(c) for c in self.view.capacity[local]]
+        if local in self.down:
+            free = [0] * len(free)
+        else:
+            for entry in self.running[local].values():
+                for r, d in enumerate(entry[0].demand):
+                    free[r] -= d
+        change = self.view.update(local, [max(0, f) for f in free])
+        if change:
+            self._count(local, change)
+
+    def idle(self, local: int, msg) -> None:
+        """A worker's idle notice: the task ended; a gap in its numbering means one went missing."""
+        heard = self.heard[local]
+        if msg.told <= heard:
+            return
+        self.heard[local] = msg.told
+        key = (msg.job_id, msg.index)
+        unacked = msg.unacked
+        results = self.results[local]
+        if len(results):
+            self.results[local] = results = {k: t for k, t in results.items() if k in unacked}
+        entry = self.running[local].get(key)
+        if entry is not None:
+            if key in unacked:
+                results[key] = entry[0]
+            if key in self.moved:  # the worker told the old distributor: tell the new one too
+                self.moved.discard(key)
+                self.orphans.setdefault(key, [entry[0], 0, 0])
+                self._resend_orphans()
+            self._drop_running(local, key, relaunch=False)
+            self.idle_ticks = 0
+            view = self.view
+            before = view.is_available(local)
+            view.release(local, msg.demand)
+            if not before and view.is_available(local):
+                self._count(local, 1)
+        if msg.told > heard + 1 or local in self.down:
+            self.probe(local)
+        self.activity()
         self._dispatch()
+
+    def status(self, local: int, msg, refused=None) -> None:
+        """A worker's whole state (or a refusal carrying it): believe it, keep launches still in flight,
+        requeue what the worker lost, and never count on capacity it does not have."""
+        if msg.told <= self.heard[local]:
+            return
+        self.heard[local] = msg.told
+        self.probed.pop(local, None)
+        self.down.pop(local, None)
+        running = self.running[local]
+        reported = {(j, i): d for j, i, d in msg.running}
+        done = set(msg.unacked)
+        if self.recovering is not None:
+            self.finished |= done
+        if self.results[local]:
+            self.results[local] = {k: t for k, t in self.results[local].items() if k in done}
+        last = tuple(msg.last)
+        seen = max(last[1] if last[0] == self.epoch else 0, getattr(msg, "answers", 0))
+        in_flight = False
+        for key, (task, cls, epoch, seq) in list(running.items()):
+            if key in reported:
+                continue
+            if epoch == self.epoch and seq > seen:
+                in_flight = True  # launched after what the worker has seen: still on its way
+                heappush(self.deadlines, (self.h.now + self.cfg.timeout_us, local, key[0], key[1]))
+                continue
+            if key == refused:
+                self._drop_running(local, key, relaunch=False)
+                self._requeue(task, cls)
+                continue
+            self._drop_running(local, key, relaunch=key not in done)
+        for key, demand in reported.items():
+            if key not in running:  # placed by an earlier master: it holds the worker all the same
+                other = self.where.get(key)
+                if other is not None and other != local:
+                    self._drop_running(other, key, relaunch=False)
+                    self._refresh(other)
+                entry = self.queued.pop(key, None)
+                if entry is None:  # known only by its demand: it cannot be relaunched if lost
+                    entry = (Pending(key[0], key[1], 0, (), tuple(demand), self.h.now, -1), -1)
+                running[key] = (entry[0], entry[1], -1, 0)
+                self.where[key] = local
+        if not in_flight:
+            self.mark[local] = last
+        self._refresh(local)
+        if self.recovering is not None:
+            self.recovering["workers"].discard(local)
+            self._maybe_recovered()
+        self.activity()
+        self._dispatch()
+
+    def _orphan(self, local: int) -> None:
+        """Worker ``local`` died: resend the results it had not seen acknowledged, on its behalf."""
+        results = self.results[local]
+        self.results[local] = {}
+        for key, task in results.items():
+            if task.distributor >= 0 and key not in self.orphans:
+                self.orphans[key] = [task, 0, 0]
+        self._resend_orphans()
+
+    def _resend_orphans(self) -> None:
+        now = self.h.now
+        for key, entry in list(self.orphans.items()):
+            task, tries, sent = entry
+            if tries and now - sent < self.cfg.timeout_us:
+                continue
+            if tries >= RECOVER_ROUNDS * 4:
+                del self.orphans[key]
+                self.recorder.count("results_abandoned")
+                continue
+            self.h.send(task.distributor, TaskFinished(task.job_id, task.index, task.demand, self.cfg.group))
+            self.recorder.count("results_resent_by_master")
+            entry[1], entry[2] = tries + 1, now
+        if self.orphans:
+            self.activity()
+
+    def hello(self, local: int, told: int) -> None:
+        """Worker ``local`` restarted with nothing: what it ran is lost."""
+        self._orphan(local)
+        for key in sorted(self.running[local]):
+            self._drop_running(local, key, relaunch=True)
+        self.heard[local] = told
+        self.mark[local] = (-1, 0)
+        self.probed.pop(local, None)
+        self.down.pop(local, None)
+        self._refresh(local)
+        if self.recovering is not None:
+            self.recovering["workers"].discard(local)
+            self._maybe_recovered()
+        self.activity()
+        self._dispatch()
+
+    def probe(self, local: int) -> None:
+        """Ask worker ``local`` for its Status (once at a time)."""
+        if local in self.probed:
+            return
+        self.probed[local] = self.h.now
+        self._send_local(local, Probe(self.epoch, self.seq[local]))
+
+    def _send_local(self, local: int, msg) -> None:
+        self.h.send(self.worker_ids[local], msg)
+
+    def mark_down(self, local: int) -> None:
+        """Worker ``local`` answers nothing: its tasks are lost and it gets none until it speaks again."""
+        self.down[local] = self.down.get(local, 0)
+        self._orphan(local)
+        for key in sorted(self.running[local]):
+            self._drop_running(local, key, relaunch=True)
+        self._refresh(local)
+        if self.worker_ids[local] == self.h.claim.second:
+            self.h.new_second()
+
+    def outstanding(self, msg, src: int) -> None:
+        """A distributor's tasks for the group that are not done: queue those nobody holds."""
+        self.h.send(src, BatchAck(-1, self.cfg.group, self.epoch))
+        rec = self.recovering
+        if rec is not None:
+            if src in rec["dists"]:
+                rec["dists"].discard(src)
+                rec["outstanding"][src] = {(t[0], t[3]) for t in msg.tasks}
+        for job_id, short, demand, index, duration, constraints in msg.tasks:
+            key = (job_id, index)
+            if key in self.finished:
+                continue
+            if demand[0] < 1:
+                self.unit_gate = False
+            self._requeue(Pending(job_id, index, duration, constraints, demand, self.h.now, src), HIGH if short else LOW)
+        if rec is not None:
+            self._maybe_recovered()
+        self.activity()
+        self._dispatch()
+
+    # ---- recovery (a new master) -----------------------------------------------------
+    def seed(self, snapshot) -> None:
+        """Start from the second master's synced state (the workers' statuses correct it)."""
+        for job_id, index, duration, constraints, demand, since, dist, cls in snapshot.queued:
+            if demand[0] < 1:
+                self.unit_gate = False
+            self._requeue(Pending(job_id, index, duration, constraints, demand, since, dist), cls)
+            self.seeded.add((job_id, index))
+        for rank, job_id, index, duration, constraints, demand, dist, cls in snapshot.running:
+            key = (job_id, index)
+            if key in self.where or key in self.queued:
+                continue
+            local = rank - 1
+            self.running[local][key] = (Pending(job_id, index, duration, constraints, demand, 0, dist), cls, -1, 0)
+            self.where[key] = local
+            self._refresh(local)
+
+    def recover(self, since_us: int, kind: str) -> None:
+        """Ask every other member and every distributor (the claim was just sent); dispatch waits."""
+        others = {local for local, a in enumerate(self.worker_ids) if a != self.h.id}
+        self.recovering = {"since": since_us, "kind": kind, "workers": others, "dists": set(self.h.dist_ids),
+                           "outstanding": {}}
+        self.h.set_timer(self.cfg.timeout_us, RecoverTimer(self.epoch, 0))
+
+    def recover_timer(self, round_: int) -> None:
+        rec = self.recovering
+        if rec is None:
+            return
+        if round_ + 1 < RECOVER_ROUNDS:
+            claim = self.h.claim
+            for local in sorted(rec["workers"]):
+                self._send_local(local, claim)
+            for dst in sorted(rec["dists"]):
+                self.h.send(dst, claim)
+            self.h.set_timer(self.cfg.timeout_us, RecoverTimer(self.epoch, round_ + 1))
+            return
+        self._finish_recovery()
+
+    def _maybe_recovered(self) -> None:
+        rec = self.recovering
+        if rec is not None and not rec["workers"] and not rec["dists"]:
+            self._finish_recovery()
+
+    def _finish_recovery(self) -> None:
+        rec = self.recovering
+        self.recovering = None
+        for local in sorted(rec["workers"]):  # nobody answered for it
+            self.mark_down(local)
+        known = rec["outstanding"]
+        for key, (task, _) in list(self.queued.items()):  # synced tasks whose distributor says they are done
+            if key in self.seeded and task.distributor in known and key not in known[task.distributor]:
+                del self.queued[key]
+        self.seeded.clear()  # (a batch that came after the distributor's list is not among them)
+        self.finished.clear()
+        self.recorder.recovered(self.h.now - rec["since"])
+        self.activity()
+        self._dispatch()
+
+    # ---- the master's own timer ---------------------------------------------------------
+    def activity(self) -> None:
+        """Something changed: keep syncing at the base period."""
+        self.active = True
+        if not self.tick_armed:
+            self.quiet = 0
+            self.tick_armed = True
+            self.h.set_timer(self.cfg.sync_us, MasterTick(self.epoch))
+
+    def tick(self) -> None:
+        """Overdue tasks and unanswered probes, then the sync to the second master and the next tick."""
+        self.tick_armed = False
+        now = self.h.now
+        timeout = self.cfg.timeout_us
+        deadlines = self.deadlines
+        while deadlines and deadlines[0][0] <= now:
+            _, local, job_id, index = heappop(deadlines)
+            if (job_id, index) in self.running[local]:
+                self.probe(local)
+        for local, sent in sorted(self.probed.items()):
+            if now - sent >= timeout:
+                del self.probed[local]
+                if local not in self.down:
+                    self.mark_down(local)
+        for local, tries in sorted(self.down.items()):
+            if local not in self.probed and tries < DOWN_PROBES:
+                self.down[local] = tries + 1
+                self.probe(local)
+        if self.orphans:
+            self._resend_orphans()
+        if self.active:
+            self.quiet = 0
+        else:
+            self.quiet += 1
+        self.active = False
+        self.idle_ticks += 1
+        if self.idle_ticks > TICK_LIMIT:  # no launch or end for this long: stop (a run must end)
+            self._sync(0)
+            return
+        nxt = []
+        if (len(self.fq) or self.where) and self.quiet < QUIET_MAX:
+            nxt.append(now + self.cfg.sync_us * (1 << min(self.quiet, 5)))
+        if deadlines:
+            nxt.append(max(deadlines[0][0], now + 1))
+        if self.probed:
+            nxt.append(min(self.probed.values()) + timeout)
+        if self.orphans:
+            nxt.append(now + timeout)
+        next_us = min(nxt) if nxt else 0
+        self._sync(next_us)
+        if next_us:
+            self.tick_armed = True
+            self.h.set_timer(next_us - now, MasterTick(self.epoch))
+        self._dispatch()
+
+    def _sync(self, next_us: int) -> None:
+        second = self.h.claim.second
+        if second < 0 or second == self.h.id:
+            return
+        queued = tuple((t.job_id, t.index, t.duration_us, t.constraints, t.demand, t.since_us, t.distributor, cls)
+                       for t, cls in self.queued.values())
+        running = tuple((local + 1, t.job_id, t.index, t.duration_us, t.constraints, t.demand, t.distributor, cls)
+                        for local in range(len(self.running))
+                        for (t, cls, _, _) in self.running[local].values() if cls >= 0)
+        self.h.send(second, Sync(self.epoch, queued, running, next_us))
 
     # ---- dispatch --------------------------------------------------------------------
     def _count(self, local: int, delta: int) -> None:
@@ -120,16 +507,21 @@ class Master(Actor):
             cons_free[c] += delta
 
     def _dispatch(self) -> None:
+        if self.recovering is not None:
+            return
         fq = self.fq
         accept = self.accept
         view = self.view
+        queued = self.queued
         while len(fq):
             if self.unit_gate and view.free_count == 0:
                 break
             for cls in fq.order():
                 got = fq.take(cls, accept[cls])
                 if got is not None:
-                    self._launch(cls, got[0], got[1])
+                    task = got[0]
+                    if queued.pop((task.job_id, task.index), None) is not None:  # else dropped or placed
+                        self._launch(cls, task, got[1])
                     break
             else:
                 break
@@ -178,24 +570,319 @@ class Master(Actor):
         if before and not view.is_available(local):
             self._count(local, -1)
         recorder = self.recorder
-        recorder.task_dispatched(task.job_id, task.index, self.now - task.since_us)
+        h = self.h
+        recorder.task_dispatched(task.job_id, task.index, h.now - task.since_us)
         recorder.count(_COUNTER[cls])
         if not self.aware and task.constraints:
             need = sum(1 << c for c in task.constraints)
             if need & ~self.worker_bits[local]:
                 recorder.count("constraint_violations")
-        if self.fabric.event_log is not None:
+        if h.fabric.event_log is not None:
             self._log_placed(cls, task, local)
-        self.send(self.worker_ids[local], RunTask(task.job_id, task.index, task.duration_us, task.demand, -1,
-                                                  (task.distributor, self.id)))
+        self.idle_ticks = 0
+        seq = self.seq[local] = self.seq[local] + 1
+        self.mark[local] = (self.epoch, seq)
+        key = (task.job_id, task.index)
+        self.running[local][key] = (task, cls, self.epoch, seq)
+        self.where[key] = local
+        heappush(self.deadlines, (h.now + task.duration_us + self.cfg.timeout_us, local, task.job_id, task.index))
+        self._send_local(local, Launch(task.job_id, task.index, task.duration_us, task.demand, task.distributor,
+                                       self.epoch, seq))
 
     def _log_placed(self, cls: int, task: Pending, local: int) -> None:
-        fields = {"job": task.job_id, "task": task.index, "worker": self.worker_names[local]}
-        emit(self, TASK_PLACED, queue="high" if cls == HIGH else "low", **fields)
+        fields = {"job": task.job_id, "task": task.index, "worker": self.cfg.member_names[local + 1]}
+        emit(self.h, TASK_PLACED, queue="high" if cls == HIGH else "low", **fields)
         if self.reserved and not self.is_low[local]:
-            emit(self, RESERVED_PLACED, **fields)
+            emit(self.h, RESERVED_PLACED, **fields)
+
+    def statistics(self, name: str) -> MasterStatistics:
+        fq = self.fq
+        return MasterStatistics(name, self.cfg.group, fq.size(HIGH), fq.size(LOW), fq.served[HIGH],
+                                fq.served[LOW], self.view.free_count, self.reserved)
+
+
+class GroupMember:
+    """The membership protocol every member of a group runs (mixed into the ``Master`` actor and
+    ``PigeonWorker``): the claim it believes, the second master's watch, suspicion and elections, and
+    the master role (``self.role``, a MasterCore) while it holds it."""
+
+    def _member_init(self, cfg: GroupConfig, rank: int) -> None:
+        self.cfg = cfg
+        self.rank = rank
+        self.role: MasterCore | None = None
+        self.claim: Claim | None = None
+        self.key = NO_KEY
+        self.member_ids: list[int] = []
+        self.dist_ids: list[int] = []
+        self.snapshot = None  # the latest Sync (as second master)
+        self.last_sync_us = -1
+        self.watch_armed = False
+        self.heard_master_us = -1
+        self.suspecting = None  # (stage, since) while checking a suspected master
+        self.suspecters: list[int] = []
+
+    def _member_start(self) -> None:
+        addr = self.fabric.addr
+        cfg = self.cfg
+        self.member_ids = [addr(name) for name in cfg.member_names]
+        self.dist_ids = [addr(name) for name in cfg.dist_names]
+        if self.incarnation == 0:
+            second = self.member_ids[1] if len(self.member_ids) > 1 else -1
+            self._adopt(Claim(cfg.group, 0, 0, 0, self.member_ids[0], second))
+            if self.rank == 0:
+                self.role = MasterCore(self, 0)
+        else:  # back with nothing: whoever is master requeues what this member ran
+            hello = Hello(cfg.group, self.told_now())
+            for dst in self.member_ids:
+                if dst != self.id:
+                    self.send(dst, hello)
+
+    def told_now(self) -> int:
+        return 0
+
+    def on_master_changed(self) -> None:
+        """A better claim was adopted (workers answer it with their status)."""
+
+    def status_message(self):
+        return None
+
+    # ---- claims --------------------------------------------------------------------------
+    def _adopt(self, claim: Claim) -> None:
+        self.claim = claim
+        self.key = claim_key(claim)
+        if self.role is not None and claim.master != self.id:
+            self.role = None  # a better master exists: step down
+        if claim.second != self.id:
+            self.snapshot = None
+        self.heard_master_us = self.now
+
+    def _broadcast(self, claim: Claim) -> None:
+        for dst in self.member_ids:
+            if dst != self.id:
+                self.send(dst, claim)
+        for dst in self.dist_ids:
+            self.send(dst, claim)
+
+    def on_Claim(self, msg: Claim, src: int) -> None:
+        key = claim_key(msg)
+        if key > self.key:
+            self._adopt(msg)
+            self._suspicion_over()
+            if msg.master == self.id and self.role is None:
+                # a claim from before this member restarted names it master: it holds nothing, so it
+                # takes the role again in a new epoch and rebuilds from the members and distributors
+                self._take_over(self.now, "election")
+                return
+            self.on_master_changed()
+        elif key == self.key:
+            if src == msg.master:
+                self.heard_master_us = self.now
+                if msg.second != self.claim.second:
+                    self._adopt(msg)
+                self.on_master_changed()  # a new master asking again
+        elif self.claim is not None:
+            self.send(src, self.claim)  # a stale claim: tell it who is master now
+
+    def on_MasterPing(self, msg: MasterPing, src: int) -> None:
+        if self.claim is not None:
+            self.send(src, self.claim)
+        elif src in self.dist_ids:  # back from a restart knowing nothing: ask the distributor who is master
+            self.send(src, MasterPing(self.cfg.group))
+
+    def new_second(self, exclude: int = -1, announce: bool = True) -> None:
+        """The master picks the next live worker after itself, in rank order, as its second master."""
+        role = self.role
+        n = len(self.member_ids)
+        second = -1
+        for step in range(1, n):
+            rank = (self.rank + step - 1) % (n - 1) + 1
+            if self.member_ids[rank] not in (self.id, exclude) and (rank - 1) not in role.down:
+                second = self.member_ids[rank]
+                break
+        c = self.claim
+        if second != c.second:
+            self._adopt(Claim(c.group, c.epoch, c.declared_us, c.rank, c.master, second))
+            if announce:
+                self._broadcast(self.claim)
+
+    # ---- the second master's watch -------------------------------------------------------
+    def on_Sync(self, msg: Sync, src: int) -> None:
+        if self.claim is None or src != self.claim.master or msg.epoch != self.key[0]:
+            if self.claim is not None and msg.epoch < self.key[0]:
+                self.send(src, self.claim)
+            return
+        self.heard_master_us = self.last_sync_us = self.now
+        if self.claim.second != self.id or self.role is not None:
+            return
+        self.snapshot = msg
+        if msg.next_us and not self.watch_armed:
+            self.watch_armed = True
+            self.set_timer(max(0, msg.next_us + self.cfg.timeout_us - self.now), Watchdog(msg.epoch))
+
+    def on_Watchdog(self, msg: Watchdog, src: int) -> None:
+        self.watch_armed = False
+        snap = self.snapshot
+        if (self.role is not None or snap is None or msg.epoch != self.key[0] or self.claim.second != self.id
+                or not snap.next_us):
+            return
+        due = snap.next_us + self.cfg.timeout_us
+        if self.now >= due and self.last_sync_us < snap.next_us:
+            self._take_over(self.last_sync_us, "failover")
+            return
+        if self.now < due:
+            self.watch_armed = True
+            self.set_timer(due - self.now, Watchdog(msg.epoch))
+
+    # ---- suspicion and elections --------------------------------------------------------
+    def on_Suspect(self, msg: Suspect, src: int) -> None:
+        if self.role is not None:
+            if src >= 0:
+                self.send(src, self.claim)
+            return
+        if src >= 0 and src not in self.suspecters:
+            self.suspecters.append(src)
+        if self.suspecting is not None:
+            return
+        self.suspecting = (1, self.now)
+        if self.claim is not None and self.claim.master != self.id:
+            self.send(self.claim.master, MasterPing(self.cfg.group))
+        self.set_timer(self.cfg.timeout_us, SuspectTimer(1, self.key))
+
+    def on_SuspectTimer(self, msg: SuspectTimer, src: int) -> None:
+        if self.suspecting is None:
+            return
+        since = self.suspecting[1]
+        if self.role is not None or msg.key != self.key or self.heard_master_us >= since:
+            self._suspicion_over()
+            return
+        claim = self.claim
+        if msg.stage == 1 and claim is not None:
+            if claim.second == self.id:
+                self._take_over(since, "failover")
+                return
+            if claim.second >= 0:
+                self.suspecting = (2, since)
+                self.send(claim.second, Suspect(self.cfg.group))
+                if claim.master != self.id:
+                    self.send(claim.master, MasterPing(self.cfg.group))  # it may be back: its answer ends this
+                self.set_timer(self.cfg.timeout_us, SuspectTimer(2, self.key))
+                return
+        self._take_over(since, "election")
+
+    def _suspicion_over(self) -> None:
+        """Tell whoever alerted this member who the master is now."""
+        if self.suspecting is None:
+            return
+        self.suspecting = None
+        if self.claim is not None:
+            for dst in self.suspecters:
+                self.send(dst, self.claim)
+        self.suspecters = []
+
+    def _take_over(self, since_us: int, kind: str) -> None:
+        """Become master of the next epoch: claim it, rebuild from the members and distributors."""
+        snapshot = self.snapshot if kind == "failover" else None
+        old = self.claim
+        claim = Claim(self.cfg.group, self.key[0] + 1, self.now, self.rank, self.id, -1)
+        self._adopt(claim)
+        self.role = role = MasterCore(self, claim.epoch)
+        if snapshot is not None:
+            role.seed(snapshot)
+        self.cfg.recorder.count("failovers" if kind == "failover" else "master_elections")
+        if self.fabric.event_log is not None:
+            emit(self, FAILOVER, group=self.cfg.group, kind=kind, epoch=claim.epoch,
+                 failed=self.fabric.name_of(old.master) if old is not None else "?")
+        # the next second master: the next live worker after this one, never the failed master
+        self.new_second(exclude=old.master if old is not None else -1, announce=False)
+        self._broadcast(self.claim)
+        self.snapshot = None
+        self._suspicion_over()
+        role.recover(since_us, kind)
+        own = self.status_message()
+        if own is not None:
+            role.status(self.rank - 1, own)
+
+    # ---- the master role's messages -----------------------------------------------------
+    def _redirect(self, src: int) -> None:
+        """A message for the master reached a member that is not: say who is, or, back from a restart
+        knowing nothing, ask the sender (its answering ``Claim`` may name this member master again)."""
+        if self.claim is None:
+            self.send(src, MasterPing(self.cfg.group))
+        elif self.claim.master != self.id:
+            self.send(src, self.claim)
+
+    def on_TaskBatch(self, msg, src: int) -> None:
+        if self.role is None:
+            self._redirect(src)
+            return
+        self.role.batch(msg, src)
+
+    def _worker_local(self, src: int) -> int:
+        return self.role.local_of.get(src, -1)
+
+    def on_Idle(self, msg, src: int) -> None:
+        local = -1 if self.role is None else self._worker_local(src)
+        if local < 0:
+            self._redirect(src)
+            return
+        self.role.idle(local, msg)
+
+    def on_Status(self, msg, src: int) -> None:
+        local = -1 if self.role is None else self._worker_local(src)
+        if local < 0:
+            self._redirect(src)
+            return
+        self.role.status(local, msg)
+
+    def on_Refused(self, msg, src: int) -> None:
+        local = -1 if self.role is None else self._worker_local(src)
+        if local < 0:
+            self._redirect(src)
+            return
+        self.role.status(local, msg, refused=(msg.job_id, msg.index))
+
+    def on_Hello(self, msg, src: int) -> None:
+        if self.role is None:
+            return
+        local = self._worker_local(src)
+        if local >= 0:
+            self.role.hello(local, msg.told)
+        self.send(src, self.claim)
+
+    def on_Outstanding(self, msg, src: int) -> None:
+        if self.role is None or msg.epoch != self.role.epoch:
+            self._redirect(src)
+            return
+        self.role.outstanding(msg, src)
+
+    def on_MasterTick(self, msg: MasterTick, src: int) -> None:
+        if self.role is not None and msg.epoch == self.role.epoch:
+            self.role.tick()
+
+    def on_RecoverTimer(self, msg: RecoverTimer, src: int) -> None:
+        if self.role is not None and msg.epoch == self.role.epoch:
+            self.role.recover_timer(msg.round)
+
+    def on_BatchAck(self, msg, src: int) -> None:
+        """The ack of tasks a stepping-down master handed on: nothing to do."""
+
+    def on_ResultAck(self, msg, src: int) -> None:
+        """A distributor got a result this master resent for a dead worker."""
+        if self.role is not None:
+            self.role.orphans.pop((msg.job_id, msg.index), None)
+
+
+class Master(GroupMember, Actor):
+    """``master-<g>``: the group's first master (rank 0); restarted, it is a member without work."""
+
+    def __init__(self, cfg: GroupConfig) -> None:
+        super().__init__()
+        self._member_init(cfg, 0)
+
+    def on_start(self) -> None:
+        self._member_start()
 
     def statistics(self) -> MasterStatistics:
-        fq = self.fq
-        return MasterStatistics(self.name, self.group, fq.size(HIGH), fq.size(LOW), fq.served[HIGH],
-                                fq.served[LOW], self.view.free_count, self.reserved)
+        if self.role is not None:
+            return self.role.statistics(self.name)
+        return MasterStatistics(self.name, self.cfg.group, 0, 0, 0, 0, 0, self.cfg.reserved)

@@ -8,7 +8,13 @@ Choices where the papers are silent:
 - Reserved workers (Pigeon only): round(reserved_fraction * group size), half up, the last ones of each
   group; PigeonC reserves none (so ``reserved_fraction`` does not apply to it).
 - Actors, in this order: ``dist-<d>``, ``master-<g>``, then ``w-<worker id>`` in cluster order; they
-  address each other by these names.
+  address each other by these names. Group g's members are ``master-<g>`` (rank 0) and its workers
+  (ranks 1..n, cluster order); its first second master is its first worker.
+- Faults: masters fail over to a second master and, when both are lost, elect a worker
+  (``actors.master``); distributors retry batches and workers retry results until acknowledged;
+  workers refuse launches that do not fit (``actors.pigeon_worker``). Timeouts and periods are the
+  ``--set`` keys below; the paper gives none, so the defaults are ours: a 1 s sync and retry period and a
+  3 s master timeout (three missed syncs), a 0.5 s result retry.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ from fedemu.model import Param, seconds_to_us, whole_at_least
 from fedemu.policies.fair_queue import check_weight
 
 from .distributor import ConstraintSetCounts, Distributor
-from .master import Master
+from .invariants import Violation
+from .master import GroupConfig, GroupMember, Master
+from .pigeon_worker import PigeonWorker
 from .plugin import FRONT_END_COUNTERS, Context, Scheduler
-from .worker import Worker
 
 PAPER_FQW = 20
 
@@ -64,13 +71,28 @@ def reserved_count(fraction, group_size: int) -> int:
     return k
 
 
+_SECONDS = dict(ok=lambda v: not isinstance(v, bool) and isinstance(v, (int, float)) and 0.001 <= v <= 3600,
+                expected="seconds from 0.001 to 3600")
+FAULTS = (
+    Param("master_sync_s", 1.0, "seconds between a master's syncs of its group state to the second master "
+          "(while the group has work; the period doubles while nothing changes)", **_SECONDS),
+    Param("master_timeout_s", 3.0, "seconds without an expected sync, ping answer or status after which a "
+          "master or worker counts as failed", **_SECONDS),
+    Param("dist_retry_s", 1.0, "seconds before a distributor resends an unacknowledged task batch, and "
+          "between its pings of a silent master", **_SECONDS),
+    Param("resubmit_s", 10.0, "the submitter pings each distributor holding open jobs this often, handing "
+          "again the jobs it does not hold; 3 missed pings take it for down (its jobs go to the others)",
+          **_SECONDS),
+    Param("result_retry_s", 0.5, "seconds before a worker resends a result its distributor has not "
+          "acknowledged (doubling per retry)", **_SECONDS),
+)
 COMMON = (
     Param("masters", 0, "masters (worker groups); 0: one per cluster, else equal slices of all workers",
           **whole_at_least(0)),
     Param("distributors", 3, "distributors (front ends jobs are submitted to)", **whole_at_least(1)),
     Param("fqw", 0, "weighted-fair-queue weight W of short over long tasks; 0: the paper's 20, inf: strict",
           ok=_valid_fqw, expected="an integer >= 1, inf, or 0 for the default"),
-)
+) + FAULTS
 RESERVED = Param("reserved_fraction", 0.02, "share of each group's workers reserved for short jobs' tasks",
                  ok=lambda v: not isinstance(v, bool) and isinstance(v, (int, float)) and 0 <= v < 1,
                  expected="a number in [0, 1)")
@@ -78,8 +100,58 @@ RESERVED = Param("reserved_fraction", 0.02, "share of each group's workers reser
 COUNTERS = FRONT_END_COUNTERS + (
     ("wfq_high", "tasks of short jobs a master dispatched"),
     ("wfq_low", "tasks of long jobs a master dispatched"),
+    ("failovers", "second masters that took over from a failed master"),
+    ("master_elections", "workers that declared themselves master (both masters lost)"),
+    ("tasks_relaunched", "tasks a master queued again: lost with a crashed or silent worker"),
+    ("batches_retried", "task batches a distributor resent (no acknowledgement from the master)"),
+    ("results_retried", "task results a worker resent (no acknowledgement from the distributor)"),
+    ("results_resent_by_master", "results of a dead worker's tasks its master resent (no acknowledgement seen)"),
+    ("results_abandoned", "task results a worker gave up resending"),
+    ("jobs_redistributed", "jobs a distributor was handed again by the submitter and split afresh"),
+    ("jobs_resubmitted", "jobs the submitter handed out again (a distributor forgot it, or stopped answering)"),
+    ("front_ends_taken_down", "times the submitter took a distributor for down (3 pings unanswered)"),
+    ("repeated_job_reports", "job-done reports after the first (two distributors finished the same job)"),
+    ("duplicate_jobs_ignored", "job submissions a distributor had already received (a duplicated message)"),
+    ("masters_suspected", "times a distributor alerted a group whose master did not answer its ping"),
+    ("duplicate_launches_suppressed", "launches a worker ignored: it already runs that task"),
+    ("repeated_completions", "task results a distributor had already counted (duplicates, re-executions)"),
 )
 VIOLATIONS = (("constraint_violations", "tasks placed on a machine lacking one of their constraints"),)
+
+
+def master_matches_workers(fabric) -> list[Violation]:
+    """Each group's current master (the live member holding the role with the best claim) sees every
+    live worker it counts as up with exactly the worker's true free capacity. A worker with a message
+    still on its way between the two (an idle notice, a status or a launch: their numbers differ) is
+    not compared; nor is a group whose new master is still collecting statuses."""
+    best: dict[int, GroupMember] = {}
+    for idx in range(len(fabric.names)):
+        actor = fabric.actor(idx)
+        if isinstance(actor, GroupMember) and actor.role is not None:
+            g = actor.cfg.group
+            if g not in best or actor.key > best[g].key:
+                best[g] = actor
+    out = []
+    for g in sorted(best):
+        role = best[g].role
+        if role.recovering is not None:
+            continue
+        free = role.view.free
+        for local, wid in enumerate(role.worker_ids):
+            worker = fabric.actor(wid)
+            if worker is None or local in role.down or role.heard[local] != worker.told or role.mark[local] != worker.last:
+                continue
+            seen = tuple(int(x) for x in free[local])
+            if seen != tuple(worker.free):
+                out.append(Violation("master_matches_workers", worker.name, fabric.now,
+                                     f"{best[g].name} (epoch {role.epoch}) sees {seen} free, the worker has "
+                                     f"{tuple(worker.free)}"))
+    return out
+
+
+# what tests/test_pigeon_faults.py proves, for the masters, workers and distributors' links (a crashed
+# distributor loses its jobs, and so does a lost submission: the submitter hands a job over once)
+SURVIVES = ("crash", "restart", "partition", "heal", "slow", "restore", "loss", "dup")
 
 
 def _build(ctx: Context, *, constraint_aware: bool) -> list[str]:
@@ -92,18 +164,21 @@ def _build(ctx: Context, *, constraint_aware: bool) -> list[str]:
     num_resources = len(cluster.resources)
     dist_names = [f"dist-{d}" for d in range(params["distributors"])]
     master_names = [f"master-{g}" for g in range(len(groups))]
+    members = [[master_names[g]] + [f"w-{w.worker_id}" for w in workers] for g, workers in enumerate(groups)]
     counts = ConstraintSetCounts(groups) if constraint_aware else None
-    for name in dist_names:
-        ctx.add(name, lambda: Distributor(master_names, counts=counts, short_cutoff_us=cutoff_us,
-                                          recorder=recorder, feasible=ctx.feasible))
-    for g, workers in enumerate(groups):
-        names = [f"w-{w.worker_id}" for w in workers]
-        ctx.add(master_names[g], lambda g=g, workers=workers, names=names: Master(
-            g, workers, names, policy=ctx.policy, weight=weight, reserved=reserved,
-            constraint_aware=constraint_aware, num_resources=num_resources, recorder=recorder))
-    for workers in groups:
-        for w in workers:
-            ctx.add(f"w-{w.worker_id}", lambda w=w: Worker(w, recorder))
+    sync_us, timeout_us = (seconds_to_us(float(params[k])) for k in ("master_sync_s", "master_timeout_s"))
+    retry_us = seconds_to_us(float(params["dist_retry_s"]))
+    result_us = seconds_to_us(float(params["result_retry_s"]))
+    for d, name in enumerate(dist_names):
+        ctx.add(name, lambda d=d: Distributor(master_names, counts=counts, short_cutoff_us=cutoff_us, recorder=recorder,
+                                              feasible=ctx.feasible, members=members, retry_us=retry_us, index=d))
+    configs = [GroupConfig(g, tuple(workers), members[g], dist_names, ctx.policy, weight, reserved, constraint_aware,
+                           num_resources, recorder, sync_us, timeout_us) for g, workers in enumerate(groups)]
+    for cfg in configs:
+        ctx.add(master_names[cfg.group], lambda cfg=cfg: Master(cfg))
+    for cfg in configs:
+        for rank, w in enumerate(cfg.workers, 1):
+            ctx.add(f"w-{w.worker_id}", lambda w=w, cfg=cfg, rank=rank: PigeonWorker(w, recorder, cfg, rank, result_us))
     return dist_names
 
 
@@ -117,6 +192,8 @@ def build_pigeonc(ctx: Context) -> list[str]:
 
 PIGEON = Scheduler("pigeon", "Pigeon (2019): distributors split jobs evenly over group masters with two WFQ "
                    "classes and reserved workers; ignores constraints", build_pigeon,
-                   params=COMMON + (RESERVED,), counters=COUNTERS + VIOLATIONS, constraint_aware=False)
+                   params=COMMON + (RESERVED,), counters=COUNTERS + VIOLATIONS, constraint_aware=False,
+                   survives=SURVIVES, checks=(master_matches_workers,))
 PIGEONC = Scheduler("pigeonc", "PigeonC (2023): Pigeon with constraint-aware distribution and matching, no "
-                    "reserved workers", build_pigeonc, params=COMMON, counters=COUNTERS)
+                    "reserved workers", build_pigeonc, params=COMMON, counters=COUNTERS, survives=SURVIVES,
+                    checks=(master_matches_workers,))

@@ -72,7 +72,10 @@ def test_low_load_delay_is_the_four_hop_path():
     assert s["jobs_completed"] == 40
     assert s["delay_s"]["max"] == pytest.approx(0.002)
     kinds = s["messages_by_kind"]
-    assert kinds["worker.run"] == 400 and kinds["worker.finished"] == 800  # result + idle notice per task
+    # a launch, a result, its acknowledgement and an idle notice per task; a batch acknowledgement per batch
+    assert kinds["pigeon.launch"] == 400 and kinds["worker.finished"] == 400
+    assert kinds["pigeon.result_ack"] == 400 and kinds["pigeon.idle"] == 400
+    assert kinds["pigeon.batch_ack"] == kinds["pigeon.tasks"]
 
 
 # ---- the 4-worker example of section 4 ------------------------------------------------------------

@@ -8,9 +8,9 @@ import math
 import pytest
 
 from fedemu.actors.distributor import ConstraintSetCounts, Distributor
-from fedemu.actors.master import Master
-from fedemu.actors.pigeon_messages import TaskBatch
-from fedemu.actors.worker import Worker
+from fedemu.actors.master import GroupConfig, Master
+from fedemu.actors.pigeon_messages import BatchAck, TaskBatch
+from fedemu.actors.pigeon_worker import PigeonWorker
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.kernel import Fabric
@@ -62,6 +62,10 @@ class CountingMaster(Actor):
 
     def on_TaskBatch(self, msg, src):
         self.tasks += len(msg.indices)
+        self.send(src, BatchAck(msg.job_id, int(self.name.split("-")[1]), 0))  # no retries
+
+    def unhandled(self, msg, src):
+        """The distributor's pings of a master that never acknowledges: ignored."""
 
 
 @pytest.mark.parametrize("task,p_second", [((4,), 3 / 4), ((2,), 2 / 3), ((), 1 / 2), ((1,), 0.0), ((2, 4), 1.0)])
@@ -105,12 +109,12 @@ def test_pigeonc_respects_constraints_end_to_end(policy):
 
 def test_defaults_fqw_20_and_no_reserved_workers():
     r = execute("default", overrides={"scheduler": "pigeonc", "jobs": 10})
-    master = r.fabric.actor(r.fabric.addr("master-0"))
+    master = r.fabric.actor(r.fabric.addr("master-0")).role
     assert master.fq.weight == 20 and master.reserved == 0
     with pytest.raises(ConfigError, match="parameter 'reserved_fraction' does not apply to scheduler 'pigeonc'"):
         execute("default", overrides={"scheduler": "pigeonc", "jobs": 10, "reserved_fraction": 0.1})
     r = execute("default", overrides={"scheduler": "pigeon", "jobs": 10, "reserved_fraction": 0.1})
-    master = r.fabric.actor(r.fabric.addr("master-0"))
+    master = r.fabric.actor(r.fabric.addr("master-0")).role
     assert master.fq.weight == 20 and master.reserved == 8  # round(0.1 * 75)
 
 
@@ -136,6 +140,9 @@ class Driver(Actor):
     def on_TaskFinished(self, msg, src):
         pass
 
+    def unhandled(self, msg, src):
+        """Acknowledgements and claims: a driver plays no failover."""
+
 
 def test_long_task_runs_on_an_idle_worker_no_short_task_matches():
     """Strict priority (W = inf), yet the long task starts at once on worker 1, which lacks C1: the
@@ -146,10 +153,11 @@ def test_long_task_runs_on_an_idle_worker_no_short_task_matches():
     rec.job_arrived(Job(1, 0, (US,), ((),)), short=False)
     fabric = Fabric(3)
     fabric.add("driver", lambda: Driver(1))
-    fabric.add("master-0", lambda: Master(0, workers, ["w-0", "w-1"], policy=RandomChoice(), weight=math.inf, reserved=0,
-                                          constraint_aware=True, num_resources=1, recorder=rec))
-    for w in workers:
-        fabric.add(f"w-{w.worker_id}", lambda w=w: Worker(w, rec))
+    cfg = GroupConfig(0, tuple(workers), ["master-0", "w-0", "w-1"], ["driver"], RandomChoice(), math.inf, 0, True, 1,
+                      rec, 10 * US, 30 * US)
+    fabric.add("master-0", lambda: Master(cfg))
+    for rank, w in enumerate(workers, 1):
+        fabric.add(f"w-{w.worker_id}", lambda w=w, rank=rank: PigeonWorker(w, rec, cfg, rank, US))
     fabric.run_blocking()
     short = [rec.tasks[(0, i)] for i in range(3)]
     long_task = rec.tasks[(1, 0)]
