@@ -3,25 +3,63 @@
 Every scheduler sees every machine (Sparrow has no groups); the cluster's grouping only fixes worker ids.
 Actors, in this order: ``sparrow-<i>``, then ``w-<worker id>`` in cluster order. Sparrow places tasks by
 late binding, so the worker-choice ``policy`` does not apply to it.
+
+Faults: lost, duplicated or delayed messages, partitions and node crashes (with or without restart) are
+recovered by timeouts at the schedulers and nodes (``sparrow_scheduler``, ``sparrow_node``); a fault-free
+run pays one ``ResultAck`` per task and a few timer events per actor.
 """
 
 from __future__ import annotations
 
-from fedemu.model import Param, finite_at_least, whole_at_least
+from fedemu.fabric.faults import FAULT_KINDS
+from fedemu.model import Param, finite_at_least, seconds_to_us, whole_at_least
 from fedemu.policies.partition_view import PartitionView
 
 from .plugin import FRONT_END_COUNTERS, Context, Scheduler
-from .sparrow_node import SparrowNode
+from .sparrow_node import SparrowNode, node_books_balance, nodes_not_stuck
 from .sparrow_scheduler import SparrowScheduler
 
 PARAMS = (
     Param("schedulers", 3, "Sparrow schedulers (front ends jobs are submitted to)", **whole_at_least(1)),
     Param("probe_ratio", 2.0, "probes per task (d in the Sparrow paper)", **finite_at_least(1)),
 )
+_SECONDS = dict(ok=lambda v: not isinstance(v, bool) and isinstance(v, (int, float)) and 0.001 <= v <= 3600,
+                expected="seconds from 0.001 to 3600")
+FAULTS = (
+    Param("probe_timeout_s", 10.0, "seconds after a job's last probes after which its scheduler probes again "
+          "for its tasks still unbound (a lost probe or request, a failed node); doubles per round",
+          **_SECONDS),
+    Param("result_grace_s", 1.0, "seconds past a task's duration before its scheduler asks the node for the "
+          "result, and then waits for an answer before placing the task again", **_SECONDS),
+    Param("request_timeout_s", 1.0, "seconds before a node asks again for an unanswered request, and between "
+          "its resends of an unacknowledged result", **_SECONDS),
+    Param("resubmit_s", 10.0, "the submitter pings each scheduler holding open jobs this often, resubmitting "
+          "the jobs it does not hold; 3 missed pings take the scheduler for down", **_SECONDS),
+    Param("request_retries", 3, "times a node asks again before it gives a request up and frees what it "
+          "held for it", ok=lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 100,
+          expected="a whole number from 0 to 100"),
+)
 
 COUNTERS = FRONT_END_COUNTERS + (
     ("probes", "probes the schedulers sent"),
     ("cancels", "node requests answered with a cancel (the probe's group was already placed)"),
+    ("probes_resent", "probes sent again: a job's probe timeout for its unbound tasks, or a relaunched task"),
+    ("tasks_relaunched", "bound tasks placed again: their node did not answer, knew nothing of them or refused"),
+    ("results_queried", "overdue results a scheduler asked a node about"),
+    ("answers_resent", "Assigns a scheduler sent again: the node, asked about the result, was still asking"),
+    ("results_resent", "results a node sent again (unacknowledged, or asked for)"),
+    ("requests_retried", "requests a node sent again (no answer within request_timeout_s)"),
+    ("requests_repeated", "requests a scheduler got again and answered as the first time"),
+    ("reservations_dropped", "requests a node gave up after its retries, freeing what it held"),
+    ("late_answers_run", "answers to a request given up on that a node ran anyway (they fit)"),
+    ("late_answers_rejected", "answers to a request given up on that a node refused (no room)"),
+    ("duplicate_answers_ignored", "answers a node got again for a request already answered"),
+    ("duplicate_launches_suppressed", "launches of a task a node runs or has a result for: nothing started"),
+    ("repeated_jobs", "submissions of a job a scheduler already has (ignored) or closed (its JobDone again)"),
+    ("jobs_resubmitted", "jobs the submitter handed out again (a scheduler forgot it, or stopped answering)"),
+    ("repeated_job_reports", "JobDone reports of a job already recorded (a resend, or two schedulers)"),
+    ("front_ends_taken_down", "schedulers the submitter took for down (missed pings): their jobs went elsewhere"),
+    ("repeated_completions", "results of a task already counted (a resend or a second execution)"),
 )
 
 
@@ -30,19 +68,27 @@ def build(ctx: Context) -> list[str]:
     workers = tuple(ctx.cluster.workers())
     num_resources = len(ctx.cluster.resources)
     ratio = float(ctx.params["probe_ratio"])
+    probe_timeout = seconds_to_us(ctx.params["probe_timeout_s"])
+    grace = seconds_to_us(ctx.params["result_grace_s"])
+    request_timeout = seconds_to_us(ctx.params["request_timeout_s"])
+    retries = ctx.params["request_retries"]
     node_names = [f"w-{w.worker_id}" for w in workers]
     names = [f"sparrow-{i}" for i in range(ctx.params["schedulers"])]
 
-    def make():
+    def make(index):
         view = PartitionView(workers, num_resources=num_resources)
-        return SparrowScheduler(node_names, view, probe_ratio=ratio, recorder=ctx.recorder, feasible=ctx.feasible)
+        return SparrowScheduler(node_names, view, probe_ratio=ratio, recorder=ctx.recorder, feasible=ctx.feasible,
+                                index=index, probe_timeout_us=probe_timeout, result_grace_us=grace)
 
-    for name in names:
-        ctx.add(name, make)
+    for i, name in enumerate(names):
+        ctx.add(name, lambda i=i: make(i))
     for w, name in zip(workers, node_names):
-        ctx.add(name, lambda w=w: SparrowNode(w, ctx.recorder))
+        ctx.add(name, lambda w=w: SparrowNode(w, ctx.recorder, request_timeout_us=request_timeout,
+                                              request_retries=retries))
     return names
 
 
 SPARROW = Scheduler("sparrow", "Sparrow (2013): distributed schedulers, batch probing, late binding",
-                    build, params=PARAMS, counters=COUNTERS, takes_policy=False)
+                    build, params=PARAMS + FAULTS, counters=COUNTERS, takes_policy=False,
+                    survives=FAULT_KINDS,
+                    checks=(node_books_balance, nodes_not_stuck))

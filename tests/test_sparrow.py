@@ -44,10 +44,12 @@ def test_low_load_delay_is_probe_request_assign_path():
 
 def test_fifo_probe_queue_late_binding_and_cancel(tmp_path):
     # One worker: A's two probes queue before B's. A's first request binds A's task; its second is
-    # answered with a cancel only after A's task ends; then B's first probe binds B's task.
+    # answered with a cancel only after A's task ends; then B's first probe binds B's task. (B waits
+    # 10 s for its task to be bound: a probe timeout longer than that keeps it from probing again.)
     trace = tmp_path / "t.tr"
     trace.write_text("0 1 10 10\n0.001 1 1 1\n")
-    r = run(workload="trace", trace=str(trace), lms=1, gms=1, workers_per_partition=1, constraints=False)
+    r = run(workload="trace", trace=str(trace), lms=1, gms=1, workers_per_partition=1, constraints=False,
+            probe_timeout_s=30)
     rec = recorder_of(r)
     a, b = rec.tasks[(0, 0)], rec.tasks[(1, 0)]
     assert a.start_us == 2000  # submit, probe, get-task, assign
