@@ -258,6 +258,11 @@ class Recorder:
             start = rec.start_us
             self.other_runs.append([job_id, index, worker, start, now, units])
             rec.start_us = rec.worker = -1
+            for i, run in enumerate(self.other_runs):  # another execution still live becomes the task's own
+                if run[0] == job_id and run[1] == index and run[4] == -1:
+                    rec.start_us, rec.worker = run[3], run[2]
+                    del self.other_runs[i]
+                    break
         else:
             run = self._live_run(job_id, index, worker)
             start = run[3]

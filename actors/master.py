@@ -818,33 +818,31 @@ class GroupMember:
         self.role.batch(msg, src)
 
     def _worker_local(self, src: int) -> int:
-        return self.role.local_of.get(src, -1)
+        """The sender's worker slot, while this member is master; else -1, and the sender is redirected."""
+        local = -1 if self.role is None else self.role.local_of.get(src, -1)
+        if local < 0:
+            self._redirect(src)
+        return local
 
     def on_Idle(self, msg, src: int) -> None:
-        local = -1 if self.role is None else self._worker_local(src)
-        if local < 0:
-            self._redirect(src)
-            return
-        self.role.idle(local, msg)
+        local = self._worker_local(src)
+        if local >= 0:
+            self.role.idle(local, msg)
 
     def on_Status(self, msg, src: int) -> None:
-        local = -1 if self.role is None else self._worker_local(src)
-        if local < 0:
-            self._redirect(src)
-            return
-        self.role.status(local, msg)
+        local = self._worker_local(src)
+        if local >= 0:
+            self.role.status(local, msg)
 
     def on_Refused(self, msg, src: int) -> None:
-        local = -1 if self.role is None else self._worker_local(src)
-        if local < 0:
-            self._redirect(src)
-            return
-        self.role.status(local, msg, refused=(msg.job_id, msg.index))
+        local = self._worker_local(src)
+        if local >= 0:
+            self.role.status(local, msg, refused=(msg.job_id, msg.index))
 
     def on_Hello(self, msg, src: int) -> None:
         if self.role is None:
             return
-        local = self._worker_local(src)
+        local = self.role.local_of.get(src, -1)
         if local >= 0:
             self.role.hello(local, msg.told)
         self.send(src, self.claim)

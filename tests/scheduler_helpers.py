@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
+
 from fedemu.fabric.errors import ConfigError
+from fedemu.fabric.faults import Fault
 from fedemu.scenarios import default, federation
 from fedemu.tools.params import resolve_scenario
 from fedemu.tools.runner import execute
@@ -43,3 +46,14 @@ def run_unless_refused(overrides: dict, seed: int):
     cluster, jobs = rebuilt(overrides, seed)
     assert not any(runnable(job, cluster) for job in jobs.values()), "refused a workload with a runnable job"
     return None
+
+
+@attrs.frozen
+class EventPlan:
+    """A fault plan given as plain Fault event tuples (what ``execute`` reads from a plan file)."""
+
+    events: tuple
+    source: str = "test plan"
+
+    def faults(self, names, seed):
+        return [Fault(*e) for e in self.events]

@@ -382,3 +382,36 @@ def test_the_documented_example_plan_reads_and_resolves():
     p = fp.load(Path(__file__).resolve().parent.parent / "docs" / "fault-plan-example.toml")
     assert [f.kind for f in p.faults(NAMES, 1)] == ["crash"] * 3 + ["restart"] * 3 + [
         "partition", "heal", "slow", "restore", "loss", "loss"]
+
+
+@pytest.mark.parametrize("plan_name, scheduler, counter", [
+    ("failover-plan.toml", "megha", "gm_rebuilds"), ("failover-plan-pigeon.toml", "pigeon", "failovers")])
+def test_the_documented_failover_plans_end_with_every_invariant_ok(plan_name, scheduler, counter, tmp_path):
+    """The README's failover examples, with 2% loss on every link: every job completes, each protocol
+    path they show is taken."""
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    out = tmp_path / "o"
+    code = main(["run", "default", "--quiet", "--set", f"scheduler={scheduler}", "--set", "loss=0.02",
+                 "--faults", str(docs / plan_name), "--out", str(out)])
+    summary = json.loads((out / "summary.json").read_text())
+    assert code == 0 and set(summary["invariants"].values()) == {"ok"}, summary["invariants"]
+    assert summary["counters"][counter] >= 1 and summary["faults"]["crashes"] == 7
+
+
+def test_a_journal_with_nested_messages_verifies_in_a_fresh_process(tmp_path):
+    """Every GM crashed for good: the submitter hands jobs again (a Resubmit carrying the Job); a fresh
+    replay process must know the nested Job's class before it reads the records (it said 'unknown
+    message tag' before)."""
+    import subprocess
+    import sys
+
+    plan_file = tmp_path / "gms.toml"
+    plan_file.write_text('[[fault]]\nat_s = 1.0\nkind = "crash"\ntarget = {role = "gm", count = "all"}\n')
+    out = tmp_path / "o"
+    assert main(["run", "default", "--quiet", "--set", "jobs=20", "--faults", str(plan_file), "--record",
+                 "--out", str(out)]) == 1
+    proc = subprocess.run([sys.executable, "-m", "fedemu", "replay", str(out / "messages.log"), "--verify"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "digest matches (run ended with: violation: jobs_closed" in proc.stdout, proc

@@ -190,3 +190,19 @@ def test_a_duplicate_execution_counts_against_capacity():
     rec.job_completed(0, 10)
     (v,) = check_run(rec, CLUSTER, 30)["capacity_respected"]
     assert v.subject == "w-1" and v.time_us == 3
+
+
+def test_when_the_first_execution_is_aborted_a_live_second_one_becomes_the_tasks_own():
+    """Found by the fault search: the task ran on workers 1 and 0; worker 1 crashed; the run on worker 0
+    is the task's execution (it was reported 'never started')."""
+    rec = Recorder(total_units=3)
+    rec.job_arrived(Job(0, 0, (10,)))
+    rec.task_started(0, 0, 0, worker=1)
+    rec.task_started(0, 0, 1, worker=0)
+    rec.task_aborted(0, 0, 1, 2)
+    rec.task_finished(0, 0, 11, worker=0)
+    rec.job_completed(0, 11)
+    assert _broken(check_run(rec, CLUSTER, 30)) == set()
+    task = rec.tasks[(0, 0)]
+    assert (task.start_us, task.end_us, task.worker) == (1, 11, 0)
+    assert rec.other_runs == [[0, 0, 1, 0, 2, 1]] and rec.wasted_us == 2

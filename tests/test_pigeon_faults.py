@@ -8,7 +8,6 @@ job over once (it is the workload, not part of Pigeon's protocol).
 
 from __future__ import annotations
 
-import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,23 +16,14 @@ from fedemu.actors import registry
 from fedemu.actors.master import GroupMember, MasterCore
 from fedemu.actors.pigeon import master_matches_workers
 from fedemu.actors.pigeon_messages import Suspect
-from fedemu.fabric.faults import Fault
 from fedemu.tools import runner
+from scheduler_helpers import EventPlan as Plan
 
 S = 1_000_000
 SCHEDULERS = ["pigeon", "pigeonc"]
 SUBMIT_LINKS = [(0, "loss", ("submitter", f"dist-{d}"), 0.0) for d in range(3)]
 
 
-@attrs.frozen
-class Plan:
-    """A fault plan given as Fault events (what ``execute`` reads from a plan file)."""
-
-    events: tuple
-    source: str = "test plan"
-
-    def faults(self, names, seed):
-        return [Fault(*e) for e in self.events]
 
 
 def run(scheduler, events=(), jobs=50, **over):

@@ -9,7 +9,6 @@ every kind on a link at once, and these tests aim at one recovery path each.
 
 from __future__ import annotations
 
-import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,23 +19,14 @@ from fedemu.actors.sparrow_messages import Assign, Cancel, GetTask, Probe, Resul
 from fedemu.actors.sparrow_node import SparrowNode, node_books_balance, nodes_not_stuck
 from fedemu.actors.sparrow_scheduler import SparrowScheduler
 from fedemu.fabric.actor import Actor
-from fedemu.fabric.faults import Fault
 from fedemu.fabric.errors import RunViolation
 from fedemu.tools import runner, strategies
+from scheduler_helpers import EventPlan as Plan
 
 S = 1_000_000
 SMALL = {"lms": 1, "gms": 1, "workers_per_partition": 6, "load": 1.0, "constraints": False}  # probes queue up
 
 
-@attrs.frozen
-class Plan:
-    """A fault plan given as Fault events (what ``execute`` reads from a plan file)."""
-
-    events: tuple
-    source: str = "test plan"
-
-    def faults(self, names, seed):
-        return [Fault(*e) for e in self.events]
 
 
 def run(events=(), jobs=40, seed=1, **over):

@@ -40,6 +40,7 @@ def ending(footer: dict | None) -> str:
 def verify(log_path, out=print) -> int:
     """Check the journal, re-run and compare; prints 'identical' (exit 0) or the first differing record
     (exit 1). A damaged journal is a JournalError (exit 2), found before the re-run starts."""
+    load_messages(JournalReader(log_path).header)  # nested messages (a resubmitted Job) decode by their class
     header = check(log_path).header
     with tempfile.TemporaryDirectory(prefix="fedemu-replay-") as tmp:
         again = os.path.join(tmp, "again.fjl")
