@@ -288,6 +288,10 @@ class MasterCore:
                 self.where[key] = local
         if not in_flight:
             self.mark[local] = last
+        self._known(local)
+
+    def _known(self, local: int) -> None:
+        """Worker ``local``'s state is known again: recount it, let a recovery finish, dispatch."""
         self._refresh(local)
         if self.recovering is not None:
             self.recovering["workers"].discard(local)
@@ -329,12 +333,7 @@ class MasterCore:
         self.mark[local] = (-1, 0)
         self.probed.pop(local, None)
         self.down.pop(local, None)
-        self._refresh(local)
-        if self.recovering is not None:
-            self.recovering["workers"].discard(local)
-            self._maybe_recovered()
-        self.activity()
-        self._dispatch()
+        self._known(local)
 
     def probe(self, local: int) -> None:
         """Ask worker ``local`` for its Status (once at a time)."""
