@@ -71,6 +71,12 @@ def positive_int(value, name: str) -> int:
     return value
 
 
+def seconds_between(low: float, high: float) -> dict:
+    """``ok``/``expected`` of a period or timeout in seconds, from ``low`` to ``high`` inclusive."""
+    return {"ok": lambda v: not isinstance(v, bool) and isinstance(v, (int, float)) and low <= v <= high,
+            "expected": f"seconds from {low:g} to {high:g}"}
+
+
 def finite_at_least(minimum: float, strict: bool = False) -> dict:
     """``ok``/``expected`` of a finite-number Param with a lower bound (``strict``: above it)."""
     def ok(v) -> bool:

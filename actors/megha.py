@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import attrs
 
-from fedemu.model import Param, finite_at_least, seconds_to_us, whole_at_least
+from fedemu.model import Param, finite_at_least, seconds_between, seconds_to_us, whole_at_least
 from fedemu.policies.partition_view import PartitionView
 
 from .global_manager import GlobalManager
@@ -25,28 +25,22 @@ from .megha_worker import MeghaWorker
 from .plugin import FRONT_END_COUNTERS, Context, Scheduler
 
 
-def _seconds(upper: float = 1e7) -> dict:
-    """A period or timeout in seconds: finite, > 0, at most ``upper``."""
-    return {"ok": lambda v: finite_at_least(0, strict=True)["ok"](v) and v <= upper,
-            "expected": f"a finite number of seconds > 0 and at most {upper:g}"}
-
-
 PARAMS = (
     Param("heartbeat_s", 10.0, "LM heartbeat period in seconds (delta updates to the GMs)",
           **finite_at_least(0, strict=True)),
     Param("launch_timeout_s", 2.0, "a GM asks a launch again when its completion is this late (past the "
-          "task's expected end)", **_seconds()),
+          "task's expected end)", **seconds_between(1e-6, 1e7)),
     Param("request_timeout_s", 1.0, "a GM asks again for a snapshot or a job's tasks after this long; a "
-          "restarted worker registers again", **_seconds()),
+          "restarted worker registers again", **seconds_between(1e-6, 1e7)),
     Param("resubmit_s", 10.0, "the submitter pings each GM holding open jobs this often, resubmitting the "
-          "jobs it does not hold; 3 missed pings take the GM for down", **_seconds()),
+          "jobs it does not hold; 3 missed pings take the GM for down", **seconds_between(1e-6, 1e7)),
     Param("worker_grace_s", 1.0, "an LM probes the worker of a task overdue by this much (checked at its "
-          "heartbeat tick)", **_seconds()),
-    Param("worker_probe_timeout_s", 1.0, "an LM's wait for a probed worker's answer", **_seconds()),
+          "heartbeat tick)", **seconds_between(1e-6, 1e7)),
+    Param("worker_probe_timeout_s", 1.0, "an LM's wait for a probed worker's answer", **seconds_between(1e-6, 1e7)),
     Param("worker_probe_retries", 3, "unanswered probes before an LM marks a worker down",
           **whole_at_least(1)),
     Param("worker_down_timeout_s", 30.0, "a worker down this long has its tasks handed back to their GMs",
-          **_seconds()),
+          **seconds_between(1e-6, 1e7)),
 )
 
 COUNTERS = FRONT_END_COUNTERS + (

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from fedemu.fabric.errors import ConfigError
-from fedemu.model import Param, seconds_to_us, whole_at_least
+from fedemu.model import Param, seconds_between, seconds_to_us, whole_at_least
 from fedemu.policies.fair_queue import check_weight
 
 from .distributor import ConstraintSetCounts, Distributor
@@ -71,8 +71,7 @@ def reserved_count(fraction, group_size: int) -> int:
     return k
 
 
-_SECONDS = dict(ok=lambda v: not isinstance(v, bool) and isinstance(v, (int, float)) and 0.001 <= v <= 3600,
-                expected="seconds from 0.001 to 3600")
+_SECONDS = seconds_between(0.001, 3600)
 FAULTS = (
     Param("master_sync_s", 1.0, "seconds between a master's syncs of its group state to the second master "
           "(while the group has work; the period doubles while nothing changes)", **_SECONDS),

@@ -12,7 +12,7 @@ run pays one ``ResultAck`` per task and a few timer events per actor.
 from __future__ import annotations
 
 from fedemu.fabric.faults import FAULT_KINDS
-from fedemu.model import Param, finite_at_least, seconds_to_us, whole_at_least
+from fedemu.model import Param, finite_at_least, seconds_between, seconds_to_us, whole_at_least
 from fedemu.policies.partition_view import PartitionView
 
 from .plugin import FRONT_END_COUNTERS, Context, Scheduler
@@ -23,8 +23,7 @@ PARAMS = (
     Param("schedulers", 3, "Sparrow schedulers (front ends jobs are submitted to)", **whole_at_least(1)),
     Param("probe_ratio", 2.0, "probes per task (d in the Sparrow paper)", **finite_at_least(1)),
 )
-_SECONDS = dict(ok=lambda v: not isinstance(v, bool) and isinstance(v, (int, float)) and 0.001 <= v <= 3600,
-                expected="seconds from 0.001 to 3600")
+_SECONDS = seconds_between(0.001, 3600)
 FAULTS = (
     Param("probe_timeout_s", 10.0, "seconds after a job's last probes after which its scheduler probes again "
           "for its tasks still unbound (a lost probe or request, a failed node); doubles per round",
