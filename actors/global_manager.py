@@ -37,6 +37,9 @@ Faults (2022 paper, IV, high availability; our timers where it gives none):
 - A heartbeat that went missing (a gap in its log positions, or an unacknowledged beacon after the
   last one of a burst: see ``policies.change_log``) makes the GM ask that LM for a snapshot
   (``view_resyncs``).
+- Active-standby LMs (``lm_standby``, see ``lm_standby``): every request goes to both replicas; the GM
+  follows the replica of the latest epoch a heartbeat or snapshot came from, and answers one from an
+  older epoch with ``Fenced``.
 """
 
 from __future__ import annotations
@@ -52,8 +55,8 @@ from fedemu.policies.fair_queue import HIGH, FairQueue
 from fedemu.policies.partition_search import PartitionSearch
 
 from .front_end import JobFrontEnd, Pending
-from .megha_messages import (RETRIES, AdoptJob, GmTimer, Heartbeat, HeartbeatAck, JobTasks, Launch, LaunchAccepted,
-                             LaunchFailed, Snapshot, SnapshotRequest, TaskCompleted, TaskLost, backoff)
+from .megha_messages import (RETRIES, AdoptJob, Fenced, GmTimer, Heartbeat, HeartbeatAck, JobTasks, Launch,
+                             LaunchAccepted, LaunchFailed, Snapshot, SnapshotRequest, TaskCompleted, TaskLost, backoff)
 from .submitter import JobDone, Ping, Pong
 
 LAUNCH_ASKS = 3  # unanswered asks of one launch before it is queued again
@@ -83,12 +86,13 @@ class GlobalManagerStatistics:
 class Inflight:
     """A launch sent and not yet answered by a completion: where to, by when, asked how often."""
 
-    __slots__ = ("task", "lm", "worker", "deadline_us", "asks", "seq")
+    __slots__ = ("task", "lm", "worker", "deadline_us", "asks", "seq", "attempt")
 
     def __init__(self, task, lm, worker):
         self.task = task
         self.lm = lm
         self.worker = worker
+        self.attempt = 0  # this GM's number for the launch (0: none sent yet, an adopted task)
         self.deadline_us = 0
         self.asks = 1
         self.seq = 0
@@ -96,12 +100,16 @@ class Inflight:
 
 class GlobalManager(JobFrontEnd, Actor):
     def __init__(self, gm: int, lm_names: list[str], views, *, policy, feasible, recorder,
-                 launch_timeout_us: int = 2_000_000, request_timeout_us: int = 1_000_000) -> None:
-        """``views[lm][p]``: PartitionView of partition p (GM p's) in LM lm's cluster."""
+                 launch_timeout_us: int = 2_000_000, request_timeout_us: int = 1_000_000,
+                 standby_names: list[str] | None = None) -> None:
+        """``views[lm][p]``: PartitionView of partition p (GM p's) in LM lm's cluster; ``standby_names``:
+        each LM's standby replica (active-standby LMs)."""
         super().__init__()
         self.gm = gm
         self.lm_names = lm_names
-        self.lm_ids: list[int] = []  # the LMs' actor ids, resolved from their names at start
+        self.standby_names = standby_names
+        self.lm_ids: list[int] = []  # the LMs' actor ids (the active replicas), resolved from their names at start
+        self.replicas: list[tuple] = []  # with standbys: each LM's two replicas
         self.feasible = feasible
         self.recorder = recorder
         self.launch_timeout_us = launch_timeout_us
@@ -112,6 +120,7 @@ class GlobalManager(JobFrontEnd, Actor):
         self.due: dict[int, list] = {}  # check time -> [(seq, key)] of launches due by then
         self.due_at: list[int] = []  # the check times of ``due``, a heap
         self.seq = 0
+        self.attempts = 0  # launches numbered so far
         self.source: dict[int, int] = {}  # job -> the actor that handed it (told when it is done)
         self.adopting: dict[int, list] = {}  # job -> [job, LMs yet to answer, running, done, asks]
         self.rebuilding: set[int] = set()  # LMs whose snapshot a restarted GM still waits for
@@ -126,6 +135,9 @@ class GlobalManager(JobFrontEnd, Actor):
 
     def on_start(self) -> None:
         self.lm_ids = [self.fabric.addr(name) for name in self.lm_names]
+        self.attempts = self.incarnation << 32  # launch numbers never repeat across incarnations
+        if self.standby_names is not None:
+            self.replicas = [(a, self.fabric.addr(b)) for a, b in zip(self.lm_ids, self.standby_names)]
         self.search.rng = self.rng.child("choice")
         if self.incarnation > 0:  # stateless: rebuild the whole view from the LMs
             self.started_us = self.now
@@ -155,7 +167,7 @@ class GlobalManager(JobFrontEnd, Actor):
 
     def _ask_snapshots(self) -> None:
         for lm in sorted(self.rebuilding):
-            self.send(self.lm_ids[lm], SnapshotRequest(self.gm))
+            self._to_lm(lm, SnapshotRequest(self.gm))
         self.snapshot_asks += 1
         self.set_timer(backoff(self.request_timeout_us, self.snapshot_asks), GmTimer("snapshots"))
 
@@ -195,7 +207,7 @@ class GlobalManager(JobFrontEnd, Actor):
         entry = self.adopting[job_id]
         entry[4] += 1
         for lm in sorted(entry[1]):
-            self.send(self.lm_ids[lm], AdoptJob(job_id, self.gm))
+            self._to_lm(lm, AdoptJob(job_id, self.gm))
         self.set_timer(backoff(self.request_timeout_us, entry[4]), GmTimer(f"adopt {job_id}"))
 
     def on_JobTasks(self, msg: JobTasks, src: int) -> None:
@@ -238,7 +250,8 @@ class GlobalManager(JobFrontEnd, Actor):
 
     # ---- messages from LMs -------------------------------------------------------------
     def on_TaskCompleted(self, msg: TaskCompleted, src: int) -> None:
-        self._set_free(msg.lm, msg.worker, msg.free)
+        if self._followed(msg.lm, src):
+            self._set_free(msg.lm, msg.worker, msg.free)
         self.inflight.pop((msg.job_id, msg.index), None)
         self.task_done(msg.job_id, msg.index)
         self._check_due()
@@ -249,9 +262,12 @@ class GlobalManager(JobFrontEnd, Actor):
         lost: ask for a snapshot (the delta is applied anyway: its values are absolute)."""
         lm = msg.lm
         if msg.incarnation != self.lm_inc[lm]:
-            if msg.incarnation < self.lm_inc[lm]:
-                return  # from an LM incarnation that has since restarted
+            switch = self.replicas and src != self.lm_ids[lm]
+            if not self._follow(lm, msg.incarnation, src):
+                return  # from an LM incarnation that has since restarted, or an old active
             self.lm_inc[lm], self.lm_upto[lm] = msg.incarnation, 0
+            if switch:  # answers from it were not learnt while this GM followed the other replica
+                self._resync(lm)
         last = self.lm_upto[lm]
         if msg.prev == msg.upto:  # a beacon
             if msg.upto == last:
@@ -279,12 +295,12 @@ class GlobalManager(JobFrontEnd, Actor):
 
     def _ask_resync(self, lm: int) -> None:
         self.resync_asks[lm] += 1
-        self.send(self.lm_ids[lm], SnapshotRequest(self.gm))
+        self._to_lm(lm, SnapshotRequest(self.gm))
         self.set_timer(backoff(self.request_timeout_us, self.resync_asks[lm]), GmTimer(f"resync {lm}"))
 
     def on_Snapshot(self, msg: Snapshot, src: int) -> None:
         lm = msg.lm
-        if lm not in self.rebuilding and lm not in self.resyncing:
+        if lm not in self.rebuilding and lm not in self.resyncing or not self._follow(lm, msg.incarnation, src):
             return
         self.rebuilding.discard(lm)
         self.resyncing.discard(lm)
@@ -298,9 +314,12 @@ class GlobalManager(JobFrontEnd, Actor):
 
     def on_LaunchFailed(self, msg: LaunchFailed, src: int) -> None:
         self.failures += 1
-        self._apply(msg.lm, msg.workers, msg.frees)
-        flight = self.inflight.pop((msg.job_id, msg.index), None)
-        if flight is not None:
+        if self._followed(msg.lm, src):
+            self._apply(msg.lm, msg.workers, msg.frees)
+        key = (msg.job_id, msg.index)
+        flight = self.inflight.get(key)
+        if flight is not None and flight.attempt == msg.attempt:  # (not a late answer to an earlier launch)
+            del self.inflight[key]
             if self.fabric.event_log is not None:
                 emit(self, LAUNCH_REQUEUED, job=msg.job_id, task=msg.index, lm=self.lm_names[msg.lm],
                      learned=len(msg.workers))
@@ -309,7 +328,8 @@ class GlobalManager(JobFrontEnd, Actor):
 
     def on_LaunchAccepted(self, msg: LaunchAccepted, src: int) -> None:
         """A retried launch of a task already running there: wait for its end."""
-        self._set_free(msg.lm, msg.worker, msg.free)
+        if self._followed(msg.lm, src):
+            self._set_free(msg.lm, msg.worker, msg.free)
         flight = self.inflight.get((msg.job_id, msg.index))
         if flight is not None:
             flight.lm, flight.asks = msg.lm, 1
@@ -383,7 +403,7 @@ class GlobalManager(JobFrontEnd, Actor):
             if flight.asks < LAUNCH_ASKS:  # ask again: the same LM and worker
                 flight.asks += 1
                 self.recorder.count("launches_retried")
-                self._send_launch(task, flight.lm, flight.worker)
+                self._send_launch(flight)
                 self._await(flight, now + task.duration_us)
             else:  # that LM does not answer: queue the task again, launch nothing there until heard from
                 del inflight[(task.job_id, task.index)]
@@ -426,13 +446,50 @@ class GlobalManager(JobFrontEnd, Actor):
             self.internal += 1
         self.launches += 1
         self.recorder.task_dispatched(task.job_id, task.index, self.now - task.since_us)
-        self._send_launch(task, lm, worker)
-        self._await(Inflight(task, lm, worker), self.now + task.duration_us)
+        flight = Inflight(task, lm, worker)
+        self._send_launch(flight)
+        self._await(flight, self.now + task.duration_us)
 
-    def _send_launch(self, task: Pending, lm: int, worker: int) -> None:
+    def _send_launch(self, flight: Inflight) -> None:
+        """Ask the flight's LM to launch its task; a failure reply names the attempt, so a late one (a
+        duplicate, or the answer to an earlier launch of the task) cannot cancel a later launch."""
+        if not flight.attempt:
+            self.attempts += 1
+            flight.attempt = self.attempts
+        task, worker = flight.task, flight.worker
         external = worker // self.search.per_partition != self.gm
-        self.send(self.lm_ids[lm], Launch(task.job_id, task.index, task.duration_us, task.demand, worker, self.gm,
-                                          external))
+        self._to_lm(flight.lm, Launch(task.job_id, task.index, task.duration_us, task.demand, worker, self.gm,
+                                      external, flight.attempt))
+
+    def _to_lm(self, lm: int, msg) -> None:
+        """Send to LM ``lm``: with active-standby LMs, to both replicas (only the active acts on it)."""
+        if self.replicas:
+            for dst in self.replicas[lm]:
+                self.send(dst, msg)
+        else:
+            self.send(self.lm_ids[lm], msg)
+
+    def _follow(self, lm: int, epoch: int, src: int) -> bool:
+        """Whether a heartbeat or snapshot of ``epoch`` from ``src`` is current: one from a later epoch
+        makes ``src`` the LM this GM follows; one from an older epoch is refused (and, with standbys,
+        answered ``Fenced``: an old active that still believes it is one)."""
+        if epoch < self.lm_inc[lm]:
+            if self.replicas:
+                self.send(src, Fenced(self.lm_inc[lm]))
+            return False
+        if epoch > self.lm_inc[lm] and self.replicas and src != self.lm_ids[lm]:
+            self.lm_ids[lm] = src
+            self.recorder.count("gm_lm_switches")
+        return True
+
+    def _followed(self, lm: int, src: int) -> bool:
+        """Whether an answer's free vectors may be learnt: with standby LMs only the followed replica's
+        are. An answer from the other is an old active's, or a new active's this GM has not heard the
+        epoch of: ask both for a snapshot, whose epoch says which to follow."""
+        if not self.replicas or src == self.lm_ids[lm]:
+            return True
+        self._resync(lm)
+        return False
 
     def statistics(self) -> GlobalManagerStatistics:
         now = self.fabric.now if self.fabric is not None else self.now

@@ -46,9 +46,10 @@ from fedemu.fabric.actor import Actor
 from fedemu.fabric.log import LAUNCH_INVALID, RELAUNCH, REPARTITION, emit
 from fedemu.policies.change_log import NO_CAUSE, ChangeLog
 
+from .lm_standby import Replica, StandbyTimes
 from .megha_messages import (RETRIES, AdoptJob, Heartbeat, HeartbeatAck, HeartbeatTick, JobTasks, Launch,
                              LaunchAccepted, LaunchFailed, LmTimer, Probe, Registered, Snapshot,
-                             SnapshotRequest, TaskCompleted, TaskLost, WorkerStatus, backoff)
+                             SnapshotRequest, Takeover, TaskCompleted, TaskLost, WorkerStatus, backoff)
 from .protocol import RunTask, TaskFinished
 
 HEARTBEAT_RESENDS = 30  # quiet ticks in a row the LM keeps ticking for an unconfirmed delta (beacons)
@@ -91,10 +92,12 @@ class FaultTimes:
     down_timeout_us: int
 
 
-class LocalManager(Actor):
+class LocalManager(Replica, Actor):
     def __init__(self, lm: int, workers, worker_names: list[str], gm_names: list[str], *, heartbeat_us: int,
-                 recorder, faults: FaultTimes) -> None:
-        """``worker_names[w]`` names the actor of LM-local worker ``w``; ``gm_names[g]`` GM ``g``'s actor."""
+                 recorder, faults: FaultTimes, peer_name: str | None = None, replica: int = 0,
+                 standby: StandbyTimes | None = None) -> None:
+        """``worker_names[w]`` names the actor of LM-local worker ``w``; ``gm_names[g]`` GM ``g``'s actor;
+        ``peer_name`` the other replica of this LM (active-standby LMs; ``replica`` 0 starts active)."""
         super().__init__()
         self.lm = lm
         self.specs = list(workers)
@@ -132,6 +135,21 @@ class LocalManager(Actor):
         self.heartbeats = 0
         self.armed = False
         self.tick_at = 0
+        # active-standby (see lm_standby): without a peer this LM is always active, its epoch its incarnation
+        self.peer_name = peer_name
+        self.replica = replica
+        self.standby = standby
+        self.peer_id = -1
+        self.notify: tuple = ()  # who workers tell of a task's end: this LM, and its peer
+        self.active = True
+        self.epoch = 0
+        self.beating = False
+        self.expect_by = -1  # a standby: when the active's next sign of life is due (-1: none is)
+        self.expect_nonce = 0
+        self.pinged = False
+        self.heard_peer_us = 0
+        self.joined = False
+        self.join_asks = 0
         if len(worker_names) != n:
             raise ValueError(f"LM {lm}: {len(worker_names)} worker names for {n} workers")
 
@@ -140,6 +158,11 @@ class LocalManager(Actor):
         self.worker_ids = [addr(name) for name in self.worker_names]
         self.gm_ids = [addr(name) for name in self.gm_names]
         self.local_of = {actor: w for w, actor in enumerate(self.worker_ids)}
+        self.notify = (self.id,)
+        if self.peer_name is not None:
+            self._start_replica()
+            return
+        self.epoch = self.incarnation
         if self.incarnation > 0:  # memory lost: ask every worker before validating anything
             self.started_us = self.now
             self.rebuilding = set(range(len(self.specs)))
@@ -187,8 +210,10 @@ class LocalManager(Actor):
         if self.now != self.tick_at:
             return  # superseded by a sooner tick
         self.armed = False
+        if not self.active:
+            return
         for gm, workers, frees, prev, upto in self.change_log.deltas():
-            self.send(self.gm_ids[gm], Heartbeat(self.lm, self.incarnation, workers, frees, prev, upto))
+            self.send(self.gm_ids[gm], Heartbeat(self.lm, self.epoch, workers, frees, prev, upto))
         self.heartbeats += 1
         self._check_overdue()
         self.quiet += 1
@@ -198,11 +223,17 @@ class LocalManager(Actor):
             self._arm(self.due_at[0] - 1)
 
     def on_HeartbeatAck(self, msg: HeartbeatAck, src: int) -> None:
-        if msg.incarnation == self.incarnation:
+        if msg.incarnation == self.epoch and self.active:
             self.change_log.ack(msg.gm, msg.upto)
 
     # ---- launches and completions -----------------------------------------------------
     def _hold(self, msg, src) -> bool:
+        """Whether the message waits (a rebuild) or is only observed (a standby) instead of handled now."""
+        if not self.active:
+            self._observe(msg, src)
+            return True
+        if self.peer_id >= 0:
+            self._keep_beating()
         if self.rebuilding:
             self.held.append((msg, src))
             return True
@@ -242,7 +273,7 @@ class LocalManager(Actor):
             self.execs[w][key] = demand
             task = self.tasks[key] = LmTask(w, msg.gm, demand, msg.duration_us, self.now + msg.duration_us, 0)
             self._track(key, task)
-            self.send(self.worker_ids[w], RunTask(msg.job_id, msg.index, msg.duration_us, demand, msg.gm, (self.id,)))
+            self.send(self.worker_ids[w], RunTask(msg.job_id, msg.index, msg.duration_us, demand, msg.gm, self.notify))
             return
         if msg.external:
             self.invalid_external += 1
@@ -254,7 +285,7 @@ class LocalManager(Actor):
             emit(self, LAUNCH_INVALID, job=msg.job_id, task=msg.index, worker=self.worker_names[w],
                  gm=self.gm_names[msg.gm], external=msg.external, demand=demand, free=free)
         workers, frees = self.change_log.since(msg.gm, always=w)
-        self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, self.lm, workers, frees))
+        self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, msg.attempt, self.lm, workers, frees))
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
         if self._hold(msg, src):
@@ -289,7 +320,7 @@ class LocalManager(Actor):
             return
         self.change_log.reset(msg.gm)
         n = len(self.free)
-        self.send(self.gm_ids[msg.gm], Snapshot(self.lm, self.incarnation, tuple(range(n)),
+        self.send(self.gm_ids[msg.gm], Snapshot(self.lm, self.epoch, tuple(range(n)),
                                                 tuple(tuple(f) for f in self.free), self.change_log.end))
 
     def on_AdoptJob(self, msg: AdoptJob, src: int) -> None:
@@ -324,7 +355,9 @@ class LocalManager(Actor):
 
     def on_LmTimer(self, msg: LmTimer, src: int) -> None:
         w = msg.worker
-        if msg.what == "probe":
+        if msg.what in ("beat", "expect", "join"):
+            self._replica_timer(msg)
+        elif msg.what == "probe":
             probe = self.probing.get(w)
             if probe is None or probe[1] != msg.nonce:
                 return
@@ -370,10 +403,15 @@ class LocalManager(Actor):
         self.execs[w].clear()
 
     def on_WorkerStatus(self, msg: WorkerStatus, src: int) -> None:
+        if not self.active:
+            self._observe(msg, src)
+            return
+        if self.peer_id >= 0:
+            self._keep_beating()
         w = self.local_of[src]
         if msg.incarnation > self.worker_inc[w]:  # a restarted worker registers (or answers)
             self.worker_inc[w] = msg.incarnation
-            self.send(src, Registered())
+            self.send(src, Registered(self.epoch))
         elif msg.incarnation < self.worker_inc[w]:
             return  # from an earlier incarnation: stale
         self._reconcile(w, msg)
@@ -429,7 +467,7 @@ class LocalManager(Actor):
                 if self.fabric.event_log is not None:
                     emit(self, RELAUNCH, job=key[0], task=key[1], worker=self.worker_names[w])
                 self.send(self.worker_ids[w], RunTask(key[0], key[1], task.duration_us, task.demand, task.owner,
-                                                      (self.id,)))
+                                                      self.notify))
             else:
                 del tasks[key]
                 self.recorder.count("tasks_handed_back")
@@ -439,8 +477,9 @@ class LocalManager(Actor):
 
     # ---- a restarted LM -----------------------------------------------------------------
     def _ask_rebuild(self, attempt: int) -> None:
+        ask = Probe((), True) if self.peer_id < 0 else Takeover(self.epoch)
         for w in sorted(self.rebuilding):
-            self.send(self.worker_ids[w], Probe((), True))
+            self.send(self.worker_ids[w], ask)
         self.set_timer(backoff(self.faults.probe_timeout_us, attempt + 1), LmTimer("rebuild", -1, attempt))
 
     def _rebuilt(self) -> None:

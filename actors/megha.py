@@ -19,6 +19,7 @@ from fedemu.policies.partition_view import PartitionView
 
 from .global_manager import GlobalManager
 from .invariants import Violation
+from .lm_standby import StandbyTimes
 from .local_manager import FaultTimes, LocalManager
 from .megha_messages import RETRIES
 from .megha_worker import MeghaWorker
@@ -41,6 +42,12 @@ PARAMS = (
           **whole_at_least(1)),
     Param("worker_down_timeout_s", 30.0, "a worker down this long has its tasks handed back to their GMs",
           **seconds_between(1e-6, 1e7)),
+    Param("lm_standby", False, "give each LM a standby replica (lm-<c>-standby) that takes over when the active "
+          "stops answering (2022 paper, IV-D; see actors/lm_standby.py)"),
+    Param("lm_beat_s", 1.0, "with lm_standby: an active LM with work in hand beats to its standby this often",
+          **seconds_between(1e-6, 1e7)),
+    Param("lm_takeover_s", 1.0, "with lm_standby: a standby takes over when its ping of an overdue active is not "
+          "answered within this long", **seconds_between(1e-6, 1e7)),
 )
 
 COUNTERS = FRONT_END_COUNTERS + (
@@ -57,7 +64,11 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("launches_refused", "launches a worker refused: they did not fit (a stale LM)"),
     ("stale_finishes", "task-end reports an LM ignored: a duplicate, or of an execution already reconciled"),
     ("gm_rebuilds", "restarted GMs that rebuilt their view from every LM's snapshot"),
-    ("lm_rebuilds", "restarted LMs that rebuilt their state from their workers"),
+    ("lm_rebuilds", "LMs that rebuilt their state from their workers (a restart, or a standby's takeover)"),
+    ("failovers", "standby LMs that took over from an active LM that stopped answering (lm_standby)"),
+    ("lm_step_downs", "active LMs that stepped down on hearing of a later epoch (lm_standby)"),
+    ("gm_lm_switches", "times a GM began to follow the other replica of an LM (a later epoch; lm_standby)"),
+    ("launches_fenced", "launches a worker refused because they came from an LM of an older epoch (lm_standby)"),
     ("jobs_adopted", "resubmitted jobs a GM took over after asking the LMs what of them ran"),
     ("jobs_resubmitted", "jobs the submitter handed out again (a GM forgot it, or stopped answering)"),
     ("front_ends_taken_down", "times the submitter took a GM for down (3 pings unanswered)"),
@@ -89,6 +100,8 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
     faults = FaultTimes(seconds_to_us(float(p["worker_grace_s"])), seconds_to_us(float(p["worker_probe_timeout_s"])),
                         int(p["worker_probe_retries"]), seconds_to_us(float(p["worker_down_timeout_s"])))
     num_resources = len(cluster.resources)
+    standby_names = [f"{name}-standby" for name in lm_names] if p["lm_standby"] else None
+    standby = StandbyTimes(seconds_to_us(float(p["lm_beat_s"])), seconds_to_us(float(p["lm_takeover_s"])))
 
     def partitions(spec):
         n = len(spec.workers) // gms
@@ -101,19 +114,25 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
         def make():
             views = [[view.clone() for view in row] for row in templates]
             return GlobalManager(g, lm_names, views, policy=ctx.policy, feasible=ctx.feasible, recorder=ctx.recorder,
-                                 launch_timeout_us=launch_timeout_us, request_timeout_us=request_timeout_us)
+                                 launch_timeout_us=launch_timeout_us, request_timeout_us=request_timeout_us,
+                                 standby_names=standby_names)
         return make
 
     for g in range(gms):
         ctx.add(gm_names[g], gm_factory(g))
     for c, spec in enumerate(cluster.clusters):
         workers = [f"w-{w.worker_id}" for w in spec.workers]
-        ctx.add(lm_names[c], lambda c=c, spec=spec, workers=workers: LocalManager(
-            c, spec.workers, workers, gm_names, heartbeat_us=heartbeat_us, recorder=ctx.recorder, faults=faults))
+        replicas = [(lm_names[c], None, 0)] if standby_names is None else \
+            [(lm_names[c], standby_names[c], 0), (standby_names[c], lm_names[c], 1)]
+        for name, peer, replica in replicas:
+            ctx.add(name, lambda c=c, spec=spec, workers=workers, peer=peer, replica=replica: LocalManager(
+                c, spec.workers, workers, gm_names, heartbeat_us=heartbeat_us, recorder=ctx.recorder, faults=faults,
+                peer_name=peer, replica=replica, standby=standby))
     for c, spec in enumerate(cluster.clusters):
+        standby_name = standby_names[c] if standby_names else None
         for w in spec.workers:
-            ctx.add(f"w-{w.worker_id}", lambda w=w, c=c: MeghaWorker(w, ctx.recorder, lm_names[c],
-                                                                      retry_us=request_timeout_us))
+            ctx.add(f"w-{w.worker_id}", lambda w=w, c=c, standby_name=standby_name: MeghaWorker(
+                w, ctx.recorder, lm_names[c], retry_us=request_timeout_us, standby_name=standby_name))
     return gm_names
 
 
@@ -127,11 +146,21 @@ def _live(fabric, kind) -> list:
     return out
 
 
-def lm_matches_workers(fabric) -> list[Violation]:
-    """Every live LM (not rebuilding) holds each live worker's true free vector, and has none of them down
-    for good (a worker it still probes, after a partition say, is on its way back up)."""
-    out = []
+def _acting(fabric) -> dict:
+    """Per cluster, the live LM that acts for it: the active replica of the latest epoch (a standby, or
+    an old active that has not heard of a later epoch yet, does not)."""
+    out = {}
     for lm in _live(fabric, LocalManager):
+        if lm.active and (lm.lm not in out or lm.epoch > out[lm.lm].epoch):
+            out[lm.lm] = lm
+    return out
+
+
+def lm_matches_workers(fabric) -> list[Violation]:
+    """Every acting LM (not rebuilding) holds each live worker's true free vector, and has none of them
+    down for good (a worker it still probes, after a partition say, is on its way back up)."""
+    out = []
+    for lm in _acting(fabric).values():
         if lm.rebuilding:
             continue
         for w, wid in enumerate(lm.worker_ids):
@@ -149,14 +178,38 @@ def lm_matches_workers(fabric) -> list[Violation]:
     return out
 
 
+def one_active_lm(fabric) -> list[Violation]:
+    """With standby LMs: each cluster's live workers follow one LM, the acting one (the active replica of
+    the latest epoch), and every live GM follows it too; a replica that still believes it is active
+    with an older epoch is fenced on its first launch or heartbeat. Without standbys it holds trivially."""
+    out = []
+    acting = _acting(fabric)
+    for lm in _live(fabric, LocalManager):
+        if lm.peer_name is None or lm.rebuilding or lm is not acting.get(lm.lm):
+            continue
+        for w, wid in enumerate(lm.worker_ids):
+            worker = fabric.actor(wid)
+            if worker is not None and worker.lm_id != lm.id and w not in lm.down:
+                out.append(Violation("one_active_lm", lm.worker_names[w], fabric.now,
+                                     f"follows {fabric.names[worker.lm_id]} (epoch {worker.epoch}), but {lm.name} "
+                                     f"is the active LM of epoch {lm.epoch}"))
+        for gm in _live(fabric, GlobalManager):  # (a GM the LM's first heartbeat has yet to reach will follow)
+            if lm.lm not in gm.rebuilding and gm.lm_ids[lm.lm] != lm.id and not lm.change_log.unsent(gm.gm):
+                out.append(Violation("one_active_lm", gm.name, fabric.now,
+                                     f"follows {fabric.names[gm.lm_ids[lm.lm]]}, but {lm.name} is the active LM "
+                                     f"of epoch {lm.epoch}"))
+    return out
+
+
 def views_converge(fabric) -> list[Violation]:
     """Every live GM's view of every live LM equals the LM's state, once the changes that GM has not
     acknowledged yet (past its cursor in the LM's change log) are applied."""
     out = []
+    acting = _acting(fabric)
     for gm in _live(fabric, GlobalManager):
         for c, lm_id in enumerate(gm.lm_ids):
             lm = fabric.actor(lm_id)
-            if lm is None or lm.rebuilding or c in gm.rebuilding or c in gm.resyncing:
+            if lm is None or lm is not acting.get(c) or lm.rebuilding or c in gm.rebuilding or c in gm.resyncing:
                 continue
             unsent = lm.change_log.unsent(gm.gm)
             per = gm.search.per_partition
@@ -185,7 +238,7 @@ def build_centralized(ctx: Context) -> list[str]:
 
 
 SURVIVES = ("crash", "restart", "partition", "heal", "slow", "restore", "loss", "dup")
-CHECKS = (lm_matches_workers, views_converge)
+CHECKS = (lm_matches_workers, views_converge, one_active_lm)
 
 MEGHA = Scheduler("megha", "Megha (2022/2023 papers): GMs with eventually consistent views, LMs that validate",
                   build_megha, params=PARAMS, counters=COUNTERS,

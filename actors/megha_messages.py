@@ -19,7 +19,8 @@ def backoff(base_us: int, tries: int) -> int:
 
 @message("megha.launch")
 class Launch:
-    """GM -> LM: run this task on ``worker`` (LM-local). ``external`` asks for a repartition."""
+    """GM -> LM: run this task on ``worker`` (LM-local). ``external`` asks for a repartition; ``attempt``
+    is the GM's number for this launch, echoed by a failure reply."""
 
     job_id: int
     index: int
@@ -28,14 +29,17 @@ class Launch:
     worker: int
     gm: int
     external: bool
+    attempt: int
 
 
 @message("megha.launch_failed")
 class LaunchFailed:
-    """LM -> GM: the requested resources are gone; here is every change that GM has not seen."""
+    """LM -> GM: the requested resources are gone (launch ``attempt``); here is every change that GM
+    has not seen."""
 
     job_id: int
     index: int
+    attempt: int
     lm: int
     workers: tuple
     frees: tuple
@@ -161,7 +165,57 @@ class WorkerStatus:
 
 @message("megha.registered")
 class Registered:
-    """LM -> worker: your registration after a restart was handled."""
+    """LM -> worker: your registration after a restart was handled; I am the active LM of ``epoch``."""
+
+    epoch: int
+
+
+# ---- active-standby LMs (``lm_standby``): see ``lm_standby`` -------------------------------------
+@message("megha.lm_beat")
+class LmBeat:
+    """Active LM -> its standby: alive in ``epoch``; the next beat comes by ``next_us`` (0: none is due,
+    nothing runs here). Also the answer to ``LmPing``."""
+
+    epoch: int
+    next_us: int
+
+
+@message("megha.lm_ping")
+class LmPing:
+    """Standby -> active LM: a beat is overdue (or a request came while none was due): are you there?"""
+
+    epoch: int
+
+
+@message("megha.takeover")
+class Takeover:
+    """New active LM -> worker: follow me from ``epoch`` on, and tell me everything you run and ran
+    (answered with a ``WorkerStatus`` listing every finished task, or ``Fenced`` if the worker knows a
+    later epoch)."""
+
+    epoch: int
+
+
+@message("megha.fenced")
+class Fenced:
+    """Worker or GM -> LM: your epoch is stale; the active LM's epoch is ``epoch`` (the sender steps down)."""
+
+    epoch: int
+
+
+@message("megha.join")
+class Join:
+    """A standby LM (restarted, or one that stepped down) -> its peer: I am your standby; what is done?"""
+
+    epoch: int
+
+
+@message("megha.joined")
+class Joined:
+    """Active LM -> a joining standby: the epoch, and every task done in this cluster as (job, index, worker)."""
+
+    epoch: int
+    done: tuple
 
 
 @message("megha.gm_timer")
@@ -173,7 +227,8 @@ class GmTimer:
 
 @message("megha.lm_timer")
 class LmTimer:
-    """LM's own timer: ``what`` is "probe", "down" or "rebuild"; ``worker`` and ``nonce`` say which."""
+    """LM's own timer: ``what`` is "probe", "down", "rebuild", "beat", "expect" or "join"; ``worker``
+    and ``nonce`` say which."""
 
     what: str
     worker: int

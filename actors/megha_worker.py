@@ -7,20 +7,27 @@
 - Restarted (incarnation > 0), it registers with its LM (its status: nothing running), retried until the
   LM answers; the LM then relaunches what ran here before the crash (the paper's rule).
 No periodic heartbeat: the LM probes a worker only when one of its tasks is overdue (see local_manager).
+
+With active-standby LMs (``lm_standby``) it follows the LM of the latest epoch it has heard (a
+``Takeover``, or the answer to its registration, which goes to both replicas) and answers a launch from
+the other replica, or a takeover of an older epoch, with ``Fenced``: the launch does not run.
 """
 
 from __future__ import annotations
 
-from .megha_messages import RETRIES, Probe, Registered, WorkerRegisterTimer, WorkerStatus, backoff
+from .megha_messages import RETRIES, Fenced, Probe, Registered, Takeover, WorkerRegisterTimer, WorkerStatus, backoff
 from .protocol import RunTask, TaskFinished, TaskTimer
 from .worker import Worker
 
 
 class MeghaWorker(Worker):
-    def __init__(self, spec, recorder, lm_name: str, *, retry_us: int) -> None:
+    def __init__(self, spec, recorder, lm_name: str, *, retry_us: int, standby_name: str | None = None) -> None:
         super().__init__(spec, recorder)
         self.lm_name = lm_name
-        self.lm_id = -1
+        self.standby_name = standby_name
+        self.lm_id = -1  # the LM whose launches run here (the active replica of the latest epoch heard)
+        self.lms: tuple = ()  # the LM's replicas: a restarted worker registers with each
+        self.epoch = 0
         self.retry_us = retry_us
         self.finished: set[tuple[int, int]] = set()
         self.registered = True
@@ -29,21 +36,35 @@ class MeghaWorker(Worker):
 
     def on_start(self) -> None:
         self.lm_id = self.fabric.addr(self.lm_name)
+        self.lms = (self.lm_id,) if self.standby_name is None else (self.lm_id, self.fabric.addr(self.standby_name))
         if self.incarnation > 0:
             self.registered = False
             self._register()
 
     def _register(self) -> None:
         self.register_asks += 1
-        self.send(self.lm_id, self._status(()))
+        status = self._status(())
+        for lm in self.lms:  # which replica is active is not known after a restart: each hears it
+            self.send(lm, status)
         self.set_timer(backoff(self.retry_us, self.register_asks), WorkerRegisterTimer())
 
     def on_WorkerRegisterTimer(self, msg, src) -> None:
         if not self.registered and self.register_asks < RETRIES:
             self._register()
 
-    def on_Registered(self, msg, src) -> None:
+    def on_Registered(self, msg: Registered, src: int) -> None:
+        if msg.epoch >= self.epoch:
+            self.epoch, self.lm_id = msg.epoch, src
+            self.registered = True
+
+    def on_Takeover(self, msg: Takeover, src: int) -> None:
+        """A replica became the active LM: follow it (unless a later epoch is known) and tell it everything."""
+        if msg.epoch < self.epoch:
+            self.send(src, Fenced(self.epoch))
+            return
+        self.epoch, self.lm_id = msg.epoch, src
         self.registered = True
+        self.send(src, self._status(None))
 
     def _status(self, asked) -> WorkerStatus:
         running = tuple((j, i, t.duration_us, t.demand, t.owner, self.ends[(j, i)])
@@ -52,6 +73,10 @@ class MeghaWorker(Worker):
         return WorkerStatus(self.incarnation, running, done)
 
     def on_RunTask(self, msg: RunTask, src: int) -> None:
+        if src != self.lm_id and len(self.lms) > 1:  # from a replica that is not (or no longer) active
+            self.recorder.count("launches_fenced")
+            self.send(src, Fenced(self.epoch))
+            return
         key = (msg.job_id, msg.index)
         if key in self.running:  # a duplicated or retried launch: it runs once
             self.recorder.count("duplicate_launches_suppressed")

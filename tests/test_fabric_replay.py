@@ -413,10 +413,10 @@ def test_registered_messages_print_field_names_and_times_in_seconds():
     from fedemu.actors.megha_messages import Launch
 
     fmt = Formatter(["gm-0", "lm-0"])
-    rec = (SEND, 0, 0, 1, 1, 300, "megha.launch", (0, 0, 42800, (1,), 12, 0, False))
+    rec = (SEND, 0, 0, 1, 1, 300, "megha.launch", (0, 0, 42800, (1,), 12, 0, False, 7))
     assert Launch.__name__ and fmt.format(0, rec) == (
         "[       0]        0.000000s send    gm-0 -> lm-0 #1 megha.launch job_id=0 index=0 duration=0.042800s "
-        "demand=(1,) worker=12 gm=0 external=False due 0.000300s")
+        "demand=(1,) worker=12 gm=0 external=False attempt=7 due 0.000300s")
     assert fmt.format(1, rec[:7] + ((0, 0, 42800),)).endswith("megha.launch [0, 0, 42800] due 0.000300s")
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from fedemu.actors.global_manager import GlobalManager
 from fedemu.actors.local_manager import LocalManager
-from fedemu.actors.megha import CENTRALIZED, MEGHA, lm_matches_workers, views_converge
+from fedemu.actors.megha import CENTRALIZED, MEGHA, lm_matches_workers, one_active_lm, views_converge
 from fedemu.actors.megha_messages import RETRIES
 from fedemu.scenarios import fault_plan
 from fedemu.tools.runner import execute
@@ -157,7 +157,7 @@ def test_the_live_state_checks_bite_on_a_corrupted_view_or_lm_record():
 def test_survives_lists_what_these_tests_prove():
     assert MEGHA.survives == CENTRALIZED.survives == ("crash", "restart", "partition", "heal", "slow", "restore",
                                                       "loss", "dup")
-    assert MEGHA.checks == CENTRALIZED.checks == (lm_matches_workers, views_converge)
+    assert MEGHA.checks == CENTRALIZED.checks == (lm_matches_workers, views_converge, one_active_lm)
 
 
 # ---- a search over random fault plans -----------------------------------------------------------

@@ -143,14 +143,14 @@ def workloads():
 
 
 # per scheduler key: small values of its own shape keys (keys a plug-in does not declare are skipped)
-SHAPE_KEYS = {"masters": st.sampled_from([0, 1]), "distributors": st.integers(1, 3),
+SHAPE_KEYS = {"masters": st.sampled_from([0, 1]), "lm_standby": st.booleans(), "distributors": st.integers(1, 3),
               "schedulers": st.integers(1, 3), "probe_ratio": st.sampled_from([1.0, 2.0, 3.0])}
 
 
 def clusters(scheduler: str | None = None):
     """A small cluster: 1-3 partitions of 1-3 clusters of 1-3 workers each, 1 or 2 slots per worker,
-    and small values of ``scheduler``'s own shape keys (Pigeon's masters and distributors, Sparrow's
-    schedulers and probe ratio)."""
+    and small values of ``scheduler``'s own shape keys (Megha's standby LMs, Pigeon's masters and
+    distributors, Sparrow's schedulers and probe ratio)."""
     own = registry.get(scheduler).param_names if scheduler else ()
     return st.fixed_dictionaries({
         "gms": st.integers(1, 3), "lms": st.integers(1, 3), "workers_per_partition": st.integers(1, 3),
