@@ -1,0 +1,49 @@
+"""The failover scenario: the default federation (300 jobs at 90% load) under a fault plan that takes the
+chosen scheduler through its recovery protocols, one after another, while jobs keep arriving.
+
+- Megha and centralized (standby LMs on): at 2 s the active ``lm-0`` fails for good (its standby takes
+  over), at 3 s ``gm-0`` crashes and restarts 1 s later (stateless: it rebuilds from the LMs' snapshots),
+  at 4 s ``gm-0`` is cut off from ``lm-0-standby`` (the new active) for 2 s.
+- Pigeon and PigeonC: at 2 s ``master-0`` fails for good (its second master takes over), at 3 s
+  ``dist-0`` crashes and restarts 1 s later, at 4 s ``dist-1`` is cut off from ``master-1`` for 2 s.
+- Sparrow: at 2 s ``sparrow-0`` crashes and restarts 1 s later, at 4 s ``sparrow-0`` is cut off from
+  5 random workers for 2 s.
+- Every scheduler: at 5 s five random workers fail for 2 s.
+
+Run it with ``fedemu run failover`` (``--set scheduler=pigeon`` and so on); ``--faults PLAN`` adds more.
+"""
+
+from fedemu.scenarios import fault_plan
+from fedemu.scenarios.federation import PARAMS as _BASE
+from fedemu.scenarios.federation import build as _build
+from fedemu.scenarios.federation import declare  # noqa: F401  (the scenario's keys)
+
+PARAMS = {**_BASE, "jobs": 300, "load": 0.9, "lm_standby": True}
+
+
+def _crash(at_s, target, for_s=None):
+    return {"at_s": at_s, "kind": "crash", "target": target, **({"for_s": for_s} if for_s else {})}
+
+
+def _cut(at_s, sides, for_s):
+    return {"at_s": at_s, "kind": "partition", "sides": sides, "for_s": for_s}
+
+
+WORKERS = {"role": "worker", "count": 5}
+PLANS = {
+    "megha": [_crash(2.0, "lm-0"), _crash(3.0, "gm-0", 1.0), _cut(4.0, ["gm-0", "lm-0-standby"], 2.0)],
+    "pigeon": [_crash(2.0, "master-0"), _crash(3.0, "dist-0", 1.0), _cut(4.0, ["dist-1", "master-1"], 2.0)],
+    "sparrow": [_crash(2.0, "sparrow-0", 1.0), _cut(4.0, [["sparrow-0"], WORKERS], 2.0)],
+}
+PLANS["centralized"], PLANS["pigeonc"] = PLANS["megha"], PLANS["pigeon"]
+
+
+def plan(scheduler: str) -> fault_plan.Plan:
+    """The scenario's fault plan for ``scheduler``."""
+    return fault_plan.from_tables(PLANS[scheduler] + [_crash(5.0, WORKERS, 2.0)], f"scenario failover ({scheduler})")
+
+
+def build(fabric, params):
+    run = _build(fabric, params)
+    fabric.add_faults(plan(params["scheduler"]).faults(fabric.names, fabric.seed))
+    return run
