@@ -194,7 +194,8 @@ class MasterCore:
     def _drop_running(self, local: int, key, relaunch: bool) -> None:
         """The task no longer holds worker ``local``: release it, and queue it again if it was lost."""
         task, cls, _, _ = self.running[local].pop(key)
-        self.where.pop(key, None)
+        if self.where.get(key) == local:
+            del self.where[key]
         if relaunch and cls >= 0:  # cls -1: a task an earlier master placed, which we cannot relaunch
             self.recorder.count("tasks_relaunched")
             if self.h.fabric.event_log is not None:
@@ -278,9 +279,11 @@ class MasterCore:
         for key, demand in reported.items():
             if key not in running:  # placed by an earlier master: it holds the worker all the same
                 other = self.where.get(key)
-                if other is not None and other != local:
-                    self._drop_running(other, key, relaunch=False)
-                    self._refresh(other)
+                if other is not None and other != local:  # it runs there too (relaunched when this
+                    # worker was thought to have lost it): that copy holds its worker until its idle
+                    # notice, and is not relaunched if lost
+                    task, _, epoch, seq = self.running[other][key]
+                    self.running[other][key] = (task, -1, epoch, seq)
                 entry = self.queued.pop(key, None)
                 if entry is None:  # known only by its demand: it cannot be relaunched if lost
                     entry = (Pending(key[0], key[1], 0, (), tuple(demand), self.h.now, -1), -1)

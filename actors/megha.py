@@ -194,7 +194,9 @@ def one_active_lm(fabric) -> list[Violation]:
                                      f"follows {fabric.names[worker.lm_id]} (epoch {worker.epoch}), but {lm.name} "
                                      f"is the active LM of epoch {lm.epoch}"))
         for gm in _live(fabric, GlobalManager):  # (a GM the LM's first heartbeat has yet to reach will follow)
-            if lm.lm not in gm.rebuilding and gm.lm_ids[lm.lm] != lm.id and not lm.change_log.unsent(gm.gm):
+            if lm.lm in gm.rebuilding or lm.lm in gm.resyncing:
+                continue  # it has asked both replicas for a snapshot: the active's answer decides
+            if gm.lm_ids[lm.lm] != lm.id and not lm.change_log.unsent(gm.gm):
                 out.append(Violation("one_active_lm", gm.name, fabric.now,
                                      f"follows {fabric.names[gm.lm_ids[lm.lm]]}, but {lm.name} is the active LM "
                                      f"of epoch {lm.epoch}"))

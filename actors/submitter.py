@@ -11,6 +11,10 @@ job is lost when a front end fails, and a job that two front ends both finish is
   them; the front end answers (``Pong``) with the ones it does not hold (it restarted and forgot them,
   or the job or its ``JobDone`` was lost), which are handed to it again (``Resubmit``); a restarted
   front end announces itself at once and is pinged about everything it held;
+- a front end whose answer was clean (it holds every job asked about) is pinged half as often, down to
+  once every ``PING_BACKOFF`` periods; any other answer, or a missed ping, brings it back to every period.
+  (A restarted front end announces itself, so the slow pings only bound how late a lost job message
+  or a front end that died for good is noticed, and how late an idle GM looks for overdue launches.)
 - a front end that misses ``PING_MISSES`` pings in a row is taken for down: its open jobs go to the
   other front ends (``Resubmit``) and it gets no new ones until it answers again.
 The cost is one ping and one answer per front end with open jobs per period.
@@ -25,6 +29,7 @@ from fedemu.model import Job
 from .protocol import SubmitNext
 
 PING_MISSES = 3  # pings in a row a front end may miss before it is taken for down
+PING_BACKOFF = 8  # a front end that keeps answering clean is pinged at most this many periods apart
 GIVE_UP_ROUNDS = 30  # ping rounds with every front end down before the submitter stops trying
 
 
@@ -84,6 +89,8 @@ class Submitter(Actor):
         self.held: list[dict] = [{} for _ in targets]  # per target: its open jobs, in hand-out order
         self.missed = [0] * len(targets)  # pings in a row not answered
         self.down = [False] * len(targets)
+        self.every = [1] * len(targets)  # each front end's ping period, in periods (backing off)
+        self.due = [0] * len(targets)  # when each front end is pinged next
         self.ticking = False
         self.hopeless = 0  # rounds with every target down
 
@@ -153,8 +160,11 @@ class Submitter(Actor):
             return
         old = self.now - self.resubmit_us
         for t, held in enumerate(self.held):
-            if not held and not self.down[t]:
+            if not held and not self.down[t] or self.due[t] > self.now:
                 continue
+            if self.missed[t]:
+                self.every[t] = 1
+            self.due[t] = self.now + self.every[t] * self.resubmit_us
             self.missed[t] += 1
             if self.missed[t] > PING_MISSES and not self.down[t]:
                 self._taken_down(t)
@@ -188,6 +198,10 @@ class Submitter(Actor):
     def on_Pong(self, msg: Pong, src: int) -> None:
         """A front end's answer; ``unknown`` None: it has just restarted (ping it at once about all it held)."""
         t = self.targets.index(src)
+        clean = self.missed[t] == 1 and not self.down[t] and msg.unknown == ()
+        self.every[t] = min(self.every[t] * 2, PING_BACKOFF) if clean else 1
+        if not clean:
+            self.due[t] = min(self.due[t], self.now + self.resubmit_us)
         self.missed[t] = 0
         self.down[t] = False
         if msg.unknown is None:
