@@ -12,6 +12,7 @@ example database lives in ``OUT/.hypothesis``, so a failure found once is tried 
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import re
 import shlex
@@ -51,6 +52,12 @@ STORM_EVENTS, STORM_PER_S = 50_000, 20_000
 
 class Stalled(Exception):
     """A run that did not quiesce: still busy long after its workload and faults were over."""
+
+
+# A full collection every this many runs: without it a 2-minute search grew past 2 GB (each run leaves
+# about 800 objects in cycles, frozen by the next run's gc_paused and rarely collected after); with it
+# a 1,500-run search stays near 160 MB. A collection costs a few ms.
+COLLECT_EVERY = 200
 
 
 def run_guarded(example: strategies.Example, **kwargs):
@@ -181,6 +188,8 @@ def search(scenario: str = "default", *, schedulers=None, kinds=None, fixed: dic
                 on_run(tally)
             raise
         tally.runs += 1
+        if tally.runs % COLLECT_EVERY == 0:
+            gc.collect()  # runs pause the collector (fabric.kernel.gc_paused): their cycles pile up otherwise
         tally.by_scheduler[example.scheduler or "-"] += 1
         tally.counters.update({k: v for k, v in result.summary.get("counters", {}).items() if isinstance(v, int)})
         faults = result.summary.get("faults") or {}
