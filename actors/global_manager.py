@@ -56,7 +56,8 @@ from fedemu.policies.partition_search import PartitionSearch
 
 from .front_end import JobFrontEnd, Pending
 from .megha_messages import (RETRIES, AdoptJob, Fenced, GmTimer, Heartbeat, HeartbeatAck, JobTasks, Launch,
-                             LaunchAccepted, LaunchFailed, Snapshot, SnapshotRequest, TaskCompleted, TaskLost, backoff)
+                             LaunchAccepted, LaunchFailed, LaunchOk, Snapshot, SnapshotRequest, TaskCompleted,
+                             TaskLost, backoff)
 from .submitter import JobDone, Ping, Pong
 
 LAUNCH_ASKS = 3  # unanswered asks of one launch before it is queued again
@@ -300,7 +301,9 @@ class GlobalManager(JobFrontEnd, Actor):
 
     def on_Snapshot(self, msg: Snapshot, src: int) -> None:
         lm = msg.lm
-        if lm not in self.rebuilding and lm not in self.resyncing or not self._follow(lm, msg.incarnation, src):
+        asked = lm in self.rebuilding or lm in self.resyncing
+        later = self.replicas and msg.incarnation > self.lm_inc[lm]  # another replica took over: take it
+        if not (asked or later) or not self._follow(lm, msg.incarnation, src):
             return
         self.rebuilding.discard(lm)
         self.resyncing.discard(lm)
@@ -325,6 +328,12 @@ class GlobalManager(JobFrontEnd, Actor):
                      learned=len(msg.workers))
             self._requeue(flight.task)
         self._schedule()
+
+    def on_LaunchOk(self, msg: LaunchOk, src: int) -> None:
+        """A valid launch's reply: the changes this GM has not seen (not its own)."""
+        if msg.workers and self._followed(msg.lm, src):
+            self._apply(msg.lm, msg.workers, msg.frees)
+            self._schedule()
 
     def on_LaunchAccepted(self, msg: LaunchAccepted, src: int) -> None:
         """A retried launch of a task already running there: wait for its end."""

@@ -48,7 +48,7 @@ from fedemu.policies.change_log import NO_CAUSE, ChangeLog
 
 from .lm_standby import Replica, StandbyTimes
 from .megha_messages import (RETRIES, AdoptJob, Heartbeat, HeartbeatAck, HeartbeatTick, JobTasks, Launch,
-                             LaunchAccepted, LaunchFailed, LmTimer, Probe, Registered, Snapshot,
+                             LaunchAccepted, LaunchFailed, LaunchOk, LmTimer, Probe, Registered, Snapshot,
                              SnapshotRequest, Takeover, TaskCompleted, TaskLost, WorkerStatus, backoff)
 from .protocol import RunTask, TaskFinished
 
@@ -95,7 +95,7 @@ class FaultTimes:
 class LocalManager(Replica, Actor):
     def __init__(self, lm: int, workers, worker_names: list[str], gm_names: list[str], *, heartbeat_us: int,
                  recorder, faults: FaultTimes, peer_name: str | None = None, replica: int = 0,
-                 standby: StandbyTimes | None = None) -> None:
+                 standby: StandbyTimes | None = None, launch_replies: bool = False) -> None:
         """``worker_names[w]`` names the actor of LM-local worker ``w``; ``gm_names[g]`` GM ``g``'s actor;
         ``peer_name`` the other replica of this LM (active-standby LMs; ``replica`` 0 starts active)."""
         super().__init__()
@@ -107,6 +107,7 @@ class LocalManager(Replica, Actor):
         self.gm_ids: list[int] = []
         self.local_of: dict[int, int] = {}  # worker actor id -> LM-local worker index
         self.heartbeat_us = heartbeat_us
+        self.launch_replies = launch_replies  # answer a valid launch with the GM's unseen changes too
         self.recorder = recorder
         self.faults = faults
         n = len(self.specs)
@@ -274,6 +275,9 @@ class LocalManager(Replica, Actor):
             task = self.tasks[key] = LmTask(w, msg.gm, demand, msg.duration_us, self.now + msg.duration_us, 0)
             self._track(key, task)
             self.send(self.worker_ids[w], RunTask(msg.job_id, msg.index, msg.duration_us, demand, msg.gm, self.notify))
+            if self.launch_replies:
+                workers, frees = self.change_log.fresh(msg.gm)
+                self.send(self.gm_ids[msg.gm], LaunchOk(msg.job_id, msg.index, self.lm, workers, frees))
             return
         if msg.external:
             self.invalid_external += 1

@@ -43,6 +43,9 @@ PARAMS = (
           **whole_at_least(1)),
     Param("worker_down_timeout_s", 30.0, "a worker down this long has its tasks handed back to their GMs",
           **seconds_between(1e-6, 1e7)),
+    Param("launch_replies", "delta", "what a GM hears back from a launch: 'delta' (every launch is answered with "
+          "the LM's changes that GM has not seen; the workshop paper) or 'failures' (only invalid launches are)",
+          ok=lambda v: v in ("delta", "failures"), expected="delta or failures"),
     Param("lm_standby", False, "give each LM a standby replica (lm-<c>-standby) that takes over when the active "
           "stops answering (2022 paper, IV-D; see actors/lm_standby.py)"),
     Param("lm_beat_s", 1.0, "with lm_standby: an active LM with work in hand beats to its standby this often",
@@ -128,7 +131,7 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
         for name, peer, replica in replicas:
             ctx.add(name, lambda c=c, spec=spec, workers=workers, peer=peer, replica=replica: LocalManager(
                 c, spec.workers, workers, gm_names, heartbeat_us=heartbeat_us, recorder=ctx.recorder, faults=faults,
-                peer_name=peer, replica=replica, standby=standby))
+                peer_name=peer, replica=replica, standby=standby, launch_replies=p["launch_replies"] == "delta"))
     for c, spec in enumerate(cluster.clusters):
         standby_name = standby_names[c] if standby_names else None
         for w in spec.workers:

@@ -45,6 +45,19 @@ class LaunchFailed:
     frees: tuple
 
 
+@message("megha.launch_ok")
+class LaunchOk:
+    """LM -> GM (``launch_replies=delta``): the launch is valid and under way; here is every change that
+    GM has not seen since its last heartbeat or launch reply (the workshop paper: GMs "collect partial
+    state information about an entire LM cluster after every launch request")."""
+
+    job_id: int
+    index: int
+    lm: int
+    workers: tuple
+    frees: tuple
+
+
 @message("megha.task_completed")
 class TaskCompleted:
     """LM -> GM: one of that GM's tasks finished; ``free`` is the worker's free vector now."""

@@ -42,6 +42,7 @@ class ChangeLog:
         self.sent = [0] * num_gms  # log position each GM's deltas were cut up to
         self.told = [0] * num_gms  # ``upto`` of the last delta (or snapshot) sent to each GM
         self.idle = [0] * num_gms  # ticks since the last delta sent to each GM
+        self.replied = [0] * num_gms  # log position each GM's last launch reply was cut up to
 
     def __len__(self) -> int:
         """Changes kept (not yet trimmed)."""
@@ -76,6 +77,17 @@ class ChangeLog:
         """Some GM has not confirmed every change."""
         end = self.end
         return any(c < end for c in self.cursor)
+
+    def fresh(self, gm: int) -> tuple[tuple, tuple]:
+        """(workers, free tuples) for a launch reply to ``gm``: changed since its last delta or launch
+        reply, whichever is later, minus those it caused. Nothing moves but the reply position: the next
+        delta still carries them (values are absolute), so a lost reply loses nothing."""
+        start = max(self.sent[gm], self.replied[gm])
+        self.replied[gm] = self.end
+        cause = self.cause
+        workers = tuple(w for w in dict.fromkeys(self.changes[start - self.base:]) if cause[w] != gm)
+        free = self.free
+        return workers, tuple(tuple(free[w]) for w in workers)
 
     def deltas(self) -> list[tuple[int, tuple, tuple, int, int]]:
         """(gm, workers, free tuples, prev, upto) for every GM with something new (a heartbeat), and a

@@ -26,6 +26,7 @@ class LogMachine(RuleBasedStateMachine):
         self.told = [0] * gms  # the position of the last delta each GM was sent
         self.confirmed = [0] * gms  # what each GM confirmed (its cursor)
         self.idle = [0] * gms
+        self.replied = [0] * gms  # how much of the history each GM's last launch reply was cut from
 
     def expected(self, gm):
         """Workers changed since ``gm``'s last delta, once each in order of first change, minus those
@@ -52,6 +53,17 @@ class LogMachine(RuleBasedStateMachine):
             workers.append(always)
         got = self.log.since(gm, always)
         assert got == (tuple(workers), tuple((self.free[w][0],) for w in workers))
+
+    @rule(gm=st.integers(0, 2))
+    def fresh(self, gm):
+        """A valid launch's reply: what changed since the GM's last delta or reply, whichever is later,
+        minus what it caused; only the reply position moves."""
+        gm %= self.gms
+        latest = {w: cause for w, cause in self.history}
+        since = dict.fromkeys(w for w, _ in self.history[max(self.sent[gm], self.replied[gm]):])
+        workers = [w for w in since if latest[w] != gm]
+        self.replied[gm] = len(self.history)
+        assert self.log.fresh(gm) == (tuple(workers), tuple((self.free[w][0],) for w in workers))
 
     @rule()
     def heartbeat(self):
@@ -138,8 +150,9 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.views[gm][worker] -= demand
             self.to_lm[gm].append((worker, demand))
 
-    @rule(gm=st.integers(0, 2))
-    def lm_validates(self, gm):
+    @rule(gm=st.integers(0, 2), reply=st.booleans())
+    def lm_validates(self, gm, reply=False):
+        """``reply``: a valid launch is answered with the GM's fresh changes too (launch_replies=delta)."""
         gm %= self.gms
         if not self.to_lm[gm]:
             return
@@ -149,6 +162,10 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.log.record(worker, gm)
             self.running.append((gm, worker, demand))
             self.last[worker] = ("launch", gm)
+            if reply:
+                workers, frees = self.log.fresh(gm)
+                assert all(self.last[w][1] != gm for w in workers)
+                self.inbox[gm].append((workers, frees, None, None))
         else:
             workers, frees = self.log.since(gm, always=worker)
             assert worker in workers

@@ -162,3 +162,14 @@ def test_a_gm_reports_how_old_its_view_of_each_lm_is_and_what_it_has_in_flight()
         assert len(stats.view_age_us) == 4
         assert all(0 <= age < fabric.now for age in stats.view_age_us), stats.view_age_us
         assert stats.inflight == 0
+
+
+def test_every_valid_launch_is_answered_with_the_gms_unseen_changes_unless_only_failures_are():
+    """launch_replies=delta (the default): one LaunchOk per valid launch; 'failures': none, as before."""
+    from fedemu.tools.runner import execute
+    for replies, expect_ok in (("delta", True), ("failures", False)):
+        s = execute("default", overrides={"jobs": 60, "launch_replies": replies}).summary
+        kinds, c = s["messages_by_kind"], s["counters"]
+        valid = kinds["megha.launch"] - c.get("invalid_internal", 0) - c.get("invalid_external", 0)
+        assert kinds.get("megha.launch_ok", 0) == (valid if expect_ok else 0)
+        assert set(s["invariants"].values()) == {"ok"}
