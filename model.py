@@ -77,6 +77,11 @@ def seconds_between(low: float, high: float) -> dict:
             "expected": f"seconds from {low:g} to {high:g}"}
 
 
+def one_of(names) -> dict:
+    """``ok``/``expected`` of a Param that takes one of ``names`` (text)."""
+    return {"ok": lambda v: v in names, "expected": " or ".join(names)}
+
+
 def finite_at_least(minimum: float, strict: bool = False) -> dict:
     """``ok``/``expected`` of a finite-number Param with a lower bound (``strict``: above it)."""
     def ok(v) -> bool:

@@ -13,6 +13,9 @@ Choices where the papers leave room (written down here as the issue asks):
   ``FairQueue``) and tried oldest signature first; a signature that fails is parked for the rest of
   the pass, so one pass costs O(signatures), not O(queued tasks). A task whose launch fails goes to
   the back of the queue.
+- Queue knobs (Megha ``PARAMS``): ``gm_queue=fewest-remaining`` serves the task whose job had the
+  fewest tasks not yet done when it was queued first (FIFO among ties) instead of oldest first;
+  ``failed_launch=front`` puts a task whose launch the LM refused at the front of the queue.
 - A partition that had no suitable worker for a signature is not searched again for it until an
   update changes that partition (``PartitionSearch``'s memo); allocations only take resources
   away, so the memo is exact, not a heuristic.
@@ -101,8 +104,8 @@ class Inflight:
 
 class GlobalManager(JobFrontEnd, Actor):
     def __init__(self, gm: int, lm_names: list[str], views, *, policy, feasible, recorder,
-                 launch_timeout_us: int = 2_000_000, request_timeout_us: int = 1_000_000,
-                 standby_names: list[str] | None = None) -> None:
+                 launch_timeout_us: int = 2_000_000, request_timeout_us: int = 1_000_000, gm_queue: str = "fifo",
+                 failed_launch: str = "back", standby_names: list[str] | None = None) -> None:
         """``views[lm][p]``: PartitionView of partition p (GM p's) in LM lm's cluster; ``standby_names``:
         each LM's standby replica (active-standby LMs)."""
         super().__init__()
@@ -116,7 +119,9 @@ class GlobalManager(JobFrontEnd, Actor):
         self.launch_timeout_us = launch_timeout_us
         self.request_timeout_us = request_timeout_us
         self.search = PartitionSearch(views, gm, policy)
-        self.queue = FairQueue(math.inf)  # one class: tasks keyed by signature, oldest signature first
+        # one class: tasks keyed by signature, oldest signature first (or fewest remaining: ``_enqueue``)
+        self.queue = FairQueue(math.inf, ranked=gm_queue == "fewest-remaining")
+        self.failed_front = failed_launch == "front"
         self.inflight: dict[tuple[int, int], Inflight] = {}
         self.due: dict[int, list] = {}  # check time -> [(seq, key)] of launches due by then
         self.due_at: list[int] = []  # the check times of ``due``, a heap
@@ -326,7 +331,7 @@ class GlobalManager(JobFrontEnd, Actor):
             if self.fabric.event_log is not None:
                 emit(self, LAUNCH_REQUEUED, job=msg.job_id, task=msg.index, lm=self.lm_names[msg.lm],
                      learned=len(msg.workers))
-            self._requeue(flight.task)
+            self._requeue(flight.task, front=self.failed_front)
         self._schedule()
 
     def on_LaunchOk(self, msg: LaunchOk, src: int) -> None:
@@ -352,9 +357,12 @@ class GlobalManager(JobFrontEnd, Actor):
             self._requeue(flight.task)
             self._schedule()
 
-    def _requeue(self, task: Pending) -> None:
+    def _requeue(self, task: Pending, front: bool = False) -> None:
         task.since_us = self.now
-        self._enqueue(task)
+        if front:
+            self.queue.push_front(HIGH, task, (task.constraints, task.demand))
+        else:
+            self._enqueue(task)
 
     # ---- launches that get no answer -----------------------------------------------------
     def _await(self, flight: Inflight, end_us: int) -> None:
@@ -427,7 +435,8 @@ class GlobalManager(JobFrontEnd, Actor):
 
     # ---- queue and matching ------------------------------------------------------------
     def _enqueue(self, task: Pending) -> None:
-        self.queue.push(HIGH, task, (task.constraints, task.demand))
+        left = self.open_jobs.get(task.job_id)  # ranked by its job's tasks not yet done (gm_queue)
+        self.queue.push(HIGH, task, (task.constraints, task.demand), left[0] if left else 0)
 
     def _schedule(self) -> None:
         """One pass: place queued tasks oldest first until nothing more fits the view. A signature

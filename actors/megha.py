@@ -15,7 +15,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from fedemu.model import Param, finite_at_least, seconds_between, seconds_to_us, whole_at_least
+from fedemu.model import Param, finite_at_least, one_of, seconds_between, seconds_to_us, whole_at_least
 from fedemu.policies.partition_view import PartitionView
 
 from .global_manager import GlobalManager
@@ -25,6 +25,11 @@ from .local_manager import FaultTimes, LocalManager
 from .megha_messages import RETRIES
 from .megha_worker import MeghaWorker
 from .plugin import FRONT_END_COUNTERS, Context, Scheduler
+
+
+GM_QUEUES = ("fifo", "fewest-remaining")
+FAILED_LAUNCH = ("back", "front")
+JOB_TO_GM = ("round-robin", "task-count")
 
 
 PARAMS = (
@@ -45,13 +50,20 @@ PARAMS = (
           **seconds_between(1e-6, 1e7)),
     Param("launch_replies", "delta", "what a GM hears back from a launch: 'delta' (every launch is answered with "
           "the LM's changes that GM has not seen; the workshop paper) or 'failures' (only invalid launches are)",
-          ok=lambda v: v in ("delta", "failures"), expected="delta or failures"),
+          **one_of(("delta", "failures"))),
     Param("lm_standby", False, "give each LM a standby replica (lm-<c>-standby) that takes over when the active "
           "stops answering (2022 paper, IV-D; see actors/lm_standby.py)"),
     Param("lm_beat_s", 1.0, "with lm_standby: an active LM with work in hand beats to its standby this often",
           **seconds_between(1e-6, 1e7)),
     Param("lm_takeover_s", 1.0, "with lm_standby: a standby takes over when its ping of an overdue active is not "
           "answered within this long", **seconds_between(1e-6, 1e7)),
+    Param("gm_queue", GM_QUEUES[0], "a GM's queue: fifo (oldest task first; the workshop paper's rescheduling "
+          "puts a task 'at the end of its task request queue') or fewest-remaining (the task whose job had the "
+          "fewest tasks not yet done when it was queued first)", **one_of(GM_QUEUES)),
+    Param("failed_launch", FAILED_LAUNCH[0], "where a GM queues a task whose launch the LM refused: back (behind "
+          "the queue) or front (ahead of it)", **one_of(FAILED_LAUNCH)),
+    Param("job_to_gm", JOB_TO_GM[0], "how a job picks its GM: round-robin, or task-count (its number of tasks "
+          "modulo the number of GMs)", **one_of(JOB_TO_GM)),
 )
 
 COUNTERS = FRONT_END_COUNTERS + (
@@ -119,7 +131,8 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
             views = [[view.clone() for view in row] for row in templates]
             return GlobalManager(g, lm_names, views, policy=ctx.policy, feasible=ctx.feasible, recorder=ctx.recorder,
                                  launch_timeout_us=launch_timeout_us, request_timeout_us=request_timeout_us,
-                                 standby_names=standby_names)
+                                 standby_names=standby_names, gm_queue=p["gm_queue"],
+                                 failed_launch=p["failed_launch"])
         return make
 
     for g in range(gms):

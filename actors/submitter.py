@@ -1,7 +1,8 @@
 """Job submission: releases the workload's jobs at their arrival times to the schedulers' front ends.
 
 The workload is an iterator read lazily, one job ahead, so a 300k-task trace is never held at once.
-Targets (front-end actors, by name) are chosen round robin (default) or at random from the actor's seeded stream.
+Targets (front-end actors, by name) are chosen round robin (default), at random from the actor's seeded
+stream, or by the job's task count modulo the number of targets (``task-count``: Megha's ``job_to_gm``).
 
 With ``resubmit_us`` > 0 (a scheduler whose front ends report ``JobDone``: Megha's GMs) the submitter
 is each job's owner of record: it keeps every job it handed out until its front end reports it done,
@@ -107,11 +108,13 @@ class Submitter(Actor):
             return
         self.set_timer(max(0, self.next_job.arrival_us - self.now), SubmitNext())
 
-    def _pick(self) -> int:
-        """A target for a new job: round robin or random, skipping targets taken for down."""
+    def _pick(self, job) -> int:
+        """A target for ``job``: round robin, random or by task count, skipping targets taken for down."""
         n = len(self.targets)
         if self.choice == "random":
             t = self.rng.randrange(n)
+        elif self.choice == "task-count":
+            t = job.num_tasks % n
         else:
             t = self.rr % n
             self.rr += 1
@@ -124,7 +127,7 @@ class Submitter(Actor):
         while self.next_job is not None and self.next_job.arrival_us <= self.now:
             job = self.next_job
             self.recorder.job_arrived(job, short=job.mean_task_us <= self.short_cutoff_us)
-            target = self._pick()
+            target = self._pick(job)
             self.send(self.targets[target], job)
             if self.resubmit_us:
                 self._hold(job, target)
@@ -185,7 +188,7 @@ class Submitter(Actor):
         if all(self.down):
             return
         for job_id in list(self.held[t]):
-            self._resubmit(job_id, self._pick())
+            self._resubmit(job_id, self._pick(self.open[job_id][0]))
 
     def _resubmit(self, job_id: int, target: int) -> None:
         entry = self.open[job_id]

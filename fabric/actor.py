@@ -14,7 +14,10 @@ import attrs
 from .log import get_logger
 from .rand import Stream
 
-RANK_FAULT, RANK_MESSAGE, RANK_TIMER = 0, 1, 2
+# A queue entry's rank field: faults, then messages, then timers at one time. A message's tie
+# (``ties``) fills the low TIE_BITS of its rank, so the order takes one int, not another tuple field.
+TIE_BITS = 62
+RANK_FAULT, RANK_MESSAGE, RANK_TIMER = 0, 1 << TIE_BITS, 2 << TIE_BITS
 LOCAL = 2  # 'copy' field of a timer merged into its owner's mailbox within a window
 
 

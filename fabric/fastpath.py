@@ -2,9 +2,10 @@
 
 A send on a plain network (the default link only, without loss, duplication or faults) is the
 fabric's hottest path. ``make_send`` returns it as one closure, bound once per fabric, that writes out
-three plain calls which would each cost a Python call per message:
+four plain calls which would each cost a Python call per message:
 
 - the latency draw: ``Latency.sample`` -> ``rand.draw`` -> ``rand.mix64`` (splitmix64);
+- the entry's tie: ``ties.tie``;
 - ``SenderFifo.clamp``'s first branch (nothing the sender sent is still in flight);
 - ``EventQueue.push`` of an entry into an existing later bucket.
 
@@ -19,6 +20,7 @@ from .actor import RANK_MESSAGE
 from .journal import SEND
 from .network import DRAWS_PER_SEND
 from .rand import GOLDEN, MASK, MIX1, MIX2
+from .ties import TIE_MASK
 
 
 def make_send(fabric):
@@ -28,6 +30,7 @@ def make_send(fabric):
     actors = fabric._actors
     by_kind = fabric.sent_by_kind
     routed = fabric._send_routed
+    tie_keys = fabric._ties  # grows in place as actors are added; its items change with ``ties``
 
     def send(actor, dst: int, msg) -> None:
         if not 0 <= dst < len(actors):
@@ -59,7 +62,7 @@ def make_send(fabric):
         tag = msg._fedemu_tag
         actor._outbox.append((SEND, now, idx, seq, dst, at, tag, msg._fedemu_fields(msg)))
         by_kind[tag] = by_kind.get(tag, 0) + 1
-        entry = (at, RANK_MESSAGE, idx, seq, 0, dst, msg)
+        entry = (at, RANK_MESSAGE | ((at + 1) * tie_keys[idx] & TIE_MASK), idx, seq, 0, dst, msg)  # ties.tie
         b = at // queue.width  # EventQueue.push into an existing later bucket, inlined
         if b > queue.index:
             bucket = queue.buckets.get(b)

@@ -1,9 +1,12 @@
 """The fabric's window loop: one event queue owns virtual time and every cross-actor effect.
 
-Queue entries are ``(time_us, rank, src, seq, copy, dst, payload)``: rank 0 faults, 1 messages,
-2 timers; ``(src, seq)`` is the sender's own counter, so the order never depends on which actor ran
-first. The fabric advances in windows ``[t, t + L)`` where L is the network's minimum latency (its
-lookahead): nothing sent inside a window can arrive inside it, so every entry due in the window is
+Queue entries are ``(time_us, rank, src, seq, copy, dst, payload)``: faults first, then messages,
+then timers at one time (``actor.RANK_*``); a message's rank also holds its tie in its low bits, a
+seeded order of senders that changes with the time (``ties``), so at one time messages from different
+senders are ordered by (tie, src) and no sender wins every race by its number (``ties="sender"``: by
+src alone, the older order). ``(src, seq)`` is the sender's own counter, so the order never depends
+on which actor ran first. The fabric advances in windows ``[t, t + L)`` where L is the network's
+minimum latency (its lookahead): nothing sent inside a window can arrive inside it, so every entry due in the window is
 put in its receiver's mailbox at once and the receivers (trio tasks) are woken. A window that would
 hold more than ``WINDOW_CAP`` entries ends early, at a time boundary, so its actors stay in the CPU
 cache. Sends and timers are routed and queued as they are made (``routing``); each actor's journal
@@ -15,7 +18,7 @@ draw, and the result is the same as delivering tick by tick.
 
 Zero latency is allowed (then windows are one tick long): a message sent with latency 0 is delivered
 in a later window of the same tick, after the receiver's own timers due at that tick, so at equal
-times the (time, rank, sender, seq) order holds only among entries already queued.
+times the (time, rank, tie, sender, seq) order holds only among entries already queued.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import attrs
 import outcome
 import trio
 
-from . import parking, rand
+from . import parking, rand, ties
 from .actor import LOCAL, RANK_FAULT, RANK_TIMER, Actor, ActorCrashed
 from .errors import ConfigError
 from .faults import Resolved, plan as make_plan
@@ -86,7 +89,8 @@ def gc_paused():
 class Fabric(Routing):
     """Actors, network, fault plan and journal of one deterministic run."""
 
-    def __init__(self, seed: int = 0, *, network: Network | None = None, journal: Journal | None = None):
+    def __init__(self, seed: int = 0, *, network: Network | None = None, journal: Journal | None = None,
+                 ties: str = "seeded"):
         super().__init__(network, journal)
         self.seed = int(seed)
         self.now = 0
@@ -116,6 +120,8 @@ class Fabric(Routing):
         self.progress_every = 1024
         self.window_cap = WINDOW_CAP
         self.event_log = None  # a fabric.log.EventLog when the run writes protocol events (--log)
+        self._tie_order = "seeded"
+        self.ties = ties  # checked; draws the outside key
 
     # ---- building a run -----------------------------------------------------------------
     def add(self, name: str, factory) -> int:
@@ -130,9 +136,22 @@ class Fabric(Routing):
         self._seq.append(0)
         self._epoch.append(0)
         self._keys.append(rand.name_key(self.seed, f"net/{name}"))
+        self._ties.append(ties.sender_key(self.seed, name, self._tie_order))
         self._incarnations.append(0)
         self._up.append(True)
         return idx
+
+    @property
+    def ties(self) -> str:
+        """How messages due at one time are ordered: ``seeded`` (``fabric.ties``) or ``sender`` (by id)."""
+        return self._tie_order
+
+    @ties.setter
+    def ties(self, order: str) -> None:
+        """Set before the run starts; the sender keys of the actors added so far are redrawn in place."""
+        self._tie_order = ties.check(order)
+        self._ties[:] = [ties.sender_key(self.seed, name, order) for name in self._names]
+        self._outside_tie = ties.sender_key(self.seed, "outside", order)
 
     def addr(self, name: str) -> int:
         try:

@@ -1,7 +1,7 @@
 """The fabric's send side: sends and timers are routed and queued as they are made, and their
 journal records wait in their actor's outbox until every actor of the window is idle again.
 
-A send's queue key ``(time, rank, sender, sender's seq, copy)``, its latency and loss draws
+A send's queue key ``(time, rank | tie, sender, sender's seq, copy)`` (the tie: ``ties``), its latency and loss draws
 (counter-based) and its link's FIFO state (owned by its one sender) do not depend on which actor ran
 first. Only the journal order would, so ``_flush`` writes the outboxes actor by actor in wake order.
 A send on a plain network takes the fast path (``fastpath.make_send``); every other send takes
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bisect import insort
 
-from . import fastpath
+from . import fastpath, ties
 from .actor import LOCAL, RANK_MESSAGE, RANK_TIMER, Actor
 from .events import EventQueue
 from .journal import DROP, SEND, TIMER_FIRE, TIMER_SET, Journal
@@ -34,6 +34,8 @@ class Routing:
         self._push = self._queue.push
         self._actors: list[Actor | None] = []  # the live instance per actor index, None while down
         self._keys: list[int] = []  # the network stream key of each actor's sends
+        self._ties: list[int] = []  # the tie key of each actor's sends (``ties.sender_key``)
+        self._outside_tie = 0  # the tie key of injected messages
         self._outside_seq = 0
         self._window_end = 0  # a timer due before it is merged into its owner's mailbox
         self._last_event = 0
@@ -57,7 +59,7 @@ class Routing:
         self._outside_seq += 1
         seq = self._outside_seq
         self.journal.append((SEND, self.now, OUTSIDE, seq, dst, at_us, msg._fedemu_tag, msg._fedemu_fields(msg)))
-        self._push((at_us, RANK_MESSAGE, OUTSIDE, seq, 0, dst, msg))
+        self._push((at_us, RANK_MESSAGE | ties.tie(self._outside_tie, at_us), OUTSIDE, seq, 0, dst, msg))
 
     def _bad_dst(self, actor: Actor, dst: int, msg) -> None:
         raise ValueError(f"{actor.name} sent {msg._fedemu_tag} to actor index {dst}; "
@@ -76,9 +78,10 @@ class Routing:
             out.append((DROP, now, idx, seq, dst, "loss"))
             self._drop("loss")
             return
-        self._push((at, RANK_MESSAGE, idx, seq, 0, dst, msg))
+        rank = RANK_MESSAGE | ties.tie(self._ties[idx], at)
+        self._push((at, rank, idx, seq, 0, dst, msg))
         if copies == 2:
-            self._push((at, RANK_MESSAGE, idx, seq, 1, dst, msg))
+            self._push((at, rank, idx, seq, 1, dst, msg))
 
     def _set_timer(self, actor: Actor, at: int, msg) -> None:
         """Set ``actor``'s timer number ``actor._seq``: into its own sorted mailbox when it falls in

@@ -15,19 +15,23 @@ Choices where the papers are silent:
   accepts is served. With a single key per class this is plain FIFO (Pigeon). A key the caller rejects
   is parked until ``reopen`` (the end of the caller's dispatch pass), so a pass costs O(keys), not
   O(items).
+- Megha's GM knobs: a ``ranked`` queue serves a lower ``rank`` first (FIFO among equal ranks; the GM's
+  ``gm_queue=fewest-remaining`` ranks a task by its job's tasks not yet done when it is queued), and
+  ``push_front`` puts an item ahead of every other of its class (``failed_launch=front``).
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from heapq import heappop, heappush, heapreplace
+from heapq import heapify, heappop, heappush, heapreplace
 
 from fedemu.fabric.errors import ConfigError
 
 HIGH = 0
 LOW = 1
 CLASS_NAMES = ("high", "low")
+RANK_SHIFT = 40  # a ranked item's position: rank << RANK_SHIFT + its push number (fewer than 2^40 pushes)
 
 
 def check_weight(weight) -> float | int:
@@ -46,10 +50,16 @@ def check_weight(weight) -> float | int:
 
 
 class FairQueue:
-    """Two classes (HIGH, LOW) of keyed FIFO items served by weighted fair queuing with weight W."""
+    """Two classes (HIGH, LOW) of keyed FIFO items served by weighted fair queuing with weight W.
 
-    def __init__(self, weight) -> None:
+    Each item has a position (its push number, below every pushed one for ``push_front``, and its
+    rank above the push number in a ``ranked`` queue); a class serves the accepted item of least
+    position. Per key the items wait in a deque (a heap when ``ranked``)."""
+
+    def __init__(self, weight, ranked: bool = False) -> None:
         self.weight = check_weight(weight)
+        self.ranked = ranked
+        self._front = 0  # positions of push_front, going down from 0
         self.streak = 0  # HIGH serves since the last LOW serve, counted while LOW held items
         self.served = [0, 0]
         self.rejected = 0  # keys parked because the caller rejected them (Megha counts "reschedules")
@@ -70,16 +80,50 @@ class FairQueue:
         """Distinct keys with items waiting in class ``cls``."""
         return len(self._items[cls])
 
-    def push(self, cls: int, item, key=None) -> None:
-        """Append ``item`` to class ``cls`` under ``key`` (any hashable; None groups everything)."""
+    def push(self, cls: int, item, key=None, rank: int = 0) -> None:
+        """Append ``item`` to class ``cls`` under ``key`` (any hashable; None groups everything);
+        a ``ranked`` queue serves it after the items of lower ``rank`` (a whole number >= 0)."""
         self._seq += 1
+        if not self.ranked:
+            items = self._items[cls]
+            q = items.get(key)
+            if q is None:
+                q = items[key] = deque()
+                heappush(self._heads[cls], (self._seq, key))
+            q.append((self._seq, item))
+            self.sizes[cls] += 1
+            return
+        self._insert(cls, key, (rank << RANK_SHIFT) + self._seq, item)
+
+    def push_front(self, cls: int, item, key=None) -> None:
+        """Put ``item`` ahead of every item of class ``cls`` (ahead of the earlier ``push_front`` ones too)."""
+        self._front -= 1
+        self._insert(cls, key, self._front, item)
+
+    def _insert(self, cls: int, key, pos: int, item) -> None:
+        """Add ``item`` at position ``pos``; when it becomes its key's head, the key's entry moves."""
         items = self._items[cls]
         q = items.get(key)
-        if q is None:
-            q = items[key] = deque()
-            heappush(self._heads[cls], (self._seq, key))
-        q.append((self._seq, item))
         self.sizes[cls] += 1
+        if q is None:
+            items[key] = [(pos, item)] if self.ranked else deque([(pos, item)])
+            heappush(self._heads[cls], (pos, key))
+            return
+        old = q[0][0]
+        if self.ranked:
+            heappush(q, (pos, item))
+        elif pos < old:
+            q.appendleft((pos, item))
+        else:
+            q.append((pos, item))
+        if pos < old:  # the key's head is now this item: move its entry (wherever it waits)
+            for entries in (self._heads[cls], self._parked[cls]):
+                for i, entry in enumerate(entries):
+                    if entry[1] == key and entry[0] == old:
+                        entries[i] = (pos, key)
+                        if entries is self._heads[cls]:
+                            heapify(entries)
+                        return
 
     def low_due(self) -> bool:
         """Whether the next serve should come from LOW (it waits and HIGH has had its W)."""
@@ -105,7 +149,7 @@ class FairQueue:
                 continue
             items = self._items[cls]
             q = items[key]
-            item = q.popleft()[1]
+            item = (heappop(q) if self.ranked else q.popleft())[1]
             if q:
                 heapreplace(heads, (q[0][0], key))
             else:

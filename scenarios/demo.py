@@ -19,6 +19,7 @@ PARAMS = {
     "jitter_ms": 0.2,
     "loss": 0.01,
     "faults": True,
+    "ties": "seeded",  # order of messages due at one time (the fabric's ``ties``): seeded or sender
 }
 
 
@@ -77,6 +78,7 @@ class DemoRun:
 
 def build(fabric, params):
     check_demo(params)  # one-line errors for numbers the demo cannot use, before any actor exists
+    fabric.ties = params["ties"]
     jitter = int(params["jitter_ms"] * 1000)
     base = int(params["latency_ms"] * 1000)
     fabric.network.default = Link(Latency.uniform(max(0, base - jitter), base + jitter), loss=params["loss"])

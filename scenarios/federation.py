@@ -19,7 +19,8 @@ from fedemu.actors.submitter import Submitter
 from fedemu.fabric.errors import ConfigError, unknown_name
 from fedemu.fabric.network import Latency, Link
 from fedemu.fabric.rand import Stream
-from fedemu.model import Param, Recorder, finite_at_least, probability, seconds_to_us, whole_at_least
+from fedemu.fabric.ties import TIE_ORDERS
+from fedemu.model import Param, Recorder, finite_at_least, one_of, probability, seconds_to_us, whole_at_least
 from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES, get_worker_choice
 from fedemu.scenarios import constraints as cons
 from fedemu.scenarios import fault_plan
@@ -62,6 +63,9 @@ COMMON = (
     Param("jitter_ms", 0.0, "latency spread: uniform in latency +- jitter", **finite_at_least(0)),
     Param("loss", 0.0, "probability that a message is lost", **probability()),
     Param("dup", 0.0, "probability that a message is delivered twice", **probability()),
+    Param("ties", TIE_ORDERS[0], "order of messages due at one time: seeded (a seeded order of the senders that "
+          "changes with the time) or sender (lowest sender id first, the older order)",
+          **one_of(TIE_ORDERS)),
     # random failure processes (scenarios.fault_plan): exponential times to failure and to repair per actor
     Param("worker_mtbf_s", 0.0, "mean seconds between a worker's failures; 0: workers never fail",
           **finite_at_least(0)),
@@ -188,6 +192,7 @@ def build(fabric, params: dict):
     total_units = sum(w.capacity[0] for w in cluster.workers())
     recorder = Recorder(total_units=total_units)
     fabric.network.default = network(params)
+    fabric.ties = params["ties"]
     index = cons.ConstraintIndex(cluster)
     max_cap = tuple(max(w.capacity[r] for w in cluster.workers()) for r in range(len(cluster.resources)))
 
@@ -203,7 +208,8 @@ def build(fabric, params: dict):
     cutoff = seconds_to_us(float(params["short_cutoff_s"]))
     # a scheduler that declares resubmit_s has front ends that report JobDone: the submitter owns the jobs
     resubmit_us = seconds_to_us(float(params["resubmit_s"])) if "resubmit_s" in scheduler.param_names else 0
-    fabric.add("submitter", lambda: Submitter(jobs, targets, recorder, short_cutoff_us=cutoff,
+    choice = params["job_to_gm"] if "job_to_gm" in scheduler.param_names else "round-robin"  # Megha's key
+    fabric.add("submitter", lambda: Submitter(jobs, targets, recorder, short_cutoff_us=cutoff, choice=choice,
                                               resubmit_us=resubmit_us))
     fabric.add_faults(fault_plan.processes(params, fabric.names, fabric.seed,
                                            lambda: build_workload(params, fabric.seed, total_units, table)))

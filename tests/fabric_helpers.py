@@ -12,7 +12,7 @@ import types
 from collections import Counter, defaultdict
 from heapq import heappop, heappush
 
-from fedemu.fabric import messages, rand
+from fedemu.fabric import messages, rand, ties
 from fedemu.fabric.actor import RANK_FAULT, RANK_MESSAGE, RANK_TIMER, Actor
 from fedemu.fabric.faults import plan as make_plan
 from fedemu.fabric.journal import DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, Journal, JournalReader
@@ -275,11 +275,11 @@ def multiset_diff(expected, got, limit: int = 8) -> str:
 
 # ---- the reference: one event at a time, in heap-key order ---------------------------------
 def reference_run(seed: int, names: list[str], factories: list, network: Network, faults=(),
-                  injects=()) -> list[tuple]:
+                  injects=(), tie_order: str = "seeded") -> list[tuple]:
     """Run the same actors tick by tick, one heap event at a time, without trio or windows.
 
-    Event keys are the fabric's documented ``(time, rank, src, seq, copy)``; handlers are called
-    directly. The network's ``route`` and ``apply`` are reused (the thing under test here is the kernel). Returns the
+    Event keys are the fabric's documented ``(time, rank | tie, src, seq, copy)`` (``tie_order`` as the
+    fabric's ``ties``); handlers are called directly. The network's ``route`` and ``apply`` are reused (the thing under test here is the kernel). Returns the
     records it would journal (in its own order; compare as multisets)."""
     n = len(names)
     index = {name: i for i, name in enumerate(names)}
@@ -290,6 +290,8 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
     epochs = [0] * n
     incs = [0] * n
     keys = [rand.name_key(seed, f"net/{name}") for name in names]
+    tie_keys = [ties.sender_key(seed, name, tie_order) for name in names]
+    outside_tie = ties.sender_key(seed, "outside", tie_order)
     def send(actor, dst, msg) -> None:
         seq, now = actor._seq, actor._now
         at, copies = network.route(actor.id, dst, seq, now, keys[actor.id])
@@ -297,7 +299,7 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
         if copies == 0:
             records.append((DROP, now, actor.id, seq, dst, "loss"))
         for copy in range(copies):
-            heappush(heap, (at, RANK_MESSAGE, actor.id, seq, copy, dst, msg))
+            heappush(heap, (at, RANK_MESSAGE | ties.tie(tie_keys[actor.id], at), actor.id, seq, copy, dst, msg))
 
     def set_timer(actor, at, msg) -> None:  # never merged into a mailbox: no windows here
         seq = actor._seq
@@ -308,7 +310,7 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
 
     for k, (dst, msg, at) in enumerate(injects, start=1):
         records.append((SEND, 0, OUTSIDE, k, dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
-        heappush(heap, (at, RANK_MESSAGE, OUTSIDE, k, 0, dst, msg))
+        heappush(heap, (at, RANK_MESSAGE | ties.tie(outside_tie, at), OUTSIDE, k, 0, dst, msg))
     for k, fault in enumerate(make_plan(faults)):
         heappush(heap, (fault.at_us, RANK_FAULT, OUTSIDE, k, 0, OUTSIDE, fault))
 

@@ -37,7 +37,7 @@ def test_unknown_parameter_is_named_with_the_known_ones(capsys):
     code, out, err = run_cli(capsys, "run", "demo", "--set", "nope=1")
     assert code == 2 and out == ""
     assert err == ("fedemu: error: unknown parameter 'nope'; known: duration_ms, faults, jitter_ms, latency_ms, "
-                   "loss, peers, period_ms\n")
+                   "loss, peers, period_ms, ties\n")
 
 
 @pytest.mark.parametrize("item, message", [

@@ -533,9 +533,10 @@ def test_the_event_panel_shows_the_runs_event_log_as_it_happens(plain, monkeypat
             seen_during_run.append(sum(1 for _, text, _ in self.sampler.log if " launch_invalid " in text))
 
     view = Watching(view.console, ScriptedKeys({}))
+    over = {**PARAMS, "load": 0.95, "launch_replies": "failures"}  # staler views: invalid launches all along
     with view:
-        result = runner.execute("default", overrides={**PARAMS, "load": 0.95}, progress=view)
-    assert result.digest == runner.execute("default", overrides={**PARAMS, "load": 0.95}).digest
+        result = runner.execute("default", overrides=over, progress=view)
+    assert result.digest == runner.execute("default", overrides=over).digest
     events = [(t, text) for t, text, _ in view.sampler.log if " launch_invalid " in text or " repartition " in text]
     counters = result.summary["counters"]
     assert len([1 for _, text in events if " launch_invalid " in text]) == \
