@@ -81,9 +81,16 @@ COMMON = (
 PARAMS = {p.name: p.default for p in COMMON + tuple(p for s in registry.SCHEDULERS.values() for p in s.params)}
 
 
+# the workload keys and the workloads that read them: setting one another workload ignores is an error
+WORKLOAD_KEYS = {"workload": ("poisson", "syn_N", "trace"), "trace": ("trace",), "load": ("poisson",),
+                 "rate": ("poisson",), "fanout": ("poisson",), "task_dist": ("poisson",),
+                 "task_s": ("poisson", "syn_N")}
+
+
 def declare(params: dict, given=()) -> list[tuple[str, tuple[Param, ...]]]:
     """The keys that apply to a run, as (section title, params); ``given`` (the keys set with --set)
-    must all apply, else a ConfigError naming the key and what it belongs to."""
+    must all apply, else a ConfigError naming the key and what it belongs to (a scheduler, or a
+    workload: ``trace`` with workload=poisson would be ignored)."""
     scheduler = registry.get(params["scheduler"])
     common = COMMON if scheduler.takes_policy else tuple(p for p in COMMON if p is not POLICY)
     if scheduler.takes_policy and params["policy"] not in WORKER_CHOICE_NAMES:
@@ -98,6 +105,14 @@ def declare(params: dict, given=()) -> list[tuple[str, tuple[Param, ...]]]:
         owners = [s.name for s in registry.SCHEDULERS.values() if key in s.param_names]
         raise ConfigError(f"parameter {key!r} does not apply to scheduler {scheduler.name!r} (it is "
                           f"{'/'.join(owners)}'s); see fedemu run --help-params --set scheduler={scheduler.name}")
+    kind = "syn_N" if str(params["workload"]).startswith("syn_") else str(params["workload"])
+    defaults = {p.name: p.default for p in COMMON}
+    for key in given:
+        readers = WORKLOAD_KEYS.get(key)
+        if readers is not None and kind in WORKLOAD_KEYS["workload"] and kind not in readers \
+                and params[key] != defaults[key]:  # (a replay gives every key, most at their defaults)
+            raise ConfigError(f"parameter {key!r} does not apply to workload {params['workload']!r} (only "
+                              f"{' and '.join(readers)} read{'s' if len(readers) == 1 else ''} it)")
     return [("common", common), (f"scheduler {scheduler.name}", scheduler.params)]
 
 

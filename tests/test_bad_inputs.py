@@ -84,6 +84,12 @@ CASES = [
     ("trace-empty", _set("workload=trace", "trace={t_empty.tr}"), "{t_empty.tr}: the trace has no jobs"),
     ("trace-blank", _set("workload=trace", "trace={t_blank.tr}"), "{t_blank.tr}: the trace has no jobs"),
     ("trace-missing", _set("workload=trace", "trace={tmp}/nope.tr"), "{tmp}/nope.tr: no such trace file"),
+    ("trace-with-poisson", _set("trace={tmp}/nope.tr"),
+     "parameter 'trace' does not apply to workload 'poisson' (only trace reads it)"),
+    ("fanout-with-trace", _set("workload=trace", "trace={tmp}/nope.tr", "fanout=3"),
+     "parameter 'fanout' does not apply to workload 'trace' (only poisson reads it)"),
+    ("task-s-with-trace", _set("workload=trace", "trace={tmp}/nope.tr", "task_s=2"),
+     "parameter 'task_s' does not apply to workload 'trace' (only poisson and syn_N read it)"),
     # seeds
     ("seed-2-64", [*RUN, "--seed", str(2**64)], "argument --seed: expected a whole number from 0 to"),
     ("seed-negative", [*RUN, "--seed", "-1"], "argument --seed: expected a whole number from 0 to"),
