@@ -178,7 +178,7 @@ class TaskRecord:
     processing_us: int = 0
     worker_queue_us: int = 0
     comm_us: int = 0
-    mark_us: int = attrs.field(default=attrs.Factory(lambda self: self.arrival_us, takes_self=True))
+    mark_us: int = 0  # set to the arrival by ``Recorder.job_arrived``
 
     @property
     def allocation_us(self) -> int:
@@ -241,7 +241,7 @@ class Recorder:
         self.jobs[job.job_id] = JobRecord(job.job_id, job.arrival_us, job.num_tasks, job.ideal_jrt_us,
                                           job.mean_task_us, short, demand=job.demand, constraints=job.constraints)
         for i, d in enumerate(job.durations_us):
-            self.tasks[(job.job_id, i)] = TaskRecord(job.job_id, i, job.arrival_us, d)
+            self.tasks[(job.job_id, i)] = TaskRecord(job.job_id, i, job.arrival_us, d, mark_us=job.arrival_us)
 
     def task_handled(self, job_id: int, index: int, arrived_us: int, start_us: int) -> TaskRecord | None:
         """The message carrying the task reached a scheduler component at ``arrived_us`` (or the task
