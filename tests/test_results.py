@@ -60,7 +60,7 @@ def test_write_results_files(tmp_path):
     tasks = read_csv(out / "tasks.csv")
     assert tuple(tasks[0]) == TASKS_HEADER
     assert tasks[1] == ["0", "0", "0.0", "0.25", "1.25", "7", "0.25", "0.1", "0.0", "0.0", "0.15", "1"]
-    assert tasks[2] == ["1", "0", "1.0", "", "", "", "", "0.0", "", "0"]
+    assert tasks[2] == ["1", "0", "1.0", "", "", "", "", "0.0", "0.0", "0.0", "0.0", "0"]  # parts so far
     util = read_csv(out / "utilization.csv")
     assert util[0] == ["time_s", "utilization"]
     assert [float(u) for _, u in util[1:]] == pytest.approx([0.75, 1.0])
