@@ -267,7 +267,12 @@ class Recorder:
 
     def served(self, actor, arrived_us: int, start_us: int, end_us: int) -> None:
         """A single-server actor ended a handler's service at ``end_us``: the tasks it passed on were in
-        processing until then (their sends leave at the end of the service)."""
+        processing until then (their sends leave at the end of the service). Called with ``end_us`` -1
+        as the service starts: tasks passed on since by an actor that takes no time are let go (their
+        processing was 0)."""
+        if end_us < 0:
+            self.serving.clear()
+            return
         for rec in self.serving:
             rec.processing_us += end_us - rec.mark_us
             rec.mark_us = end_us

@@ -122,7 +122,7 @@ class Fabric(Routing):
         self.window_cap = WINDOW_CAP
         self.event_log = None  # a fabric.log.EventLog when the run writes protocol events (--log)
         self.cost_model = None  # a costs.CostModel: scheduler components become single servers (``service``)
-        self.on_served = None  # optional callable(actor, arrived, start, end) after each served entry
+        self.on_served = None  # optional callable(actor, arrived, start, end): before (end -1) and after each served entry
         self._roles: dict[type, object] = {}  # actor class -> its RoleCost (None: takes no time)
         self._resumes: dict[int, int] = {}  # actor index -> resume entries queued for it so far
 

@@ -24,8 +24,8 @@ model (``cost_model=zero``) the kernel never comes here and runs exactly as befo
   and makes a pending resume stale. A handler's effects are committed when its service starts: a crash
   during its service does not undo them.
 - ``on_start`` takes no time; what it sends leaves at once.
-- ``fabric.on_served(actor, arrived, start, end)``, when set, is called after each handled entry (the
-  recorder uses it to measure processing time).
+- ``fabric.on_served(actor, arrived, start, end)``, when set, is called before (with end -1) and after
+  each handled entry (the recorder uses it to measure processing time).
 """
 
 from __future__ import annotations
@@ -117,6 +117,8 @@ def drain(fabric, actor) -> None:
         actor._now = start
         actor._arrived = arrived
         actor._charged = 0
+        if hook is not None:
+            hook(actor, arrived, start, -1)
         msg = entry[6]
         handler = cache.get(msg.__class__)
         if handler is None:
