@@ -163,10 +163,13 @@ class Cluster:
 # ---- what a run records --------------------------------------------------------------------
 @attrs.define(slots=True)
 class TaskRecord:
-    """One task's life. Allocation time (start - arrival) splits, as in the 2022 Megha paper, into
-    framework queuing (waiting in a scheduler queue) and communication (the rest: messages in flight).
-    The paper's third part, processing (the scheduler's decision cost), is not modelled: decisions
-    take no virtual time, so no column reports it."""
+    """One task's life. Allocation time (start - arrival) splits as in the 2022 Megha paper (shared/papers
+    file 002, section III), each part summed from intervals between real events of the task, never
+    derived from the total: ``comm_us``, on the wire (from the event that sent it on to the arrival of the
+    message carrying it); ``queue_us``, framework queueing (from that arrival until the handler that
+    passed it on started: a busy component's mailbox, a scheduler's task queue); ``processing_us``, that
+    handler's service time (0 without a cost model); ``worker_queue_us``, from its arrival at the worker
+    to its start. ``mark_us`` is the task's last such event, so the parts add up to the allocation time."""
 
     job_id: int
     index: int
@@ -177,14 +180,14 @@ class TaskRecord:
     worker: int = -1
     queue_us: int = 0
     attempts: int = 0
+    processing_us: int = 0
+    worker_queue_us: int = 0
+    comm_us: int = 0
+    mark_us: int = 0  # set to the arrival by ``Recorder.job_arrived``
 
     @property
     def allocation_us(self) -> int:
         return self.start_us - self.arrival_us
-
-    @property
-    def communication_us(self) -> int:
-        return self.allocation_us - self.queue_us
 
 
 @attrs.define(slots=True)
@@ -231,6 +234,10 @@ class Recorder:
     aborted: int = 0  # executions ended by a worker crash
     wasted_us: int = 0  # unit-microseconds of work those executions lost
     recoveries_us: list = attrs.Factory(list)  # per failover: detection plus takeover time
+    # a cost model is on: the tasks the handler being served passed on, whose processing ends with its
+    # service (``served``, called by the fabric after each handler of a single-server actor)
+    timed: bool = False
+    serving: list = attrs.Factory(list)
 
     def count(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
@@ -239,22 +246,55 @@ class Recorder:
         self.jobs[job.job_id] = JobRecord(job.job_id, job.arrival_us, job.num_tasks, job.ideal_jrt_us,
                                           job.mean_task_us, short, demand=job.demand, constraints=job.constraints)
         for i, d in enumerate(job.durations_us):
-            self.tasks[(job.job_id, i)] = TaskRecord(job.job_id, i, job.arrival_us, d)
+            self.tasks[(job.job_id, i)] = TaskRecord(job.job_id, i, job.arrival_us, d, mark_us=job.arrival_us)
 
-    def task_dispatched(self, job_id: int, index: int, waited_us: int) -> None:
-        """A scheduler took the task off its queue after ``waited_us`` and sent it towards a worker
-        (one attempt; a failed launch, a retry or a relaunch queues it again and adds its wait)."""
-        rec = self.tasks[(job_id, index)]
-        rec.queue_us += waited_us
-        rec.attempts += 1
+    def task_handled(self, job_id: int, index: int, arrived_us: int, start_us: int) -> TaskRecord | None:
+        """The message carrying the task reached a scheduler component at ``arrived_us`` (or the task
+        was queued there again then), and the handler passing it on started at ``start_us``: the time
+        since its last event was communication, the wait framework queueing, and that handler's service
+        (``served``) is processing. Ignored once the task runs (a duplicate launch), and for a task
+        never submitted (a test driving one component alone)."""
+        rec = self.tasks.get((job_id, index))
+        if rec is not None and rec.start_us == -1:
+            rec.comm_us += arrived_us - rec.mark_us
+            rec.queue_us += start_us - arrived_us
+            rec.mark_us = start_us
+            if self.timed:
+                self.serving.append(rec)
+        return rec
 
-    def task_started(self, job_id: int, index: int, now: int, worker: int, units: int = 1) -> None:
-        """An execution of the task began on ``worker``. The first live one is the task's own record;
-        another while it runs (a retried launch that crossed a partition) is kept in ``other_runs``."""
+    def task_dispatched(self, job_id: int, index: int, since_us: int, start_us: int) -> None:
+        """A scheduler took the task off its queue (where it was put at ``since_us``) in a handler that
+        started at ``start_us`` and sent it towards a worker: one attempt (a failed launch, a retry or a
+        relaunch queues it again), timed as in ``task_handled``."""
+        self.task_handled(job_id, index, since_us, start_us)
+        self.tasks[(job_id, index)].attempts += 1
+
+    def served(self, actor, arrived_us: int, start_us: int, end_us: int) -> None:
+        """A single-server actor ended a handler's service at ``end_us``: the tasks it passed on were in
+        processing until then (their sends leave at the end of the service). Called with ``end_us`` -1
+        as the service starts: tasks passed on since by an actor that takes no time are let go (their
+        processing was 0)."""
+        if end_us < 0:
+            self.serving.clear()
+            return
+        for rec in self.serving:
+            rec.processing_us += end_us - rec.mark_us
+            rec.mark_us = end_us
+        self.serving.clear()
+
+    def task_started(self, job_id: int, index: int, now: int, worker: int, units: int = 1,
+                     arrived_us: int | None = None) -> None:
+        """An execution of the task began on ``worker`` (its launch arrived there at ``arrived_us``, by
+        default now). The first live one is the task's own record; another while it runs (a retried
+        launch that crossed a partition) is kept in ``other_runs``."""
         rec = self.tasks[(job_id, index)]
         self.busy.append((now, units))
         if rec.start_us == -1:
-            rec.start_us = now
+            arrived = now if arrived_us is None else arrived_us
+            rec.comm_us += arrived - rec.mark_us
+            rec.worker_queue_us += now - arrived
+            rec.mark_us = rec.start_us = now
             rec.worker = worker
             return
         self.other_runs.append([job_id, index, worker, now, -1, units])

@@ -114,6 +114,7 @@ class DistributorStatistics:
 
 
 class Distributor(JobFrontEnd, Actor):
+    COST_ROLE = "distributor"  # a single server (fabric.service)
     """One of Ns distributors; ``counts`` (a ConstraintSetCounts) makes it PigeonC's, None Pigeon's.
     ``members[g]``: the actor names of group g (its master first), whom it alerts when g's master is
     silent; ``retry_us``: the batch retry and ping period."""
@@ -183,6 +184,8 @@ class Distributor(JobFrontEnd, Actor):
             weights = self.counts.weights
             where = [self.pick.weighted_index(weights(c, job.demand)) for c in job.constraints]
         self.split[job.job_id] = (job, where)
+        for index in range(job.num_tasks):  # the tasks pass through here: their wait and this handler's service
+            self.recorder.task_handled(job.job_id, index, self.arrived, self.now)
         per_master: list[list[int]] = [[] for _ in range(n)]
         for index, m in enumerate(where):
             per_master[m].append(index)

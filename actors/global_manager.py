@@ -103,6 +103,7 @@ class Inflight:
 
 
 class GlobalManager(JobFrontEnd, Actor):
+    COST_ROLE, COST_UNITS = "gm", ("worker", "change")  # a single server (fabric.service): what it charges
     def __init__(self, gm: int, lm_names: list[str], views, *, policy, feasible, recorder,
                  launch_timeout_us: int = 2_000_000, request_timeout_us: int = 1_000_000, gm_queue: str = "fifo",
                  failed_launch: str = "back", standby_names: list[str] | None = None) -> None:
@@ -156,11 +157,13 @@ class GlobalManager(JobFrontEnd, Actor):
     # ---- the view --------------------------------------------------------------------
     def _set_free(self, lm: int, worker: int, free: tuple) -> None:
         self.heard_us[lm] = self.now
+        self.charge("change")
         self.search.learn(lm, (worker,), (free,))
 
     def _apply(self, lm: int, workers: tuple, frees: tuple) -> None:
         """Learn absolute free vectors of LM ``lm``'s workers (the search's memo notes the change)."""
         self.heard_us[lm] = self.now
+        self.charge("change", len(workers))
         self.search.learn(lm, workers, frees)
 
     def _forget(self, lm: int) -> None:
@@ -195,7 +198,7 @@ class GlobalManager(JobFrontEnd, Actor):
     def on_Job(self, job, src: int) -> None:
         if not self._admit(job, src):
             return
-        now = self.now
+        now = self.arrived  # the tasks wait from the job's arrival (in the mailbox while the GM is busy)
         for i, d in enumerate(job.durations_us):
             self._enqueue(Pending(job.job_id, i, d, job.constraints[i], job.demand, now))
         self._schedule()
@@ -358,7 +361,7 @@ class GlobalManager(JobFrontEnd, Actor):
             self._schedule()
 
     def _requeue(self, task: Pending, front: bool = False) -> None:
-        task.since_us = self.now
+        task.since_us = self.arrived
         if front:
             self.queue.push_front(HIGH, task, (task.constraints, task.demand))
         else:
@@ -452,6 +455,7 @@ class GlobalManager(JobFrontEnd, Actor):
             if got is None:
                 break
             self._launch(got[0], *got[1])
+        self.charge("worker", search.take_scanned())
         if queue.rejected != rejected:  # something was parked: due again in the next pass
             queue.reopen()
             self.recorder.count("reschedules", queue.rejected - rejected)
@@ -463,7 +467,7 @@ class GlobalManager(JobFrontEnd, Actor):
         else:
             self.internal += 1
         self.launches += 1
-        self.recorder.task_dispatched(task.job_id, task.index, self.now - task.since_us)
+        self.recorder.task_dispatched(task.job_id, task.index, task.since_us, self.now)
         flight = Inflight(task, lm, worker)
         self._send_launch(flight)
         self._await(flight, self.now + task.duration_us)

@@ -61,7 +61,7 @@ class Replica:
         return epoch if epoch % 2 == self.replica else epoch + 1
 
     # ---- the active side --------------------------------------------------------------
-    def _busy(self) -> bool:
+    def _work_in_hand(self) -> bool:
         return bool(self.tasks or self.held or self.rebuilding or self.change_log.pending())
 
     def _keep_beating(self) -> None:
@@ -71,7 +71,7 @@ class Replica:
             self._beat()
 
     def _beat(self) -> None:
-        if self._busy():
+        if self._work_in_hand():
             self.send(self.peer_id, LmBeat(self.epoch, self.now + self.standby.beat_us))
             self.set_timer(self.standby.beat_us, LmTimer("beat", -1, self.epoch))
         else:

@@ -93,6 +93,8 @@ class FaultTimes:
 
 
 class LocalManager(Replica, Actor):
+    COST_ROLE, COST_UNITS = "lm", ("change",)  # a single server (fabric.service): what it charges
+
     def __init__(self, lm: int, workers, worker_names: list[str], gm_names: list[str], *, heartbeat_us: int,
                  recorder, faults: FaultTimes, peer_name: str | None = None, replica: int = 0,
                  standby: StandbyTimes | None = None, launch_replies: bool = False) -> None:
@@ -208,13 +210,14 @@ class LocalManager(Replica, Actor):
     def on_HeartbeatTick(self, msg, src) -> None:
         """Send every GM its delta (or beacon); probe the workers of overdue tasks. With nothing to send
         the next tick waits for the next change or the first tick after the next task is overdue."""
-        if self.now != self.tick_at:
+        if self.arrived != self.tick_at:  # the tick this timer was set for
             return  # superseded by a sooner tick
         self.armed = False
         if not self.active:
             return
         for gm, workers, frees, prev, upto in self.change_log.deltas():
             self.send(self.gm_ids[gm], Heartbeat(self.lm, self.epoch, workers, frees, prev, upto))
+            self.charge("change", len(workers))
         self.heartbeats += 1
         self._check_overdue()
         self.quiet += 1
@@ -258,6 +261,7 @@ class LocalManager(Replica, Actor):
             self.recorder.count("duplicate_launches_suppressed")
             self.send(self.gm_ids[msg.gm], TaskCompleted(msg.job_id, msg.index, self.lm, w, tuple(self.free[w])))
             return
+        self.recorder.task_handled(msg.job_id, msg.index, self.arrived, self.now)
         free = self.free[w]
         demand = msg.demand
         if w not in self.down and all(f >= d for f, d in zip(free, demand)):
@@ -277,6 +281,7 @@ class LocalManager(Replica, Actor):
             self.send(self.worker_ids[w], RunTask(msg.job_id, msg.index, msg.duration_us, demand, msg.gm, self.notify))
             if self.launch_replies:
                 workers, frees = self.change_log.fresh(msg.gm)
+                self.charge("change", len(workers))
                 self.send(self.gm_ids[msg.gm], LaunchOk(msg.job_id, msg.index, self.lm, workers, frees))
             return
         if msg.external:
@@ -289,6 +294,7 @@ class LocalManager(Replica, Actor):
             emit(self, LAUNCH_INVALID, job=msg.job_id, task=msg.index, worker=self.worker_names[w],
                  gm=self.gm_names[msg.gm], external=msg.external, demand=demand, free=free)
         workers, frees = self.change_log.since(msg.gm, always=w)
+        self.charge("change", len(workers))
         self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, msg.attempt, self.lm, workers, frees))
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:

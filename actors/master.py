@@ -154,7 +154,7 @@ class MasterCore:
         """A distributor's tasks (or a retry of them: tasks already queued or running are skipped)."""
         cls = HIGH if msg.short else LOW
         push = self.fq.push
-        now = self.h.now
+        now = self.h.arrived  # the tasks wait from the batch's arrival (in the mailbox while the master is busy)
         demand = msg.demand
         aware = self.aware
         queued, where = self.queued, self.where
@@ -573,7 +573,7 @@ class MasterCore:
             self._count(local, -1)
         recorder = self.recorder
         h = self.h
-        recorder.task_dispatched(task.job_id, task.index, h.now - task.since_us)
+        recorder.task_dispatched(task.job_id, task.index, task.since_us, h.now)
         recorder.count(_COUNTER[cls])
         if not self.aware and task.constraints:
             need = sum(1 << c for c in task.constraints)
@@ -873,6 +873,7 @@ class GroupMember:
 
 
 class Master(GroupMember, Actor):
+    COST_ROLE = "master"  # a single server (fabric.service)
     """``master-<g>``: the group's first master (rank 0); restarted, it is a member without work."""
 
     def __init__(self, cfg: GroupConfig) -> None:

@@ -9,6 +9,7 @@ to actor ids by the fabric when each actor starts, never by id arithmetic.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 import attrs
@@ -61,5 +62,10 @@ class Scheduler:
     def param_names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.params)
 
+
+# the cost models (``fabric.costs``) a run may name with --set cost_model=NAME: one JSON table each, with
+# the costs of every scheduler's roles (gm, lm, master, distributor, sparrow) and where each comes from
+COST_MODELS = Path(__file__).resolve().parent / "costs"
+DEFAULT_COST_MODEL = "prototype"
 
 FRONT_END_COUNTERS = (("unschedulable_tasks", "tasks of jobs rejected at submission: no machine can run them"),)

@@ -100,6 +100,7 @@ class SparrowSchedulerStatistics:
 
 
 class SparrowScheduler(JobFrontEnd, Actor):
+    COST_ROLE = "sparrow"  # a single server (fabric.service)
     """``node_names[p]`` names the node actor of the p-th worker of ``view`` (a PartitionView of every
     worker, used read-only to find the workers satisfying a task's constraints and demand)."""
 
@@ -161,7 +162,7 @@ class SparrowScheduler(JobFrontEnd, Actor):
                 g = group_of[key] = len(groups)
                 groups.append(deque())
             groups[g].append(i)
-        state = self.jobs[job.job_id] = _OpenJob(job, groups, group_of, self.now)
+        state = self.jobs[job.job_id] = _OpenJob(job, groups, group_of, self.arrived)
         self.open_job(job.job_id, job.num_tasks)
         sent = 0
         for g, key in enumerate(group_of):
@@ -210,7 +211,7 @@ class SparrowScheduler(JobFrontEnd, Actor):
         job = state.job
         state.answers[asked] = index
         state.bound[index] = [src, msg.request, 0]
-        self.recorder.task_dispatched(job.job_id, index, self.now - state.requeued.pop(index, state.arrival_us))
+        self.recorder.task_dispatched(job.job_id, index, state.requeued.pop(index, state.arrival_us), self.now)
         self.assigns += 1
         self._assign(state, index, src, msg.request)
         self.deadlines.add(self.now + job.durations_us[index] + self.result_grace_us,
@@ -339,7 +340,7 @@ class SparrowScheduler(JobFrontEnd, Actor):
         key = (job.constraints[index], job.demand)
         g = state.group_of[key]
         state.groups[g].append(index)
-        state.requeued[index] = self.now
+        state.requeued[index] = self.arrived
         self.recorder.count("tasks_relaunched")
         if self.fabric.event_log is not None:
             emit(self, RELAUNCH, job=job.job_id, task=index, node=self.fabric.name_of(node), why=why)

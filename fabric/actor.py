@@ -18,6 +18,7 @@ from .rand import Stream
 # (``ties``) fills the low TIE_BITS of its rank, so the order takes one int, not another tuple field.
 TIE_BITS = 62
 RANK_FAULT, RANK_MESSAGE, RANK_TIMER = 0, 1 << TIE_BITS, 2 << TIE_BITS
+RANK_RESUME = 3 << TIE_BITS  # a server actor's backlog is due (``service``); never journaled
 LOCAL = 2  # 'copy' field of a timer merged into its owner's mailbox within a window
 
 
@@ -42,7 +43,10 @@ class Actor:
     # subclasses keep their own state in an ordinary ``__dict__`` unless they declare slots too.
     # The fields every message touches come first, so that they share as few cache lines as can be.
     __slots__ = ("_mailbox", "_pos", "_now", "_outbox", "_seq", "id", "fabric", "_key", "_fifo", "_parked", "_task",
-                 "_crashed", "received", "name", "incarnation", "_rng", "_seq0", "_timers", "__dict__")
+                 "_crashed", "received", "name", "incarnation", "_rng", "_seq0", "_timers",
+                 # single-server actors only (``service``): role costs (None: takes no time), busy until,
+                 # arrival of the entry being handled, nanoseconds charged, backlog, held effects, resume
+                 "_cost", "_busy", "_arrived", "_charged", "_backlog", "_deferred", "_resume_at", "__dict__")
 
     def __init__(self) -> None:
         # Set by Fabric._spawn before the task starts.
@@ -64,6 +68,10 @@ class Actor:
         self.received = 0
         self._seq0 = 0  # _seq when this incarnation started
         self._timers = 0  # timers this incarnation set
+        self._cost = None
+        self._busy = self._arrived = self._charged = 0
+        self._backlog = self._deferred = None
+        self._resume_at = -1
 
     @property
     def sent(self) -> int:
@@ -75,6 +83,20 @@ class Actor:
     def now(self) -> int:
         """Virtual time of the message being handled, in microseconds."""
         return self._now
+
+    @property
+    def arrived(self) -> int:
+        """Virtual time the message being handled arrived: ``now`` unless it waited in the mailbox of
+        this actor while it was busy (a single server under a cost model, see ``service``)."""
+        return self._now if self._cost is None else self._arrived
+
+    def charge(self, unit: str, count: int = 1) -> None:
+        """Report ``count`` units of work (partitions searched, workers scanned, changes applied, ...)
+        done by the handler running now; the cost model turns them into service time. A no-op for an
+        actor that takes no time."""
+        cost = self._cost
+        if cost is not None and count:
+            self._charged += cost.unit_ns(unit) * count
 
     @property
     def rng(self) -> Stream:
@@ -90,9 +112,14 @@ class Actor:
         self._rng = stream
 
     def send(self, dst: int, msg) -> None:
-        """Send ``msg`` to actor index ``dst`` across the network."""
+        """Send ``msg`` to actor index ``dst`` across the network (a single server holds it until the
+        end of its service: ``service``)."""
         self._seq += 1
-        self.fabric._send(self, dst, msg)
+        held = self._deferred
+        if held is None:
+            self.fabric._send(self, dst, msg)
+        else:
+            held.append((self._seq, dst, msg, -1))
 
     def set_timer(self, delay_us: int, msg) -> None:
         """Deliver ``msg`` to this actor itself after ``delay_us`` (bypasses the network)."""
@@ -100,7 +127,11 @@ class Actor:
             raise ValueError(f"{self.name}: timer delay {delay_us} us is negative")
         self._seq += 1
         self._timers += 1
-        self.fabric._set_timer(self, self._now + delay_us, msg)
+        held = self._deferred
+        if held is None:
+            self.fabric._set_timer(self, self._now + delay_us, msg)
+        else:
+            held.append((self._seq, -1, msg, delay_us))
 
     def stop_run(self) -> None:
         """Ask the fabric to end the run after the current window."""

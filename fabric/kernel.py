@@ -16,6 +16,11 @@ start a new window: the kernel crashes and restarts actors, the network applies 
 (``Network.apply``). So trio's scheduling order never reaches the journal, the queue or a random
 draw, and the result is the same as delivering tick by tick.
 
+Under a cost model (``cost_model``, see ``service``) scheduler components are single servers: an
+entry handled later than it arrived starts at most at the window's end, and an entry due to start
+later waits in its actor's backlog until a resume entry (rank 3, never journaled) in the queue wakes
+it. Without a cost model no actor takes that path.
+
 Zero latency is allowed (then windows are one tick long): a message sent with latency 0 is delivered
 in a later window of the same tick, after the receiver's own timers due at that tick, so at equal
 times the (time, rank, tie, sender, seq) order holds only among entries already queued.
@@ -31,8 +36,8 @@ import attrs
 import outcome
 import trio
 
-from . import parking, rand, ties
-from .actor import LOCAL, RANK_FAULT, RANK_TIMER, Actor, ActorCrashed
+from . import parking, rand, service, ties
+from .actor import LOCAL, RANK_FAULT, RANK_RESUME, RANK_TIMER, Actor, ActorCrashed
 from .errors import ConfigError
 from .faults import Resolved, plan as make_plan
 from .journal import DELIVER, FAULT, TIMER_FIRE, Journal
@@ -122,6 +127,10 @@ class Fabric(Routing):
         self.event_log = None  # a fabric.log.EventLog when the run writes protocol events (--log)
         self._tie_order = "seeded"
         self.ties = ties  # checked; draws the outside key
+        self.cost_model = None  # a costs.CostModel: scheduler components become single servers (``service``)
+        self.on_served = None  # optional callable(actor, arrived, start, end): before (end -1) and after each served entry
+        self._roles: dict[type, object] = {}  # actor class -> its RoleCost (None: takes no time)
+        self._resumes: dict[int, int] = {}  # actor index -> resume entries queued for it so far
 
     # ---- building a run -----------------------------------------------------------------
     def add(self, name: str, factory) -> int:
@@ -333,6 +342,12 @@ class Fabric(Routing):
         actor._key = self._keys[idx]
         actor._fifo = self.network.sender_fifo(idx)
         self._actors[idx] = actor
+        if self.cost_model is not None:
+            cls = type(actor)
+            if cls not in self._roles:
+                self._roles[cls] = self.cost_model.for_class(cls)
+            if self._roles[cls] is not None:
+                service.install(actor, self._roles[cls])
         self._running += 1
         self._nursery.start_soon(self._actor_main, actor, name=actor.name)
         return actor
@@ -342,7 +357,7 @@ class Fabric(Routing):
         actor._task = trio.lowlevel.current_task()
         try:
             if self._actors[actor.id] is actor:  # else it crashed before its task first ran
-                await self._handle(actor)
+                await (self._handle(actor) if actor._cost is None else service.serve(self, actor))
         except ActorCrashed:
             pass
         except (trio.Cancelled, GeneratorExit):  # trio's cancellation, or the task's coroutine closed
@@ -449,11 +464,15 @@ class Fabric(Routing):
                 continue
             dst = entry[5]
             actor = actors[dst]
-            if rank == RANK_TIMER:
-                if actor is None or entry[3] <= epoch[dst]:
+            if rank >= RANK_TIMER:
+                if rank == RANK_RESUME:
+                    if actor is not entry[6]:  # its actor crashed since: nothing waits for it
+                        continue
+                elif actor is None or entry[3] <= epoch[dst]:
                     self._dropped(at, entry[2], entry[3], dst, "stale-timer")
                     continue
-                append((TIMER_FIRE, at, dst, entry[3]))
+                else:
+                    append((TIMER_FIRE, at, dst, entry[3]))
             elif actor is None or (partitions and net.blocked(entry[2], dst)):
                 self._dropped(at, entry[2], entry[3], dst, "dead" if actor is None else "partition")
                 continue
@@ -469,6 +488,13 @@ class Fabric(Routing):
         self.delivered += delivered
         self._last_event = last
         return woken
+
+    def _resume(self, actor: Actor, at: int) -> None:
+        """Queue a resume entry for server ``actor`` at ``at`` (``service``): unique per actor index by
+        its own count, so its key depends on nothing trio orders."""
+        idx = actor.id
+        n = self._resumes[idx] = self._resumes.get(idx, 0) + 1
+        self._push((at, RANK_RESUME, idx, n, 0, idx, actor))
 
     # ---- faults -------------------------------------------------------------------------
     def _fault(self, entry, woken: list | None) -> None:

@@ -46,6 +46,7 @@ class PartitionSearch:
         self.row_gains = [0] * self.num_lms
         self.gain_total = 0
         self.memo: dict[tuple, list] = {}  # signature -> [gain_total, known row_gains, known gains]
+        self.scanned = 0  # workers examined by ``find`` since the last ``take_scanned`` (a cost model's units)
 
     def learn(self, lm: int, workers: tuple, frees: tuple) -> None:
         """Absolute free vectors of LM ``lm``'s workers (LM-wide indices); bump the memo's counters."""
@@ -64,6 +65,11 @@ class PartitionSearch:
             self.total_free += free_delta
             self.row_gains[lm] += changed
             self.gain_total += changed
+
+    def take_scanned(self) -> int:
+        """Workers examined since the last call (each partition searched counts its workers)."""
+        n, self.scanned = self.scanned, 0
+        return n
 
     def allocate(self, lm: int, p: int, local: int, demand: tuple) -> int:
         """Take ``demand`` from a found worker (an optimistic launch); returns its LM-wide index."""
@@ -99,6 +105,7 @@ class PartitionSearch:
             view = views[lm][g]
             if view.free_count:
                 cand = view.suitable(constraints, demand)
+                self.scanned += view.n
                 if len(cand):
                     self.rr_internal = (lm + 1) % n_lm
                     return lm, g, self.policy.choose(view, cand, self.rng)
@@ -114,6 +121,7 @@ class PartitionSearch:
                     view = row[p]
                     if view.free_count:
                         cand = view.suitable(constraints, demand)
+                        self.scanned += view.n
                         if len(cand):
                             self.rr_external = (lm + 1) % n_lm
                             return lm, p, self.policy.choose(view, cand, self.rng)

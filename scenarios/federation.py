@@ -14,8 +14,9 @@ from __future__ import annotations
 import attrs
 
 from fedemu.actors import registry
-from fedemu.actors.plugin import Context
+from fedemu.actors.plugin import COST_MODELS, DEFAULT_COST_MODEL, Context
 from fedemu.actors.submitter import Submitter
+from fedemu.fabric import costs
 from fedemu.fabric.errors import ConfigError, unknown_name
 from fedemu.fabric.network import Latency, Link
 from fedemu.fabric.rand import Stream
@@ -34,6 +35,8 @@ POLICY = Param("policy", "random", f"worker-choice policy: {', '.join(sorted(WOR
 COMMON = (
     Param("scheduler", "megha", f"the scheduler: {', '.join(registry.SCHEDULERS)}"),
     POLICY,
+    Param("cost_model", DEFAULT_COST_MODEL, "service times of the scheduler components (GMs, LMs, masters, "
+          "distributors, Sparrow schedulers): zero (none), a model in actors/costs/, or a model JSON file"),
     # cluster: lms clusters of gms * workers_per_partition workers ("workers" > 0 derives the shape)
     Param("gms", 3, "partitions per cluster (Megha's GMs); with lms and workers_per_partition fixes the machines",
           **whole_at_least(1)),
@@ -208,6 +211,10 @@ def build(fabric, params: dict):
     recorder = Recorder(total_units=total_units)
     fabric.network.default = network(params)
     fabric.ties = params["ties"]
+    fabric.cost_model = costs.load(params["cost_model"], COST_MODELS)
+    if fabric.cost_model is not None:  # components take time: the recorder measures processing
+        recorder.timed = True
+        fabric.on_served = recorder.served
     index = cons.ConstraintIndex(cluster)
     max_cap = tuple(max(w.capacity[r] for w in cluster.workers()) for r in range(len(cluster.resources)))
 

@@ -25,8 +25,8 @@ def hand_recorder() -> Recorder:
     rec.task_started(2, 0, 2 * S, worker=0)
     rec.task_finished(0, 1, 5 * S // 2)
     rec.job_completed(0, 5 * S // 2)
-    rec.task_dispatched(1, 0, S // 4)  # a launch that failed, then the one that ran: 1 s queued in all
-    rec.task_dispatched(1, 0, 3 * S // 4)
+    rec.task_dispatched(1, 0, 1 * S, 5 * S // 4)  # a launch that failed, then the one that ran: 1 s queued in all
+    rec.task_dispatched(1, 0, 3 * S // 2, 9 * S // 4)  # (its failure came back 0.25 s after it left)
     rec.task_started(1, 0, 5 * S // 2, worker=1)
     rec.task_finished(2, 0, 3 * S)
     rec.job_completed(2, 3 * S)
@@ -90,9 +90,11 @@ def test_allocation_components():
     comp = metrics.allocation_components(hand_recorder())
     assert comp["count"] == 4
     assert comp["allocation"] == pytest.approx(0.5)
-    assert comp["queue"] == pytest.approx(0.25)
-    assert comp["communication"] == pytest.approx(0.25)
-    assert "processing" not in comp  # decisions take no virtual time: no constant-0 part is reported
+    assert comp["framework_queueing"] == pytest.approx(0.25)  # job 1's task: 0.25 s + 0.75 s, over 4 tasks
+    assert comp["communication"] == pytest.approx(0.25)  # task (0, 1): 0.5 s; job 1's: 0.25 s + 0.25 s
+    assert comp["processing"] == 0 and comp["worker_queueing"] == 0  # no cost model: handlers take no time
+    assert comp["parts_sum"] == pytest.approx(comp["allocation"])
+    assert comp["allocation_p50"] == pytest.approx(0.25) and comp["allocation_p99"] == pytest.approx(1.47)
 
 
 def test_tables_are_sorted_and_mark_missing_values():
@@ -131,11 +133,11 @@ def test_executions_may_repeat_after_a_crash_and_are_counted():
     the first still runs is a duplicate execution, kept beside the task's own record."""
     rec = Recorder(total_units=2)
     rec.job_arrived(Job(0, 0, (S, S)))
-    rec.task_dispatched(0, 0, 0)
+    rec.task_dispatched(0, 0, 0, 0)
     rec.task_started(0, 0, 0, worker=3, units=2)
     rec.task_aborted(0, 0, 3, S // 2, units=2)
     assert rec.tasks[(0, 0)].start_us == -1 and rec.aborted == 1 and rec.wasted_us == S
-    rec.task_dispatched(0, 0, S // 2)
+    rec.task_dispatched(0, 0, S // 2, S)
     rec.task_started(0, 0, S, worker=3, units=2)
     rec.task_started(0, 1, S, worker=4)
     rec.task_started(0, 1, S + 5, worker=6)  # a retried launch that crossed a partition

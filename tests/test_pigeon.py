@@ -67,7 +67,7 @@ def test_split_end_to_end_tasks_per_group():
 def test_low_load_delay_is_the_four_hop_path():
     # submitter->distributor, distributor->master, master->worker, worker->distributor: 4 x 0.5 ms
     r = run(jobs=40, workload="syn_10", lms=4, gms=1, workers_per_partition=25, constraints=False,
-            scheduler="pigeon")
+            scheduler="pigeon", cost_model="zero")  # the message path alone: handlers take no time
     s = r.summary
     assert s["jobs_completed"] == 40
     assert s["delay_s"]["max"] == pytest.approx(0.002)
@@ -102,7 +102,7 @@ def test_section4_example_pigeon_36_units_vs_centralized_45(tmp_path):
     seen = {}
     for seed in range(1, 80):
         r = run(seed=seed, trace=trace, scheduler="pigeon", lms=2, gms=1, workers_per_partition=2,
-                reserved_fraction=0, distributors=1, **EXAMPLE_SET)
+                reserved_fraction=0, distributors=1, cost_model="zero", **EXAMPLE_SET)
         rec = recorder_of(r)
         placement = (rec.tasks[(1, 0)].worker // 2, rec.tasks[(2, 0)].worker // 2)
         # A: tasks 0-2 (20, 1, 1) in group one, tasks 3-5 (10, 10, 10) in group two
@@ -113,7 +113,8 @@ def test_section4_example_pigeon_36_units_vs_centralized_45(tmp_path):
     assert seen == HAND_WORKED
     assert sum(seen[(0, 1)]) == 36  # the paper's Pigeon total
 
-    central = run(trace=trace, scheduler="centralized", lms=2, gms=1, workers_per_partition=2, **EXAMPLE_SET)
+    central = run(trace=trace, scheduler="centralized", lms=2, gms=1, workers_per_partition=2, cost_model="zero",
+                  **EXAMPLE_SET)
     assert jcts(central, "gm-0") == (20, 12, 13)
     assert sum(jcts(central, "gm-0")) == 45  # the paper's centralized total: head-of-line blocking by A
 
@@ -145,7 +146,7 @@ def test_reserved_workers_serve_short_tasks_only(tmp_path):
     # 4 workers, 1 reserved: a long job of 8 tasks runs 3 at a time; a later short job runs at once.
     trace = write_trace(tmp_path, ["0 8 10 10 10 10 10 10 10 10 10", "1 1 1 1"])
     r = run(workload="trace", trace=trace, scheduler="pigeon", lms=1, gms=1, workers_per_partition=4,
-            reserved_fraction=0.25, constraints=False, short_cutoff_s=5)
+            reserved_fraction=0.25, constraints=False, short_cutoff_s=5, cost_model="zero")
     rec = recorder_of(r)
     long_starts = sorted(rec.tasks[(0, i)].start_us for i in range(8))
     assert long_starts[:3] == [1500] * 3 and long_starts[3] > 10 * US  # reserved worker 3 stays out

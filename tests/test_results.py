@@ -19,7 +19,7 @@ def small_recorder() -> Recorder:
     rec = Recorder(total_units=1)
     rec.job_arrived(Job(0, 0, (S,)), short=True)
     rec.job_arrived(Job(1, S, (2 * S,)), short=False)
-    rec.task_dispatched(0, 0, S // 10)
+    rec.task_dispatched(0, 0, 0, S // 10)
     rec.task_started(0, 0, S // 4, worker=7)
     rec.task_finished(0, 0, 5 * S // 4)
     rec.job_completed(0, 5 * S // 4)
@@ -59,8 +59,8 @@ def test_write_results_files(tmp_path):
     assert jobs[2] == ["1", "1.0", "1", "2.0", "", "", "", "0"]
     tasks = read_csv(out / "tasks.csv")
     assert tuple(tasks[0]) == TASKS_HEADER
-    assert tasks[1] == ["0", "0", "0.0", "0.25", "1.25", "7", "0.25", "0.1", "0.15", "1"]
-    assert tasks[2] == ["1", "0", "1.0", "", "", "", "", "0.0", "", "0"]
+    assert tasks[1] == ["0", "0", "0.0", "0.25", "1.25", "7", "0.25", "0.1", "0.0", "0.0", "0.15", "1"]
+    assert tasks[2] == ["1", "0", "1.0", "", "", "", "", "0.0", "0.0", "0.0", "0.0", "0"]  # parts so far
     util = read_csv(out / "utilization.csv")
     assert util[0] == ["time_s", "utilization"]
     assert [float(u) for _, u in util[1:]] == pytest.approx([0.75, 1.0])

@@ -24,7 +24,8 @@ from fedemu.tools import runner, strategies
 from scheduler_helpers import EventPlan as Plan
 
 S = 1_000_000
-SMALL = {"lms": 1, "gms": 1, "workers_per_partition": 6, "load": 1.0, "constraints": False}  # probes queue up
+SMALL = {"lms": 1, "gms": 1, "workers_per_partition": 6, "load": 1.0, "constraints": False,
+         "cost_model": "zero"}  # probes queue up; protocol paths without service times
 
 
 

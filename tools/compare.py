@@ -37,6 +37,8 @@ from . import runner
 from .atomic import write_text
 
 STATS = ("p50", "p90", "p99", "max", "mean")
+ALLOCATION_KEYS = ("allocation", "allocation_p50", "allocation_p99", "framework_queueing", "processing",
+                   "worker_queueing", "communication")
 
 
 def _names(text: str, what: str, known) -> list[str]:
@@ -146,6 +148,9 @@ def row_of(spec: dict, summary: dict) -> dict:
         for stat in STATS:
             row[f"{prefix}_{stat}_s"] = d.get(stat)
     row["utilization_mean"] = summary.get("utilization_mean")
+    alloc = summary.get("allocation_s") or {}
+    for key in ALLOCATION_KEYS:  # allocation time (mean, p50, p99) and the mean of each measured part
+        row[f"alloc_{key}_s"] = alloc.get(key)
     invalid = SCHEDULERS[spec["scheduler"]].invalid_counters
     row["invalid_requests"] = sum(counters.get(k, 0) for k in invalid) if invalid else None
     for key in ("messages", "events", "wall_s", "virtual_end_s", "digest"):
@@ -184,7 +189,7 @@ def build_table(rows: list[dict], title: str, with_seed: bool = True) -> Table:
     table = Table(title=title, show_lines=False, header_style="bold")
     cols = ["scheduler", "policy"] + (["seed"] if with_seed else []) + [
         "done", "p50 s", "p90 s", "p99 s", "max s", "short p50/p99 s", "long p50/p99 s", "util",
-        "invalid", "msgs", "wall s", "counters"]
+        "invalid", "alloc mean/p50/p99 s", "alloc parts s: fq/proc/wq/comm", "msgs", "wall s", "counters"]
     for c in cols:
         table.add_column(c, justify="left" if c in ("scheduler", "policy", "counters") else "right",
                          overflow="fold")
@@ -194,7 +199,9 @@ def build_table(rows: list[dict], title: str, with_seed: bool = True) -> Table:
                   _fmt(r["delay_p99_s"]), _fmt(r["delay_max_s"]),
                   f"{_fmt(r['short_p50_s'])} / {_fmt(r['short_p99_s'])}",
                   f"{_fmt(r['long_p50_s'])} / {_fmt(r['long_p99_s'])}",
-                  _fmt(r["utilization_mean"]), _fmt(r["invalid_requests"]), _fmt(r["messages"]),
+                  _fmt(r["utilization_mean"]), _fmt(r["invalid_requests"]),
+                  " / ".join(_fmt(r[f"alloc_{k}_s"]) for k in ALLOCATION_KEYS[:3]),
+                  " / ".join(_fmt(r[f"alloc_{k}_s"]) for k in ALLOCATION_KEYS[3:]), _fmt(r["messages"]),
                   _fmt(r["wall_s"], 3), _counters_text(r["counters"])]
         table.add_row(*cells)
     return table

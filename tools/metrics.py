@@ -23,8 +23,11 @@ JOB_KINDS = ("all", "short", "long")
 _JOB_FIELDS = ("job_id", "arrival_us", "num_tasks", "ideal_jrt_us", "completion_us", "short")
 _TASK_FIELDS = (
     "job_id", "index", "arrival_us", "duration_us", "start_us", "end_us", "worker",
-    "queue_us", "attempts",
+    "queue_us", "attempts", "processing_us", "worker_queue_us", "comm_us",
 )
+# the parts of a task's allocation time (Megha 2022 paper, file 002, III, Eq. 2): summary key, task column
+ALLOCATION_PARTS = (("framework_queueing", "queue_us"), ("processing", "processing_us"),
+                    ("worker_queueing", "worker_queue_us"), ("communication", "comm_us"))
 
 
 def _columns(records, fields: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -163,19 +166,26 @@ def cdf(values) -> tuple[np.ndarray, np.ndarray]:
 
 
 def allocation_components(recorder: Recorder, tasks: dict | None = None) -> dict:
-    """Mean allocation time of started tasks and its queue/communication split, in s."""
+    """Allocation time of started tasks (mean, p50, p99) and the mean of each of its parts, in s.
+
+    Each part is summed per task from intervals between the task's own events (``model.TaskRecord``),
+    not derived from the total; they add up to it (``parts_sum``: the mean of their sum, equal to the
+    mean allocation unless an execution was aborted and the task ran again)."""
     tasks = task_table(recorder) if tasks is None else tasks
     started = tasks["start_us"] >= 0
     alloc = tasks["start_us"][started] - tasks["arrival_us"][started]
-    queue = tasks["queue_us"][started]
     n = int(started.sum())
 
     def mean(a):
         return float(a.mean()) / US if n else None
 
-    return {
-        "count": n,
-        "allocation": mean(alloc),
-        "queue": mean(queue),
-        "communication": mean(alloc - queue),
-    }
+    out = {"count": n, "allocation": mean(alloc),
+           "allocation_p50": float(np.percentile(alloc, 50)) / US if n else None,
+           "allocation_p99": float(np.percentile(alloc, 99)) / US if n else None}
+    total = np.zeros(n, dtype=np.int64)
+    for name, column in ALLOCATION_PARTS:
+        part = tasks[column][started]
+        out[name] = mean(part)
+        total += part
+    out["parts_sum"] = mean(total)
+    return out

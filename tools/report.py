@@ -8,6 +8,9 @@ from rich.table import Table
 KEYS = ("scenario", "scheduler", "policy", "seed", "jobs", "jobs_completed", "unschedulable", "tasks",
         "utilization_mean", "virtual_end_s", "wall_s", "events", "messages", "digest")
 DELAYS = ("delay_s", "delay_short_s", "delay_long_s")
+# the allocation time's parts as the 2022 Megha paper names them (file 002, III): summary key, short label
+PARTS = (("framework_queueing", "framework queueing"), ("processing", "processing"),
+         ("worker_queueing", "worker queueing"), ("communication", "communication"))
 
 
 def print_summary(summary: dict, console: Console | None = None) -> None:
@@ -22,6 +25,9 @@ def print_summary(summary: dict, console: Console | None = None) -> None:
         if d and d.get("count"):
             table.add_row(key, "  ".join(f"{k}={d[k]:.6g}" for k in ("p50", "p90", "p99", "max", "mean"))
                           + f"  (n={d['count']})")
+    allocation = allocation_line(summary.get("allocation_s"))
+    if allocation:
+        table.add_row("allocation_s", allocation)
     for key in ("counters", "drops_by_cause"):
         if summary.get(key):
             table.add_row(key, ", ".join(f"{k}={v}" for k, v in summary[key].items()))
@@ -34,6 +40,16 @@ def print_summary(summary: dict, console: Console | None = None) -> None:
         table.add_row("invariants", f"broken: {', '.join(broken)}" if broken else
                       f"all {len(invariants)} ok ({', '.join(invariants)})")
     console.print(table)
+
+
+def allocation_line(alloc: dict | None) -> str:
+    """The summary's allocation time as one line: mean, p50, p99, and the mean of each measured part."""
+    if not alloc or not alloc.get("count"):
+        return ""
+    head = "  ".join(f"{k}={alloc[k]:.6g}" for k in ("allocation", "allocation_p50", "allocation_p99")
+                     if alloc.get(k) is not None).replace("allocation_", "").replace("allocation=", "mean=")
+    parts = ", ".join(f"{label} {alloc[k]:.6g}" for k, label in PARTS if alloc.get(k) is not None)
+    return f"{head}  (n={alloc['count']}); mean parts: {parts}"
 
 
 def fault_line(faults: dict | None) -> str:

@@ -22,8 +22,8 @@ CDF_MAX_POINTS = 4000
 
 JOBS_HEADER = ("job_id", "arrival_s", "num_tasks", "ideal_jrt_s", "completion_s", "jrt_s", "delay_s", "short")
 TASKS_HEADER = (
-    "job_id", "index", "arrival_s", "start_s", "end_s", "worker", "allocation_s", "queue_s",
-    "communication_s", "attempts",
+    "job_id", "index", "arrival_s", "start_s", "end_s", "worker", "allocation_s", "framework_queueing_s",
+    "processing_s", "worker_queueing_s", "communication_s", "attempts",
 )
 UTILIZATION_HEADER = ("time_s", "utilization")
 
@@ -137,8 +137,7 @@ def write_tasks_csv(path, tasks: dict) -> None:
         _seconds(tasks["end_us"], ended),
         worker,
         _seconds(alloc, started),
-        _seconds(tasks["queue_us"]),
-        _seconds(alloc - tasks["queue_us"], started),
+        *(_seconds(tasks[column]) for _, column in metrics.ALLOCATION_PARTS),
         tasks["attempts"].tolist(),
     )
     _write_csv(Path(path), TASKS_HEADER, rows)
