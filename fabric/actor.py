@@ -14,10 +14,10 @@ import attrs
 from .log import get_logger
 from .rand import Stream
 
-# A queue entry's rank field: faults, then messages, then timers at one time. A message's tie
-# (``ties``) fills the low TIE_BITS of its rank, so the order takes one int, not another tuple field.
-TIE_BITS = 62
-RANK_FAULT, RANK_MESSAGE, RANK_TIMER = 0, 1 << TIE_BITS, 2 << TIE_BITS
+# A queue entry's rank field: faults, then messages, then timers at one time. A message's rank is
+# its tie (``ties``, 0 <= tie < 2^TIE_BITS), so the order takes one int, not another tuple field.
+TIE_BITS = 30
+RANK_FAULT, RANK_MESSAGE, RANK_TIMER = -1, 0, 1 << TIE_BITS
 LOCAL = 2  # 'copy' field of a timer merged into its owner's mailbox within a window
 
 
@@ -41,8 +41,8 @@ class Actor:
     # The fabric's per-actor fields live in slots (compact, and the fastest attribute access);
     # subclasses keep their own state in an ordinary ``__dict__`` unless they declare slots too.
     # The fields every message touches come first, so that they share as few cache lines as can be.
-    __slots__ = ("_mailbox", "_pos", "_now", "_outbox", "_seq", "id", "fabric", "_key", "_fifo", "_parked", "_task",
-                 "_crashed", "received", "name", "incarnation", "_rng", "_seq0", "_timers", "__dict__")
+    __slots__ = ("_mailbox", "_pos", "_now", "_outbox", "_seq", "id", "fabric", "_key", "_tie", "_fifo", "_parked",
+                 "_task", "_crashed", "received", "name", "incarnation", "_rng", "_seq0", "_timers", "__dict__")
 
     def __init__(self) -> None:
         # Set by Fabric._spawn before the task starts.
@@ -57,6 +57,7 @@ class Actor:
         self._now = 0
         self._seq = 0
         self._key = 0  # the network stream key of this actor's sends
+        self._tie = 0  # the tie key of this actor's sends (``ties``)
         self._fifo = None  # the network's FIFO state of this actor's links
         self._parked = False
         self._crashed = False
