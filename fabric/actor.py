@@ -14,11 +14,11 @@ import attrs
 from .log import get_logger
 from .rand import Stream
 
-# A queue entry's rank field: faults, then messages, then timers at one time. A message's tie
-# (``ties``) fills the low TIE_BITS of its rank, so the order takes one int, not another tuple field.
-TIE_BITS = 62
-RANK_FAULT, RANK_MESSAGE, RANK_TIMER = 0, 1 << TIE_BITS, 2 << TIE_BITS
-RANK_RESUME = 3 << TIE_BITS  # a server actor's backlog is due (``service``); never journaled
+# A queue entry's rank field: faults, then messages, then timers at one time. A message's rank is
+# its tie (``ties``, 0 <= tie < 2^TIE_BITS), so the order takes one int, not another tuple field.
+TIE_BITS = 30
+RANK_FAULT, RANK_MESSAGE, RANK_TIMER = -1, 0, 1 << TIE_BITS
+RANK_RESUME = 2 << TIE_BITS  # a server actor's backlog is due (``service``), after timers; never journaled
 LOCAL = 2  # 'copy' field of a timer merged into its owner's mailbox within a window
 
 
@@ -42,8 +42,8 @@ class Actor:
     # The fabric's per-actor fields live in slots (compact, and the fastest attribute access);
     # subclasses keep their own state in an ordinary ``__dict__`` unless they declare slots too.
     # The fields every message touches come first, so that they share as few cache lines as can be.
-    __slots__ = ("_mailbox", "_pos", "_now", "_outbox", "_seq", "id", "fabric", "_key", "_fifo", "_parked", "_task",
-                 "_crashed", "received", "name", "incarnation", "_rng", "_seq0", "_timers",
+    __slots__ = ("_mailbox", "_pos", "_now", "_outbox", "_seq", "id", "fabric", "_key", "_tie", "_fifo", "_parked",
+                 "_task", "_crashed", "received", "name", "incarnation", "_rng", "_seq0", "_timers",
                  # single-server actors only (``service``): role costs (None: takes no time), busy until,
                  # arrival of the entry being handled, nanoseconds charged, backlog, held effects, resume
                  "_cost", "_busy", "_arrived", "_charged", "_backlog", "_deferred", "_resume_at", "__dict__")
@@ -61,6 +61,7 @@ class Actor:
         self._now = 0
         self._seq = 0
         self._key = 0  # the network stream key of this actor's sends
+        self._tie = 0  # the tie key of this actor's sends (``ties``)
         self._fifo = None  # the network's FIFO state of this actor's links
         self._parked = False
         self._crashed = False

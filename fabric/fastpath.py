@@ -16,7 +16,6 @@ paths give the same records, counts, queue and FIFO state.
 
 from __future__ import annotations
 
-from .actor import RANK_MESSAGE
 from .journal import SEND
 from .network import DRAWS_PER_SEND
 from .rand import GOLDEN, MASK, MIX1, MIX2
@@ -30,7 +29,6 @@ def make_send(fabric):
     actors = fabric._actors
     by_kind = fabric.sent_by_kind
     routed = fabric._send_routed
-    tie_keys = fabric._ties  # grows in place as actors are added; its items change with ``ties``
 
     def send(actor, dst: int, msg) -> None:
         if not 0 <= dst < len(actors):
@@ -62,7 +60,7 @@ def make_send(fabric):
         tag = msg._fedemu_tag
         actor._outbox.append((SEND, now, idx, seq, dst, at, tag, msg._fedemu_fields(msg)))
         by_kind[tag] = by_kind.get(tag, 0) + 1
-        entry = (at, RANK_MESSAGE | ((at + 1) * tie_keys[idx] & TIE_MASK), idx, seq, 0, dst, msg)  # ties.tie
+        entry = (at, (at + 1) * actor._tie & TIE_MASK, idx, seq, 0, dst, msg)  # rank: RANK_MESSAGE + ties.tie
         b = at // queue.width  # EventQueue.push into an existing later bucket, inlined
         if b > queue.index:
             bucket = queue.buckets.get(b)

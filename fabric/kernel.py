@@ -1,12 +1,12 @@
 """The fabric's window loop: one event queue owns virtual time and every cross-actor effect.
 
 Queue entries are ``(time_us, rank, src, seq, copy, dst, payload)``: faults first, then messages,
-then timers at one time (``actor.RANK_*``); a message's rank also holds its tie in its low bits, a
-seeded order of senders that changes with the time (``ties``), so at one time messages from different
-senders are ordered by (tie, src) and no sender wins every race by its number (``ties="sender"``: by
-src alone, the older order). ``(src, seq)`` is the sender's own counter, so the order never depends
-on which actor ran first. The fabric advances in windows ``[t, t + L)`` where L is the network's
-minimum latency (its lookahead): nothing sent inside a window can arrive inside it, so every entry due in the window is
+then timers at one time (``actor.RANK_*``). A message's rank is its tie, a seeded order of senders
+that changes with the time (``ties``), so at one time messages from different senders are ordered by
+(tie, src) and no sender wins every race by its number (``ties="sender"``: by src alone, the older
+order). ``(src, seq)`` is the sender's own counter, so the order never depends on which actor ran
+first. The fabric advances in windows ``[t, t + L)`` where L is the network's minimum latency (its
+lookahead): nothing sent inside a window can arrive inside it, so every entry due in the window is
 put in its receiver's mailbox at once and the receivers (trio tasks) are woken. A window that would
 hold more than ``WINDOW_CAP`` entries ends early, at a time boundary, so its actors stay in the CPU
 cache. Sends and timers are routed and queued as they are made (``routing``); each actor's journal
@@ -340,6 +340,7 @@ class Fabric(Routing):
         actor._now = self.now
         actor._seq = actor._seq0 = self._seq[idx]
         actor._key = self._keys[idx]
+        actor._tie = self._ties[idx]
         actor._fifo = self.network.sender_fifo(idx)
         self._actors[idx] = actor
         if self.cost_model is not None:

@@ -1,8 +1,8 @@
 """The fabric's send side: sends and timers are routed and queued as they are made, and their
 journal records wait in their actor's outbox until every actor of the window is idle again.
 
-A send's queue key ``(time, rank | tie, sender, sender's seq, copy)`` (the tie: ``ties``), its latency and loss draws
-(counter-based) and its link's FIFO state (owned by its one sender) do not depend on which actor ran
+A send's queue key ``(time, rank + tie, sender, sender's seq, copy)`` (``ties``), its latency and loss
+draws (counter-based) and its link's FIFO state (owned by its one sender) do not depend on which actor ran
 first. Only the journal order would, so ``_flush`` writes the outboxes actor by actor in wake order.
 A send on a plain network takes the fast path (``fastpath.make_send``); every other send takes
 ``_send_routed``, which is also the fast path's plain twin in the tests.
@@ -59,7 +59,7 @@ class Routing:
         self._outside_seq += 1
         seq = self._outside_seq
         self.journal.append((SEND, self.now, OUTSIDE, seq, dst, at_us, msg._fedemu_tag, msg._fedemu_fields(msg)))
-        self._push((at_us, RANK_MESSAGE | ties.tie(self._outside_tie, at_us), OUTSIDE, seq, 0, dst, msg))
+        self._push((at_us, RANK_MESSAGE + ties.tie(self._outside_tie, at_us), OUTSIDE, seq, 0, dst, msg))
 
     def _bad_dst(self, actor: Actor, dst: int, msg) -> None:
         raise ValueError(f"{actor.name} sent {msg._fedemu_tag} to actor index {dst}; "
@@ -78,7 +78,7 @@ class Routing:
             out.append((DROP, now, idx, seq, dst, "loss"))
             self._drop("loss")
             return
-        rank = RANK_MESSAGE | ties.tie(self._ties[idx], at)
+        rank = RANK_MESSAGE + ties.tie(actor._tie, at)
         self._push((at, rank, idx, seq, 0, dst, msg))
         if copies == 2:
             self._push((at, rank, idx, seq, 1, dst, msg))

@@ -278,7 +278,7 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
                   injects=(), tie_order: str = "seeded") -> list[tuple]:
     """Run the same actors tick by tick, one heap event at a time, without trio or windows.
 
-    Event keys are the fabric's documented ``(time, rank | tie, src, seq, copy)`` (``tie_order`` as the
+    Event keys are the fabric's documented ``(time, rank + tie, src, seq, copy)`` (``tie_order`` as the
     fabric's ``ties``); handlers are called directly. The network's ``route`` and ``apply`` are reused (the thing under test here is the kernel). Returns the
     records it would journal (in its own order; compare as multisets)."""
     n = len(names)
@@ -299,7 +299,7 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
         if copies == 0:
             records.append((DROP, now, actor.id, seq, dst, "loss"))
         for copy in range(copies):
-            heappush(heap, (at, RANK_MESSAGE | ties.tie(tie_keys[actor.id], at), actor.id, seq, copy, dst, msg))
+            heappush(heap, (at, RANK_MESSAGE + ties.tie(tie_keys[actor.id], at), actor.id, seq, copy, dst, msg))
 
     def set_timer(actor, at, msg) -> None:  # never merged into a mailbox: no windows here
         seq = actor._seq
@@ -310,7 +310,7 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
 
     for k, (dst, msg, at) in enumerate(injects, start=1):
         records.append((SEND, 0, OUTSIDE, k, dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
-        heappush(heap, (at, RANK_MESSAGE | ties.tie(outside_tie, at), OUTSIDE, k, 0, dst, msg))
+        heappush(heap, (at, RANK_MESSAGE + ties.tie(outside_tie, at), OUTSIDE, k, 0, dst, msg))
     for k, fault in enumerate(make_plan(faults)):
         heappush(heap, (fault.at_us, RANK_FAULT, OUTSIDE, k, 0, OUTSIDE, fault))
 

@@ -124,7 +124,8 @@ def test_actors_address_each_other_by_name_not_by_id(name, monkeypatch):
     """Workers renumbered (added in reverse order): every message still reaches the actor it names, so the
     run completes, every task runs once, and constraint-aware schedulers place only on machines that
     satisfy the task. (Id arithmetic would send launches and probes to the wrong machines, or refuse the
-    ids.) Placements may differ: messages arriving at the same microsecond are ordered by sender id."""
+    ids.) Placements may differ: ids still order some choices (and, under ties=sender, messages arriving at
+    the same microsecond)."""
     base = registry.SCHEDULERS[name]
     monkeypatch.setitem(registry.SCHEDULERS, "renumbered", attrs.evolve(base, name="renumbered",
                                                                           build=reversed_workers(base.build)))

@@ -83,7 +83,10 @@ def test_a_lost_assign_is_asked_for_again_and_the_task_runs_once(drop):
     r = run()
     assert len(lost) == 3
     c = counters(r)
-    assert c["requests_retried"] >= 3 and c["requests_repeated"] >= 3
+    # each lost Assign is sent again: the node asked again (or, when the scheduler asked about the overdue
+    # result first, the node answered it was still asking); which comes first depends on same-time order
+    assert c["requests_retried"] >= 1
+    assert c["requests_repeated"] + c.get("answers_resent", 0) >= 3
     assert "duplicate_executions" not in c and "tasks_relaunched" not in c
     rec = r.fabric.actor(r.fabric.addr("sparrow-0")).recorder
     for m in lost:
