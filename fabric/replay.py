@@ -23,13 +23,17 @@ class Divergence:
     reason: str = ""
 
 
+STOPPED_EARLY = "stopped early"  # how a journal's footer begins when the live view's q ended the run
+
+
 def compare(expected_path, got_path, formatter: "Formatter | None" = None) -> tuple[Divergence | None, int]:
     """Walk two journals in lockstep; returns (first divergence or None, records compared).
 
     Damage in either journal (truncation, a failed checksum, a digest mismatch) is not a divergence:
     it raises JournalError. Different footers (counts, or how the run ended) are a divergence.
     ``formatter`` (if given) learns message kinds along the way, so the divergence can be described
-    with them, and the expected journal's footer once it is reached."""
+    with them, and the expected journal's footer once it is reached. A recording stopped early (the
+    live view's q: its footer's ``ended`` says so) is compared as a prefix: the re-run goes on past it."""
     exp = JournalReader(expected_path)
     got = JournalReader(got_path)
     try:
@@ -44,6 +48,10 @@ def compare(expected_path, got_path, formatter: "Formatter | None" = None) -> tu
             if formatter is not None:
                 formatter.kind_of(rec)
             count += 1
+        if str(exp.footer.get("ended", "")).startswith(STOPPED_EARLY):
+            if formatter is not None:
+                formatter.footer = exp.footer
+            return None, count  # every recorded record matched; the recording stopped there
         extra = next(it_got, None)
         if extra is not None:
             return Divergence(extra[0], extra[2][1], None, extra[2], "the re-run has more records"), count

@@ -475,3 +475,27 @@ def test_name_ranges_lists_every_name_once(names):
                 assert f"{m.group(1)}{k}" not in got
                 got.add(f"{m.group(1)}{k}")
     assert got == set(names)
+
+
+def test_a_recording_stopped_early_verifies_as_the_prefix_of_its_rerun(tmp_path, capsys):
+    """The live view's q stops a run: its journal holds what happened up to there, and replay --verify
+    finds those records identical in the re-run (which goes on past them)."""
+    class StopSoon:
+        every = 64
+        partial = None
+
+        def __call__(self, fabric, run):
+            if fabric.events > 2_000 and self.partial is None:
+                self.partial = {"by": "q"}
+                fabric.stop()
+
+    path = tmp_path / "stopped.fjl"
+    runner.execute("default", overrides={"jobs": 40}, journal_path=path, progress=StopSoon())
+    assert read_journal(path)[2]["ended"].startswith("stopped early (q)")
+    assert main(["replay", str(path), "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("identical: ") and "stopped early (q)" in out
+    full = tmp_path / "full.fjl"
+    runner.execute("default", overrides={"jobs": 40}, journal_path=full)
+    assert compare(full, full)[0] is None and compare(path, full)[0] is None
+    assert compare(full, path)[0].reason == "the re-run ended earlier"  # a finished run is not a prefix

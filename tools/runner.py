@@ -27,6 +27,7 @@ from fedemu.fabric.errors import ConfigError, FedemuError, RunViolation
 from fedemu.fabric.journal import Journal
 from fedemu.fabric.kernel import Fabric
 from fedemu.fabric.log import EventLog
+from fedemu.fabric.replay import STOPPED_EARLY
 
 from . import params as params_mod
 from .results import summarize_run, write_results, write_summary
@@ -297,7 +298,7 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
             events.abort()
         raise
     broken = [line for line in (summary.get("invariants") or {}).values() if line != "ok"]
-    ended = {"ended": f"stopped early ({partial['by']}): partial"} if partial else {}
+    ended = {"ended": f"{STOPPED_EARLY} ({partial['by']}): partial"} if partial else {}
     if broken:
         ended = {"ended": f"violation: {broken[0]}"}
     journal.close({"events": stats.events, "sent": stats.sent, "now_us": stats.now_us, **ended})
