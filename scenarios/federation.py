@@ -19,10 +19,11 @@ from fedemu.actors.submitter import Submitter
 from fedemu.fabric.errors import ConfigError, unknown_name
 from fedemu.fabric.network import Latency, Link
 from fedemu.fabric.rand import Stream
-from fedemu.model import Param, Recorder, finite_at_least, probability, seconds_to_us, whole_at_least
+from fedemu.model import ClusterSpec, Param, Recorder, finite_at_least, probability, seconds_to_us, whole_at_least
 from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES, get_worker_choice
 from fedemu.scenarios import constraints as cons
 from fedemu.scenarios import fault_plan
+from fedemu.scenarios import machines
 from fedemu.scenarios import preflight
 from fedemu.scenarios.synthetic import TASK_DISTS, poisson_jobs, syn_jobs
 from fedemu.scenarios.trace import read_trace
@@ -43,6 +44,10 @@ COMMON = (
           **whole_at_least(0)),
     Param("capacity", "1", "each worker's capacity vector, e.g. 1 (slots) or 4,16 (cpu,mem)"),
     Param("demand", "1", "each task's demand vector, as long as capacity"),
+    Param("machine_types", "", "mixed machines CAPACITY@SPEED:SHARE,..., e.g. 4x16@1.0:60,8x32@1.5:40 (replaces "
+          "capacity; speed k_n >= 1); empty: every machine has capacity and speed 1"),
+    Param("alpha", "0", "jobs' parallel fraction: a run time is duration x ((1-alpha) + alpha/k_n); a number "
+          "from 0 to 1 or U(a,b) drawn per job"),
     Param("constraints", True, "draw machine and task constraints from the constraint table"),
     Param("constraint_table", "", "a constraint table JSON file; empty: the built-in stand-in table"),
     # workload
@@ -130,15 +135,46 @@ def build_cluster(params: dict, seed: int):
     """The machines: ``lms`` clusters of ``gms * workers_per_partition`` workers each."""
     gms, lms, wpp = shape(params)
     table = cons.ConstraintTable.load(params["constraint_table"] or None)
-    capacity = _vector(params["capacity"], "capacity")
-    resources = ("slots",) if len(capacity) == 1 else ("cpu", "mem", "disk", "gpu")[: len(capacity)]
+    types = machines.parse(params["machine_types"]) if params["machine_types"] else None
+    if types is not None and str(params["capacity"]) != "1":
+        raise ConfigError(f"parameters 'capacity' ({params['capacity']!r}) and 'machine_types' both set; "
+                          "machine_types gives every machine's capacity")
+    capacity = types[0].capacity if types else _vector(params["capacity"], "capacity")
+    resources = machines.resource_names(len(capacity))
     cluster = cons.build_cluster(clusters=lms, workers_per_cluster=gms * wpp, table=table,
                                  stream=Stream(seed, "cluster"), capacity=capacity, resources=resources)
+    if types is not None:
+        cluster = machines.assign(cluster, types, Stream(seed, "machine-types"))
     if not params["constraints"]:
         cluster = attrs.evolve(cluster, clusters=tuple(
             attrs.evolve(c, workers=tuple(attrs.evolve(w, constraints=()) for w in c.workers))
             for c in cluster.clusters))
     return cluster, table
+
+
+def _feasibility(cluster, max_cap):
+    """feasible(constraints, demand): some machine has the constraints and capacity >= demand. With
+    several capacity vectors, one constraint index per vector (a few types: a few indexes)."""
+    by_capacity: dict[tuple, list] = {}
+    for w in cluster.workers():
+        by_capacity.setdefault(tuple(w.capacity), []).append(w)
+    if len(by_capacity) == 1:
+        index = cons.ConstraintIndex(cluster)
+
+        def feasible_one(constraints, demand) -> bool:
+            if any(d > c for d, c in zip(demand, max_cap)) or len(demand) != len(max_cap):
+                return False
+            return index.feasible(constraints)
+        return feasible_one
+    indexes = [(cap, cons.ConstraintIndex(attrs.evolve(cluster, clusters=(ClusterSpec(0, "", tuple(ws)),))))
+               for cap, ws in sorted(by_capacity.items())]
+
+    def feasible(constraints, demand) -> bool:
+        if len(demand) != len(max_cap):
+            return False
+        return any(all(d <= c for d, c in zip(demand, cap)) and index.feasible(constraints)
+                   for cap, index in indexes)
+    return feasible
 
 
 def build_workload(params: dict, seed: int, total_units: int, table):
@@ -166,6 +202,9 @@ def build_workload(params: dict, seed: int, total_units: int, table):
         raise unknown_name("workload", kind, ("syn_N", "poisson", "trace"))
     if demand != (1,):
         stream = (attrs.evolve(j, demand=demand) for j in stream)
+    low, high = machines.parse_alpha(params["alpha"])
+    if high > 0:
+        stream = machines.with_alpha(stream, low, high, Stream(seed, "alpha"))
     if params["constraints"]:
         stream = cons.assign_task_constraints(stream, table, Stream(seed, "task-constraints"))
     return stream
@@ -188,13 +227,8 @@ def build(fabric, params: dict):
     total_units = sum(w.capacity[0] for w in cluster.workers())
     recorder = Recorder(total_units=total_units)
     fabric.network.default = network(params)
-    index = cons.ConstraintIndex(cluster)
     max_cap = tuple(max(w.capacity[r] for w in cluster.workers()) for r in range(len(cluster.resources)))
-
-    def feasible(constraints, demand) -> bool:
-        if any(d > c for d, c in zip(demand, max_cap)) or len(demand) != len(max_cap):
-            return False
-        return index.feasible(constraints)
+    feasible = _feasibility(cluster, max_cap)
 
     preflight.check_feasible(build_workload(params, fabric.seed, total_units, table), feasible, max_cap,
                              cluster.resources)
