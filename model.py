@@ -231,6 +231,7 @@ class Recorder:
     """Everything a run measures. ``busy`` logs (time, +/-units) so utilization can be rebuilt."""
 
     total_units: int = 0
+    machines: dict = attrs.Factory(dict)  # worker id -> capacity vector, for per-machine balance metrics
     jobs: dict = attrs.Factory(dict)
     tasks: dict = attrs.Factory(dict)
     counters: dict = attrs.Factory(dict)

@@ -31,9 +31,15 @@ from fedemu.scenarios.trace import read_trace
 from .run import FederationRun
 
 POLICY = Param("policy", "random", f"worker-choice policy: {', '.join(sorted(WORKER_CHOICE_NAMES))}")
+# the worker-choice policies' own keys, with the policies they apply to
+POLICY_OPTIONS = {
+    Param("d", 2, "d-choices: draw among the D least-loaded candidates (1: greedy)", **whole_at_least(1)):
+        ("d-choices",),
+}
 COMMON = (
     Param("scheduler", "megha", f"the scheduler: {', '.join(registry.SCHEDULERS)}"),
     POLICY,
+    *POLICY_OPTIONS,
     # cluster: lms clusters of gms * workers_per_partition workers ("workers" > 0 derives the shape)
     Param("gms", 3, "partitions per cluster (Megha's GMs); with lms and workers_per_partition fixes the machines",
           **whole_at_least(1)),
@@ -86,15 +92,21 @@ def declare(params: dict, given=()) -> list[tuple[str, tuple[Param, ...]]]:
     """The keys that apply to a run, as (section title, params); ``given`` (the keys set with --set)
     must all apply, else a ConfigError naming the key and what it belongs to."""
     scheduler = registry.get(params["scheduler"])
-    common = COMMON if scheduler.takes_policy else tuple(p for p in COMMON if p is not POLICY)
+    common = COMMON if scheduler.takes_policy else tuple(p for p in COMMON
+                                                         if p is not POLICY and p not in POLICY_OPTIONS)
     if scheduler.takes_policy and params["policy"] not in WORKER_CHOICE_NAMES:
         raise unknown_name("policy", params["policy"], WORKER_CHOICE_NAMES)
     applies = {p.name for p in common} | set(scheduler.param_names)
     for key in given:
+        option = next((p for p in POLICY_OPTIONS if p.name == key), None)
+        if (key in applies and option is not None and params["policy"] not in POLICY_OPTIONS[option]
+                and params[key] != option.default):  # a replay gives every key, at its default when unused
+            raise ConfigError(f"parameter {key!r} applies to policy {'/'.join(POLICY_OPTIONS[option])}, not "
+                              f"{params['policy']!r}")
         if key in applies:
             continue
-        if key == POLICY.name:
-            raise ConfigError(f"parameter 'policy' does not apply to scheduler {scheduler.name!r}: it takes no "
+        if key == POLICY.name or key in {p.name for p in POLICY_OPTIONS}:
+            raise ConfigError(f"parameter {key!r} does not apply to scheduler {scheduler.name!r}: it takes no "
                               "worker-choice policy")
         owners = [s.name for s in registry.SCHEDULERS.values() if key in s.param_names]
         raise ConfigError(f"parameter {key!r} does not apply to scheduler {scheduler.name!r} (it is "
@@ -222,10 +234,11 @@ def build(fabric, params: dict):
     estimate = preflight.check(params)  # numbers, size and warnings, before anything is built
     params = {**params, "jobs": estimate.jobs}  # jobs=0 made definite: the summary's workload says how many
     scheduler = registry.get(params["scheduler"])
-    policy = get_worker_choice(params["policy"]) if scheduler.takes_policy else None
+    policy = get_worker_choice(params["policy"], d=int(params["d"]),
+                               alpha=sum(machines.parse_alpha(params["alpha"])) / 2) if scheduler.takes_policy else None
     cluster, table = build_cluster(params, fabric.seed)
     total_units = sum(w.capacity[0] for w in cluster.workers())
-    recorder = Recorder(total_units=total_units)
+    recorder = Recorder(total_units=total_units, machines={w.worker_id: w.capacity for w in cluster.workers()})
     fabric.network.default = network(params)
     max_cap = tuple(max(w.capacity[r] for w in cluster.workers()) for r in range(len(cluster.resources)))
     feasible = _feasibility(cluster, max_cap)

@@ -179,3 +179,75 @@ def allocation_components(recorder: Recorder, tasks: dict | None = None) -> dict
         "queue": mean(queue),
         "communication": mean(alloc - queue),
     }
+
+
+MAX_BALANCE_SAMPLES = 2000
+MAX_BALANCE_CELLS = 4_000_000  # samples x machines x resources held at once (32 MB of int64)
+
+
+def machine_usage(recorder: Recorder, times_us: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(used, capacity): what each machine held of each resource at each instant of ``times_us`` (an
+    execution counts from its start, inclusive, to its end, exclusive), shape (times, machines, resources),
+    and the machines' capacities, from every recorded execution (crash-aborted and duplicate ones too).
+    None when the recorder knows no machine capacities."""
+    if not recorder.machines:
+        return None
+    ids = sorted(recorder.machines)
+    row = {w: i for i, w in enumerate(ids)}
+    capacity = np.array([recorder.machines[w] for w in ids], dtype=np.int64)
+    runs = [(t.job_id, t.worker, t.start_us, t.end_us) for t in recorder.tasks.values() if t.start_us >= 0]
+    runs += [(r[0], r[2], r[3], r[4]) for r in recorder.other_runs]
+    resources = capacity.shape[1]
+    used = np.zeros((len(times_us) + 1, len(ids), resources), dtype=np.int64)
+    if runs:
+        demand = np.zeros((len(runs), resources), dtype=np.int64)
+        for k, run in enumerate(runs):
+            d = recorder.jobs[run[0]].demand
+            demand[k, : len(d)] = d
+        w = np.array([row[r[1]] for r in runs], dtype=np.intp)
+        start = np.array([r[2] for r in runs], dtype=np.int64)
+        end = np.array([r[3] if r[3] >= 0 else np.iinfo(np.int64).max for r in runs], dtype=np.int64)
+        np.add.at(used, (np.searchsorted(times_us, start, side="left"), w), demand)
+        np.add.at(used, (np.searchsorted(times_us, end, side="left"), w), -demand)
+    return np.cumsum(used, axis=0)[:-1], capacity
+
+
+def balance_series(recorder: Recorder, bucket_us: int = US) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(times in s, imbalance, utilization variance), sampled every ``bucket_us`` over the run window
+    (coarser when the window would need more than ``MAX_BALANCE_SAMPLES`` samples, or more than
+    ``MAX_BALANCE_CELLS`` samples x machines x resources).
+
+    Imbalance Im(t) = max load - mean load over machines (Qin, shared/papers file 003, Eq. 1), with a
+    machine's load its allocated share in its most-used resource (as ``policies.load_choice.load``).
+    Utilization variance (TEBAS, file 004, Eqs. 10-12): per resource, the variance over machines of
+    used / capacity, averaged over resources (0.5 cpu + 0.5 mem with two)."""
+    window = time_window_us(recorder)
+    if window is None or window[1] <= window[0] or not recorder.machines:
+        return np.empty(0), np.empty(0), np.empty(0)
+    start, end = window
+    cells = len(recorder.machines) * len(next(iter(recorder.machines.values())))
+    samples = max(1, min(MAX_BALANCE_SAMPLES, MAX_BALANCE_CELLS // cells))
+    step = max(bucket_us, -(-(end - start) // samples))
+    times = np.arange(start, end, step, dtype=np.int64)
+    used, capacity = machine_usage(recorder, times)
+    share = used / np.maximum(capacity, 1)[None, :, :]
+    load = share.max(axis=2)
+    imbalance = load.max(axis=1) - load.mean(axis=1)
+    variance = share.var(axis=1).mean(axis=1)
+    return times / US, imbalance, variance
+
+
+def balance_stats(recorder: Recorder, bucket_us: int = US) -> dict:
+    """Mean and max of the imbalance and the utilization variance over the samples (None when unknown)."""
+    _, imbalance, variance = balance_series(recorder, bucket_us)
+    if not imbalance.size:
+        return {"imbalance_mean": None, "imbalance_max": None, "utilization_variance_mean": None}
+    return {"imbalance_mean": float(imbalance.mean()), "imbalance_max": float(imbalance.max()),
+            "utilization_variance_mean": float(variance.mean())}
+
+
+def jrt_s(recorder: Recorder, jobs: dict | None = None) -> np.ndarray:
+    """Job completion (response) times of completed jobs, completion - arrival, in s."""
+    jobs = job_table(recorder) if jobs is None else jobs
+    done = jobs["completion_us"] >= 0
+    return (jobs["completion_us"][done] - jobs["arrival_us"][done]) / US
