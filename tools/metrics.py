@@ -182,7 +182,7 @@ def allocation_components(recorder: Recorder, tasks: dict | None = None) -> dict
 
 
 MAX_BALANCE_SAMPLES = 2000
-MAX_BALANCE_CELLS = 4_000_000  # samples x machines x resources held at once (32 MB of int64)
+MAX_BALANCE_CELLS = 1_000_000  # samples x machines x resources held at once (8 MB of int64)
 
 
 def machine_usage(recorder: Recorder, times_us: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
