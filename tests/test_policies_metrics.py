@@ -61,8 +61,13 @@ def test_a_run_reports_balance_and_completion_times():
     assert summary["jrt_s"]["count"] == summary["jobs_completed"]
 
 
-def test_a_large_cluster_is_sampled_more_coarsely_within_the_memory_bound(monkeypatch):
-    monkeypatch.setattr(metrics, "MAX_BALANCE_CELLS", 20)
-    rec = _recorder({0: (2,), 1: (4,)}, [(0, 0, 100 * US_PER_S)])
-    times, im, _ = metrics.balance_series(rec)
-    assert len(times) == 10 and np.allclose(np.diff(times), 10) and np.allclose(im, 0.25)
+def test_chunks_of_samples_give_the_same_series(monkeypatch):
+    """Held in chunks of 3 samples (the memory bound), the series equals the one computed at once."""
+    rec = _recorder({0: (2,), 1: (4,), 2: (3,)}, [(0, 0, 7 * US_PER_S), (1, 2 * US_PER_S, 9 * US_PER_S),
+                                                   (0, 3 * US_PER_S, 2 * US_PER_S), (2, 5 * US_PER_S, 4 * US_PER_S)])
+    whole = metrics.balance_series(rec)
+    monkeypatch.setattr(metrics, "MAX_BALANCE_CELLS", 9)
+    chunked = metrics.balance_series(rec)
+    assert len(whole[0]) == 11
+    for a, b in zip(whole, chunked):
+        assert np.array_equal(a, b)
