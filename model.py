@@ -104,6 +104,7 @@ class Job:
     durations_us: tuple[int, ...]
     constraints: tuple[tuple[int, ...], ...] = attrs.field()
     demand: tuple[int, ...] = (1,)
+    alpha: float = 0.0  # the parallel fraction of its tasks (TEBAS's Amdahl model, see ``run_time_us``)
 
     @constraints.default
     def _no_constraints(self):
@@ -126,12 +127,28 @@ class Job:
 # ---- machines and clusters ---------------------------------------------------------------
 @attrs.frozen(slots=True)
 class WorkerSpec:
-    """One machine: global id, owning cluster, capacity vector, constraint ids it provides."""
+    """One machine: global id, owning cluster, capacity vector, constraint ids it provides, and its speed
+    factor k_n (TEBAS, shared/papers file 004: the parallel part of a task runs k_n times faster)."""
 
     worker_id: int
     cluster: int
     capacity: tuple[int, ...] = (1,)
     constraints: tuple[int, ...] = ()
+    speed: float = 1.0
+
+
+def speedup_factor(alpha: float, speed: float) -> float:
+    """(1 - alpha) + alpha / k_n: the share of its nominal duration a task takes on a machine of speed k_n."""
+    return (1.0 - alpha) + alpha / speed
+
+
+def run_time_us(duration_us: int, alpha: float, speed: float) -> int:
+    """A task's run time on a machine of speed k_n by TEBAS's Amdahl model (file 004, the Fitness metric):
+    ``duration * ((1 - alpha) + alpha / k_n)``, rounded half to even to whole microseconds. With
+    alpha = 0 or k_n = 1 it is exactly ``duration_us`` (no float arithmetic on that path)."""
+    if alpha == 0 or speed == 1:
+        return duration_us
+    return int(round(duration_us * speedup_factor(alpha, speed)))
 
 
 @attrs.frozen(slots=True)
@@ -205,6 +222,7 @@ class JobRecord:
     completion_us: int = -1
     demand: tuple = (1,)
     constraints: tuple = ()
+    alpha: float = 0.0
 
     @property
     def jrt_us(self) -> int:
@@ -221,6 +239,7 @@ class Recorder:
     """Everything a run measures. ``busy`` logs (time, +/-units) so utilization can be rebuilt."""
 
     total_units: int = 0
+    machines: dict = attrs.Factory(dict)  # worker id -> capacity vector, for per-machine balance metrics
     jobs: dict = attrs.Factory(dict)
     tasks: dict = attrs.Factory(dict)
     counters: dict = attrs.Factory(dict)
@@ -239,12 +258,17 @@ class Recorder:
     timed: bool = False
     serving: list = attrs.Factory(list)
 
+    def alpha_of(self, job_id: int) -> float:
+        """The job's parallel fraction, as submitted (workers use it for a task's run time)."""
+        return self.jobs[job_id].alpha
+
     def count(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
 
     def job_arrived(self, job, short: bool = True) -> None:
         self.jobs[job.job_id] = JobRecord(job.job_id, job.arrival_us, job.num_tasks, job.ideal_jrt_us,
-                                          job.mean_task_us, short, demand=job.demand, constraints=job.constraints)
+                                          job.mean_task_us, short, demand=job.demand, constraints=job.constraints,
+                                          alpha=job.alpha)
         for i, d in enumerate(job.durations_us):
             self.tasks[(job.job_id, i)] = TaskRecord(job.job_id, i, job.arrival_us, d, mark_us=job.arrival_us)
 

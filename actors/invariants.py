@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 import attrs
 import numpy as np
 
-from fedemu.model import Cluster, Recorder
+from fedemu.model import Cluster, Recorder, run_time_us
 
 STUCK_SHOWN = 5  # tasks named per stuck job in a message
 
@@ -63,9 +63,12 @@ def jobs_closed(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violation]
 
 
 def tasks_ran_once(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violation]:
-    """Every task of a completed job started once, ran for exactly its duration, and ended before its
-    job was closed. (A second start or end is refused by the recorder as it happens.)"""
+    """Every task of a completed job started once, ran for exactly its run time on the machine it ran on
+    (its duration, scaled by the Amdahl model for the job's alpha and that machine's speed, computed here
+    from the recorded worker and the cluster description), and ended before its job was closed. (A second
+    start or end is refused by the recorder as it happens.)"""
     out = []
+    speed = {w.worker_id: w.speed for w in cluster.workers()}
     for job in rec.jobs.values():
         if job.completion_us < 0:
             continue
@@ -75,9 +78,10 @@ def tasks_ran_once(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violati
             if t.start_us < 0 or t.end_us < 0:
                 out.append(Violation("tasks_ran_once", subject, job.completion_us,
                                      f"its job completed but the task {'never started' if t.start_us < 0 else 'never ended'}"))
-            elif t.end_us - t.start_us != t.duration_us:
+            elif t.end_us - t.start_us != (want := run_time_us(t.duration_us, job.alpha, speed.get(t.worker, 1.0))):
+                scaled = "" if want == t.duration_us else f" and its run time on w-{t.worker} is {want} us"
                 out.append(Violation("tasks_ran_once", subject, t.end_us,
-                                     f"ran {t.end_us - t.start_us} us, its duration is {t.duration_us} us"))
+                                     f"ran {t.end_us - t.start_us} us, its duration is {t.duration_us} us{scaled}"))
             elif t.end_us > job.completion_us:
                 out.append(Violation("tasks_ran_once", subject, job.completion_us,
                                      f"its job was closed at {job.completion_us} us, before the task ended "

@@ -542,7 +542,7 @@ class MasterCore:
         cand = self.view.suitable(key[0], key[1])
         if not len(cand):
             return None
-        return self.policy.choose(self.view, cand, self.choice)
+        return self.policy.choose(self.view, cand, self.choice, key[1])
 
     def _match_high(self, key):
         """A HIGH task: an idle low-priority worker if any, else an idle reserved one."""
@@ -552,7 +552,7 @@ class MasterCore:
         if not len(cand):
             return None
         low = cand[self.is_low[cand]]
-        return self.policy.choose(self.view, low if len(low) else cand, self.choice)
+        return self.policy.choose(self.view, low if len(low) else cand, self.choice, key[1])
 
     def _match_low(self, key):
         """A LOW task: only an idle low-priority worker."""
@@ -563,7 +563,7 @@ class MasterCore:
             cand = cand[self.is_low[cand]]
         if not len(cand):
             return None
-        return self.policy.choose(self.view, cand, self.choice)
+        return self.policy.choose(self.view, cand, self.choice, key[1])
 
     def _launch(self, cls: int, task: Pending, local: int) -> None:
         view = self.view

@@ -96,9 +96,10 @@ class MeghaWorker(Worker):
             free[r] -= d
         now = self._now
         self.running[key] = msg
-        self.ends[key] = now + msg.duration_us
+        run_us = self.run_us(msg)
+        self.ends[key] = now + run_us
         self.recorder.task_started(msg.job_id, msg.index, now, self.spec.worker_id, demand[0])
-        self.set_timer(msg.duration_us, TaskTimer(msg.job_id, msg.index))
+        self.set_timer(run_us, TaskTimer(msg.job_id, msg.index))
 
     def on_TaskTimer(self, msg, src) -> None:
         key = (msg.job_id, msg.index)

@@ -67,7 +67,7 @@ class PigeonWorker(GroupMember, Worker):
             free[r] -= d
         self.running[key] = msg
         self.recorder.task_started(msg.job_id, msg.index, self.now, self.spec.worker_id, demand[0])
-        self.set_timer(msg.duration_us, TaskTimer(msg.job_id, msg.index))
+        self.set_timer(self.run_us(msg), TaskTimer(msg.job_id, msg.index))
 
     def on_TaskTimer(self, msg: TaskTimer, src: int) -> None:
         key = (msg.job_id, msg.index)

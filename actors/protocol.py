@@ -10,6 +10,17 @@ from fedemu.fabric.messages import message, register
 from fedemu.model import Job
 
 register(Job, "job")
+_JOB_FIELDS = Job._fedemu_fields
+
+
+def _job_fields(job: Job) -> tuple:
+    """A job's journal fields; alpha only when it is not 0, so runs without it keep their bytes (and
+    digests), and replay rebuilds the default."""
+    fields = _JOB_FIELDS(job)
+    return fields if job.alpha else fields[:-1]
+
+
+Job._fedemu_fields = staticmethod(_job_fields)
 
 
 @message("submit.next")

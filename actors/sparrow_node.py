@@ -116,7 +116,7 @@ class SparrowNode(Worker):
             self._report(key, src)
             return
         if key not in self.running:
-            self.ends[key] = self.now + msg.duration_us
+            self.ends[key] = self.now + self.run_us(msg)
         self.on_RunTask(RunTask(msg.job_id, msg.index, msg.duration_us, msg.demand, -1, (src,)), src)
 
     def _pump(self) -> None:

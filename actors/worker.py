@@ -1,4 +1,9 @@
-"""The worker: runs tasks for their duration in virtual time within its capacity vector.
+"""The worker: runs tasks for their run time in virtual time within its capacity vector.
+
+A task's run time on this machine is its duration scaled by TEBAS's Amdahl model (``model.run_time_us``:
+the job's parallel fraction alpha runs ``spec.speed`` times faster); alpha = 0 or speed 1 is the duration.
+The launch message does not carry alpha: the worker reads the job's alpha from the run's records, so the
+schedulers' launch paths and journals stay as they were.
 
 It is told what to run (``RunTask``) and tells the listed actors when a task ends. It never runs more
 than its capacity: a launch that would exceed it is a protocol bug and ends the run with an error.
@@ -10,6 +15,7 @@ from __future__ import annotations
 import attrs
 
 from fedemu.fabric.actor import Actor
+from fedemu.model import run_time_us
 
 from .protocol import RunTask, TaskFinished, TaskTimer
 
@@ -48,7 +54,11 @@ class Worker(Actor):
             free[r] -= d
         self.running[(msg.job_id, msg.index)] = msg
         self.recorder.task_started(msg.job_id, msg.index, self.now, self.spec.worker_id, demand[0])
-        self.set_timer(msg.duration_us, TaskTimer(msg.job_id, msg.index))
+        self.set_timer(self.run_us(msg), TaskTimer(msg.job_id, msg.index))
+
+    def run_us(self, msg) -> int:
+        """How long ``msg``'s task runs on this machine (its duration with the Amdahl speed-up)."""
+        return run_time_us(msg.duration_us, self.recorder.alpha_of(msg.job_id), self.spec.speed)
 
     def on_TaskTimer(self, msg: TaskTimer, src: int) -> None:
         task = self.running.pop((msg.job_id, msg.index))

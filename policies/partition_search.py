@@ -108,7 +108,7 @@ class PartitionSearch:
                 self.scanned += view.n
                 if len(cand):
                     self.rr_internal = (lm + 1) % n_lm
-                    return lm, g, self.policy.choose(view, cand, self.rng)
+                    return lm, g, self.policy.choose(view, cand, self.rng, demand)
             known[lm][g] = gains[lm][g]
         start = self.rr_external
         for k in range(n_lm):
@@ -124,7 +124,7 @@ class PartitionSearch:
                         self.scanned += view.n
                         if len(cand):
                             self.rr_external = (lm + 1) % n_lm
-                            return lm, p, self.policy.choose(view, cand, self.rng)
+                            return lm, p, self.policy.choose(view, cand, self.rng, demand)
                     known_row[p] = gains_row[p]
             known_rows[lm] = row_gains[lm]  # every partition of this LM is known empty for the signature
         memo[0] = self.gain_total

@@ -43,7 +43,8 @@ class PartitionView:
     """
 
     # Slots: a GM holds one view per (LM, partition) and touches one on every state change it learns.
-    __slots__ = ("n", "num_constraints", "num_resources", "worker_ids", "_local_of", "capacity", "constraint_counts",
+    __slots__ = ("n", "num_constraints", "num_resources", "worker_ids", "_local_of", "capacity", "speed",
+                 "constraint_counts",
                  "constraint_vectors", "_all", "_unit_tuple", "_demands", "_masks", "_unit", "_unit_first",
                  "_single", "_cap0", "_free0", "_free", "_flags", "_avail", "free_count")
 
@@ -91,6 +92,8 @@ class PartitionView:
                 per_constraint[c].append(i)
             counts[i] = len(distinct)
         self.capacity = capacity
+        self.speed = np.array([w.speed for w in workers], dtype=np.float64)  # k_n, for speed-aware policies
+        self.speed.flags.writeable = False
         free = capacity.copy()
         self.constraint_counts = counts
         vectors = np.zeros((num_constraints, bitvec.num_words(n)), dtype=np.uint64)

@@ -2,8 +2,10 @@
 
 Section numbers are those of the Megha 2023 paper (shared/papers file 000), 4.3 "Matching Algorithm".
 
-Later policies fit the same call: D-choices ranks ``view.free[candidates]`` and draws among the D least
-loaded; balance-aware spreading weighs candidates by ``view.free / view.capacity`` with the stream.
+Others live in their own modules and register here: ``d-choices``, ``spread`` and ``binpack``
+(``load_choice``), ``tebas`` (``tebas``). A policy with parameters has ``configure(**options)``;
+``get_worker_choice`` passes it the run's options (d, beta, alpha). ``demand`` is the task's demand
+vector (the callers' signature), for policies that weigh room left for it.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from typing import Protocol
 import numpy as np
 
 from fedemu.fabric.rand import Stream
+from fedemu.policies.load_choice import BinPackChoice, DChoices, SpreadChoice
 from fedemu.policies.partition_view import PartitionView
 from fedemu.policies.registry import Registry
+from fedemu.policies.tebas import TebasChoice
 
 
 class WorkerChoice(Protocol):
@@ -22,7 +26,7 @@ class WorkerChoice(Protocol):
 
     name: str
 
-    def choose(self, view: PartitionView, candidates: np.ndarray, stream: Stream) -> int: ...
+    def choose(self, view: PartitionView, candidates: np.ndarray, stream: Stream, demand=(1,)) -> int: ...
 
 
 class RandomChoice:
@@ -30,7 +34,7 @@ class RandomChoice:
 
     name = "random"
 
-    def choose(self, view: PartitionView, candidates: np.ndarray, stream: Stream) -> int:
+    def choose(self, view: PartitionView, candidates: np.ndarray, stream: Stream, demand=(1,)) -> int:
         n = len(candidates)
         if n == 0:
             raise ValueError("choose needs at least one candidate")
@@ -45,7 +49,7 @@ class MinConstraintsChoice:
 
     name = "min-constraints"
 
-    def choose(self, view: PartitionView, candidates: np.ndarray, stream: Stream) -> int:
+    def choose(self, view: PartitionView, candidates: np.ndarray, stream: Stream, demand=(1,)) -> int:
         n = len(candidates)
         if n == 0:
             raise ValueError("choose needs at least one candidate")
@@ -60,10 +64,17 @@ class MinConstraintsChoice:
 _REGISTRY: Registry[WorkerChoice] = Registry("policy")
 _REGISTRY.register(RandomChoice.name, RandomChoice)
 _REGISTRY.register(MinConstraintsChoice.name, MinConstraintsChoice)
+for _cls in (DChoices, SpreadChoice, BinPackChoice, TebasChoice):
+    _REGISTRY.register(_cls.name, _cls)
 
 WORKER_CHOICE_NAMES: tuple[str, ...] = _REGISTRY.names
 
 
-def get_worker_choice(name: str) -> WorkerChoice:
-    """The policy called ``name``; ConfigError ``unknown policy 'x'; known: ...`` otherwise."""
-    return _REGISTRY.get(name)
+def get_worker_choice(name: str, **options) -> WorkerChoice:
+    """The policy called ``name``, configured with ``options`` if it takes any; ConfigError
+    ``unknown policy 'x'; known: ...`` otherwise."""
+    policy = _REGISTRY.get(name)
+    configure = getattr(policy, "configure", None)
+    if configure is not None:
+        configure(**options)
+    return policy

@@ -21,10 +21,12 @@ from fedemu.fabric.errors import ConfigError, unknown_name
 from fedemu.fabric.network import Latency, Link
 from fedemu.fabric.rand import Stream
 from fedemu.fabric.ties import TIE_ORDERS
-from fedemu.model import Param, Recorder, finite_at_least, one_of, probability, seconds_to_us, whole_at_least
+from fedemu.model import (ClusterSpec, Param, Recorder, finite_at_least, one_of, probability, seconds_to_us,
+                          whole_at_least)
 from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES, get_worker_choice
 from fedemu.scenarios import constraints as cons
 from fedemu.scenarios import fault_plan
+from fedemu.scenarios import machines
 from fedemu.scenarios import preflight
 from fedemu.scenarios.synthetic import TASK_DISTS, poisson_jobs, syn_jobs
 from fedemu.scenarios.trace import read_trace
@@ -32,11 +34,17 @@ from fedemu.scenarios.trace import read_trace
 from .run import FederationRun
 
 POLICY = Param("policy", "random", f"worker-choice policy: {', '.join(sorted(WORKER_CHOICE_NAMES))}")
+# the worker-choice policies' own keys, with the policies they apply to
+POLICY_OPTIONS = {
+    Param("d", 2, "d-choices: draw among the D least-loaded candidates (1: greedy)", **whole_at_least(1)):
+        ("d-choices",),
+}
 COMMON = (
     Param("scheduler", "megha", f"the scheduler: {', '.join(registry.SCHEDULERS)}"),
     POLICY,
     Param("cost_model", DEFAULT_COST_MODEL, "service times of the scheduler components (GMs, LMs, masters, "
           "distributors, Sparrow schedulers): zero (none), a model in actors/costs/, or a model JSON file"),
+    *POLICY_OPTIONS,
     # cluster: lms clusters of gms * workers_per_partition workers ("workers" > 0 derives the shape)
     Param("gms", 3, "partitions per cluster (Megha's GMs); with lms and workers_per_partition fixes the machines",
           **whole_at_least(1)),
@@ -47,6 +55,10 @@ COMMON = (
           **whole_at_least(0)),
     Param("capacity", "1", "each worker's capacity vector, e.g. 1 (slots) or 4,16 (cpu,mem)"),
     Param("demand", "1", "each task's demand vector, as long as capacity"),
+    Param("machine_types", "", "mixed machines CAPACITY@SPEED:SHARE,..., e.g. 4x16@1.0:60,8x32@1.5:40 (replaces "
+          "capacity; speed k_n >= 1); empty: every machine has capacity and speed 1"),
+    Param("alpha", "0", "jobs' parallel fraction: a run time is duration x ((1-alpha) + alpha/k_n); a number "
+          "from 0 to 1 or U(a,b) drawn per job"),
     Param("constraints", True, "draw machine and task constraints from the constraint table"),
     Param("constraint_table", "", "a constraint table JSON file; empty: the built-in stand-in table"),
     # workload
@@ -95,15 +107,21 @@ def declare(params: dict, given=()) -> list[tuple[str, tuple[Param, ...]]]:
     must all apply, else a ConfigError naming the key and what it belongs to (a scheduler, or a
     workload: ``trace`` with workload=poisson would be ignored)."""
     scheduler = registry.get(params["scheduler"])
-    common = COMMON if scheduler.takes_policy else tuple(p for p in COMMON if p is not POLICY)
+    common = COMMON if scheduler.takes_policy else tuple(p for p in COMMON
+                                                         if p is not POLICY and p not in POLICY_OPTIONS)
     if scheduler.takes_policy and params["policy"] not in WORKER_CHOICE_NAMES:
         raise unknown_name("policy", params["policy"], WORKER_CHOICE_NAMES)
     applies = {p.name for p in common} | set(scheduler.param_names)
     for key in given:
+        option = next((p for p in POLICY_OPTIONS if p.name == key), None)
+        if (key in applies and option is not None and params["policy"] not in POLICY_OPTIONS[option]
+                and params[key] != option.default):  # a replay gives every key, at its default when unused
+            raise ConfigError(f"parameter {key!r} applies to policy {'/'.join(POLICY_OPTIONS[option])}, not "
+                              f"{params['policy']!r}")
         if key in applies:
             continue
-        if key == POLICY.name:
-            raise ConfigError(f"parameter 'policy' does not apply to scheduler {scheduler.name!r}: it takes no "
+        if key == POLICY.name or key in {p.name for p in POLICY_OPTIONS}:
+            raise ConfigError(f"parameter {key!r} does not apply to scheduler {scheduler.name!r}: it takes no "
                               "worker-choice policy")
         owners = [s.name for s in registry.SCHEDULERS.values() if key in s.param_names]
         raise ConfigError(f"parameter {key!r} does not apply to scheduler {scheduler.name!r} (it is "
@@ -152,15 +170,46 @@ def build_cluster(params: dict, seed: int):
     """The machines: ``lms`` clusters of ``gms * workers_per_partition`` workers each."""
     gms, lms, wpp = shape(params)
     table = cons.ConstraintTable.load(params["constraint_table"] or None)
-    capacity = _vector(params["capacity"], "capacity")
-    resources = ("slots",) if len(capacity) == 1 else ("cpu", "mem", "disk", "gpu")[: len(capacity)]
+    types = machines.parse(params["machine_types"]) if params["machine_types"] else None
+    if types is not None and str(params["capacity"]) != "1":
+        raise ConfigError(f"parameters 'capacity' ({params['capacity']!r}) and 'machine_types' both set; "
+                          "machine_types gives every machine's capacity")
+    capacity = types[0].capacity if types else _vector(params["capacity"], "capacity")
+    resources = machines.resource_names(len(capacity))
     cluster = cons.build_cluster(clusters=lms, workers_per_cluster=gms * wpp, table=table,
                                  stream=Stream(seed, "cluster"), capacity=capacity, resources=resources)
+    if types is not None:
+        cluster = machines.assign(cluster, types, Stream(seed, "machine-types"))
     if not params["constraints"]:
         cluster = attrs.evolve(cluster, clusters=tuple(
             attrs.evolve(c, workers=tuple(attrs.evolve(w, constraints=()) for w in c.workers))
             for c in cluster.clusters))
     return cluster, table
+
+
+def _feasibility(cluster, max_cap):
+    """feasible(constraints, demand): some machine has the constraints and capacity >= demand. With
+    several capacity vectors, one constraint index per vector (a few types: a few indexes)."""
+    by_capacity: dict[tuple, list] = {}
+    for w in cluster.workers():
+        by_capacity.setdefault(tuple(w.capacity), []).append(w)
+    if len(by_capacity) == 1:
+        index = cons.ConstraintIndex(cluster)
+
+        def feasible_one(constraints, demand) -> bool:
+            if any(d > c for d, c in zip(demand, max_cap)) or len(demand) != len(max_cap):
+                return False
+            return index.feasible(constraints)
+        return feasible_one
+    indexes = [(cap, cons.ConstraintIndex(attrs.evolve(cluster, clusters=(ClusterSpec(0, "", tuple(ws)),))))
+               for cap, ws in sorted(by_capacity.items())]
+
+    def feasible(constraints, demand) -> bool:
+        if len(demand) != len(max_cap):
+            return False
+        return any(all(d <= c for d, c in zip(demand, cap)) and index.feasible(constraints)
+                   for cap, index in indexes)
+    return feasible
 
 
 def build_workload(params: dict, seed: int, total_units: int, table):
@@ -188,6 +237,9 @@ def build_workload(params: dict, seed: int, total_units: int, table):
         raise unknown_name("workload", kind, ("syn_N", "poisson", "trace"))
     if demand != (1,):
         stream = (attrs.evolve(j, demand=demand) for j in stream)
+    low, high = machines.parse_alpha(params["alpha"])
+    if high > 0:
+        stream = machines.with_alpha(stream, low, high, Stream(seed, "alpha"))
     if params["constraints"]:
         stream = cons.assign_task_constraints(stream, table, Stream(seed, "task-constraints"))
     return stream
@@ -205,23 +257,19 @@ def build(fabric, params: dict):
     estimate = preflight.check(params)  # numbers, size and warnings, before anything is built
     params = {**params, "jobs": estimate.jobs}  # jobs=0 made definite: the summary's workload says how many
     scheduler = registry.get(params["scheduler"])
-    policy = get_worker_choice(params["policy"]) if scheduler.takes_policy else None
+    policy = get_worker_choice(params["policy"], d=int(params["d"]),
+                               alpha=sum(machines.parse_alpha(params["alpha"])) / 2) if scheduler.takes_policy else None
     cluster, table = build_cluster(params, fabric.seed)
     total_units = sum(w.capacity[0] for w in cluster.workers())
-    recorder = Recorder(total_units=total_units)
+    recorder = Recorder(total_units=total_units, machines={w.worker_id: w.capacity for w in cluster.workers()})
     fabric.network.default = network(params)
     fabric.ties = params["ties"]
     fabric.cost_model = costs.load(params["cost_model"], COST_MODELS)
     if fabric.cost_model is not None:  # components take time: the recorder measures processing
         recorder.timed = True
         fabric.on_served = recorder.served
-    index = cons.ConstraintIndex(cluster)
     max_cap = tuple(max(w.capacity[r] for w in cluster.workers()) for r in range(len(cluster.resources)))
-
-    def feasible(constraints, demand) -> bool:
-        if any(d > c for d, c in zip(demand, max_cap)) or len(demand) != len(max_cap):
-            return False
-        return index.feasible(constraints)
+    feasible = _feasibility(cluster, max_cap)
 
     preflight.check_feasible(build_workload(params, fabric.seed, total_units, table), feasible, max_cap,
                              cluster.resources)

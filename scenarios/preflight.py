@@ -246,7 +246,8 @@ def _why_not(job, max_capacity: tuple[int, ...], resources: tuple[str, ...]) -> 
                 f"({', '.join(resources)}): give demand and capacity the same number of values")
     if any(d > c for d, c in zip(demand, max_capacity)):
         return f"demand {demand} is more than the largest worker's capacity {max_capacity}"
-    return "no worker has every constraint its tasks ask for (constraints=true with too few or too small workers)"
+    return ("no worker both holds the demand and has every constraint its tasks ask for (constraints=true with "
+            "too few or too small workers, or machine_types with no type that holds every resource of the demand)")
 
 
 def check_feasible(jobs, feasible, max_capacity: tuple[int, ...], resources: tuple[str, ...]) -> None:

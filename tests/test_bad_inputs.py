@@ -75,7 +75,7 @@ CASES = [
      "no job can run: every one of the 20 jobs has a task no worker can run; demand names 1 resource(s)"),
     ("demand-above-capacity", _set("demand=2"), "demand (2,) is more than the largest worker's capacity (1,)"),
     ("one-worker-with-constraints", _set("gms=1", "lms=1", "workers=1"),
-     "every one of the 20 jobs has a task no worker can run; no worker has every constraint its tasks ask for"),
+     "every one of the 20 jobs has a task no worker can run; no worker both holds the demand and has every constraint"),
     # traces
     ("trace-1e300", _set("workload=trace", "trace={t_1e300.tr}"),
      "{t_1e300.tr}:2: field 1 (arrival_s) is '1e300', more than the largest time a trace may give"),

@@ -15,12 +15,12 @@ def view_of(constraint_lists):
 
 
 def test_names_and_unknown_policy_message():
-    assert WORKER_CHOICE_NAMES == ("min-constraints", "random")
+    assert WORKER_CHOICE_NAMES == ("binpack", "d-choices", "min-constraints", "random", "spread", "tebas")
     assert isinstance(get_worker_choice("random"), RandomChoice)
     assert isinstance(get_worker_choice("min-constraints"), MinConstraintsChoice)
     with pytest.raises(ConfigError) as err:
         get_worker_choice("minconstraint")
-    assert str(err.value) == "unknown policy 'minconstraint'; known: min-constraints, random"
+    assert str(err.value) == "unknown policy 'minconstraint'; known: binpack, d-choices, min-constraints, random, spread, tebas"
     assert isinstance(err.value, FedemuError)
 
 

@@ -189,3 +189,81 @@ def allocation_components(recorder: Recorder, tasks: dict | None = None) -> dict
         total += part
     out["parts_sum"] = mean(total)
     return out
+
+
+MAX_BALANCE_SAMPLES = 2000
+MAX_BALANCE_CELLS = 250_000  # samples x machines x resources held at once (2 MB of int64)
+
+
+def machine_usage(recorder: Recorder, times_us: np.ndarray):
+    """(used, capacity) in chunks of samples: ``used`` is what each machine held of each resource at each
+    instant of a run of ``times_us`` (an execution counts from its start, inclusive, to its end,
+    exclusive), shape (samples, machines, resources), at most ``MAX_BALANCE_CELLS`` cells per chunk;
+    from every recorded execution (crash-aborted and duplicate ones too)."""
+    ids = sorted(recorder.machines)
+    row = {w: i for i, w in enumerate(ids)}
+    capacity = np.array([recorder.machines[w] for w in ids], dtype=np.int64)
+    runs = [(t.job_id, t.worker, t.start_us, t.end_us) for t in recorder.tasks.values() if t.start_us >= 0]
+    runs += [(r[0], r[2], r[3], r[4]) for r in recorder.other_runs]
+    resources = capacity.shape[1]
+    demand = np.zeros((len(runs), resources), dtype=np.int64)
+    for k, run in enumerate(runs):
+        d = recorder.jobs[run[0]].demand
+        demand[k, : len(d)] = d
+    w = np.array([row[r[1]] for r in runs], dtype=np.intp)
+    start = np.array([r[2] for r in runs], dtype=np.int64)
+    end = np.array([r[3] if r[3] >= 0 else np.iinfo(np.int64).max for r in runs], dtype=np.int64)
+    # every start and end as (sample index from which it counts, machine, +-demand), by sample index
+    at = np.concatenate([np.searchsorted(times_us, start, side="left"), np.searchsorted(times_us, end, side="left")])
+    order = np.argsort(at, kind="stable")
+    at, w, delta = at[order], np.concatenate([w, w])[order], np.concatenate([demand, -demand])[order]
+    held = np.zeros((len(ids), resources), dtype=np.int64)
+    per = max(1, MAX_BALANCE_CELLS // max(1, len(ids) * resources))
+    for a in range(0, len(times_us), per):
+        b = min(a + per, len(times_us))
+        lo, hi = np.searchsorted(at, a, side="left"), np.searchsorted(at, b, side="left")
+        chunk = np.zeros((b - a, len(ids), resources), dtype=np.int64)
+        np.add.at(chunk, (at[lo:hi] - a, w[lo:hi]), delta[lo:hi])
+        chunk[0] += held
+        np.cumsum(chunk, axis=0, out=chunk)
+        held = chunk[-1].copy()
+        yield chunk, capacity
+
+
+def balance_series(recorder: Recorder, bucket_us: int = US) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(times in s, imbalance, utilization variance), sampled every ``bucket_us`` over the run window
+    (coarser when the window would need more than ``MAX_BALANCE_SAMPLES`` samples).
+
+    Imbalance Im(t) = max load - mean load over machines (Qin, shared/papers file 003, Eq. 1), with a
+    machine's load its allocated share in its most-used resource (as ``policies.load_choice.load``).
+    Utilization variance (TEBAS, file 004, Eqs. 10-12): per resource, the variance over machines of
+    used / capacity, averaged over resources (0.5 cpu + 0.5 mem with two)."""
+    window = time_window_us(recorder)
+    if window is None or window[1] <= window[0] or not recorder.machines:
+        return np.empty(0), np.empty(0), np.empty(0)
+    start, end = window
+    step = max(bucket_us, -(-(end - start) // MAX_BALANCE_SAMPLES))
+    times = np.arange(start, end, step, dtype=np.int64)
+    imbalance, variance = [], []
+    for used, capacity in machine_usage(recorder, times):
+        share = used / np.maximum(capacity, 1)[None, :, :]
+        load = share.max(axis=2)
+        imbalance.append(load.max(axis=1) - load.mean(axis=1))
+        variance.append(share.var(axis=1).mean(axis=1))
+    return times / US, np.concatenate(imbalance), np.concatenate(variance)
+
+
+def balance_stats(recorder: Recorder, bucket_us: int = US) -> dict:
+    """Mean and max of the imbalance and the utilization variance over the samples (None when unknown)."""
+    _, imbalance, variance = balance_series(recorder, bucket_us)
+    if not imbalance.size:
+        return {"imbalance_mean": None, "imbalance_max": None, "utilization_variance_mean": None}
+    return {"imbalance_mean": float(imbalance.mean()), "imbalance_max": float(imbalance.max()),
+            "utilization_variance_mean": float(variance.mean())}
+
+
+def jrt_s(recorder: Recorder, jobs: dict | None = None) -> np.ndarray:
+    """Job completion (response) times of completed jobs, completion - arrival, in s."""
+    jobs = job_table(recorder) if jobs is None else jobs
+    done = jobs["completion_us"] >= 0
+    return (jobs["completion_us"][done] - jobs["arrival_us"][done]) / US

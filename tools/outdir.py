@@ -19,7 +19,7 @@ from fedemu.fabric.errors import ConfigError
 DEFAULT_ROOT = "out"  # where runs write when no --out is given but something must be written (git ignores it)
 
 # What one run's folder holds (tools/results.py and the journal), and what compare adds at its top.
-RUN_FILES = frozenset({"summary.json", "jobs.csv", "tasks.csv", "utilization.csv", "delay_cdf.png",
+RUN_FILES = frozenset({"summary.json", "jobs.csv", "tasks.csv", "utilization.csv", "balance.csv", "delay_cdf.png",
                        "messages.log"})
 COMPARE_FILES = frozenset({"compare.csv", "delay_cdf.png", "utilization_cdf.png"})
 

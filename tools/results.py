@@ -1,4 +1,4 @@
-"""A run's result directory: summary.json, jobs/tasks/utilization CSVs and a delay CDF plot.
+"""A run's result directory: summary.json, jobs/tasks/utilization/balance CSVs and a delay CDF plot.
 
 Every file goes through ``atomic_write``, so a crash leaves old or complete files, never partial ones.
 """
@@ -26,6 +26,7 @@ TASKS_HEADER = (
     "processing_s", "worker_queueing_s", "communication_s", "attempts",
 )
 UTILIZATION_HEADER = ("time_s", "utilization")
+BALANCE_HEADER = ("time_s", "imbalance", "utilization_variance")
 
 
 def summarize_run(
@@ -48,6 +49,8 @@ def summarize_run(
         "delay_short_s": delays["short"],
         "delay_long_s": delays["long"],
         "utilization_mean": metrics.mean_utilization(recorder, steps),
+        **metrics.balance_stats(recorder),
+        "jrt_s": metrics.summarize(metrics.jrt_s(recorder, jobs)),
         "allocation_s": metrics.allocation_components(recorder, tasks),
         "window_s": None if window is None else [window[0] / US, window[1] / US],
     }
@@ -146,6 +149,11 @@ def write_tasks_csv(path, tasks: dict) -> None:
 def write_utilization_csv(path, times_s: np.ndarray, util: np.ndarray) -> None:
     """utilization.csv: one row per bucket (start time in s, mean utilization in that bucket)."""
     _write_csv(Path(path), UTILIZATION_HEADER, zip(times_s.tolist(), util.tolist()))
+
+
+def write_balance_csv(path, times_s: np.ndarray, imbalance: np.ndarray, variance: np.ndarray) -> None:
+    """balance.csv: one row per sample (time in s, Qin's imbalance, TEBAS's utilization variance)."""
+    _write_csv(Path(path), BALANCE_HEADER, zip(times_s.tolist(), imbalance.tolist(), variance.tolist()))
 
 
 def _ecdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -257,6 +265,7 @@ def write_results(
         write_tasks_csv(out / "tasks.csv", tasks)
         series = metrics.utilization_series(recorder, bucket_us, steps)
         write_utilization_csv(out / "utilization.csv", *series)
+        write_balance_csv(out / "balance.csv", *metrics.balance_series(recorder, bucket_us))
     if plot:
         delays = {k: metrics.job_delays_s(recorder, k, jobs) for k in metrics.JOB_KINDS}
         plot_cdfs(out / "delay_cdf.png", delays, "delay in job response time (s)", log=True,
