@@ -253,9 +253,10 @@ def balance_series(recorder: Recorder, bucket_us: int = US) -> tuple[np.ndarray,
     return times / US, np.concatenate(imbalance), np.concatenate(variance)
 
 
-def balance_stats(recorder: Recorder, bucket_us: int = US) -> dict:
-    """Mean and max of the imbalance and the utilization variance over the samples (None when unknown)."""
-    _, imbalance, variance = balance_series(recorder, bucket_us)
+def balance_stats(recorder: Recorder, bucket_us: int = US, series: tuple | None = None) -> dict:
+    """Mean and max of the imbalance and the utilization variance over the samples (None when unknown);
+    ``series``: ``balance_series`` already computed."""
+    _, imbalance, variance = balance_series(recorder, bucket_us) if series is None else series
     if not imbalance.size:
         return {"imbalance_mean": None, "imbalance_max": None, "utilization_variance_mean": None}
     return {"imbalance_mean": float(imbalance.mean()), "imbalance_max": float(imbalance.max()),

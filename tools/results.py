@@ -30,9 +30,11 @@ BALANCE_HEADER = ("time_s", "imbalance", "utilization_variance")
 
 
 def summarize_run(
-    recorder: Recorder, jobs: dict | None = None, tasks: dict | None = None, steps: tuple | None = None
+    recorder: Recorder, jobs: dict | None = None, tasks: dict | None = None, steps: tuple | None = None,
+    balance: tuple | None = None,
 ) -> dict:
-    """The metric part of summary.json (delays in s, mean utilization, counts, allocation split)."""
+    """The metric part of summary.json (delays in s, mean utilization, counts, allocation split);
+    ``balance``: the run's ``metrics.balance_series`` at 1 s, when the caller has it already."""
     jobs = metrics.job_table(recorder) if jobs is None else jobs
     tasks = metrics.task_table(recorder) if tasks is None else tasks
     delays = {k: metrics.summarize(metrics.job_delays_s(recorder, k, jobs)) for k in metrics.JOB_KINDS}
@@ -49,7 +51,7 @@ def summarize_run(
         "delay_short_s": delays["short"],
         "delay_long_s": delays["long"],
         "utilization_mean": metrics.mean_utilization(recorder, steps),
-        **metrics.balance_stats(recorder),
+        **metrics.balance_stats(recorder, series=balance),
         "jrt_s": metrics.summarize(metrics.jrt_s(recorder, jobs)),
         "allocation_s": metrics.allocation_components(recorder, tasks),
         "window_s": None if window is None else [window[0] / US, window[1] / US],
@@ -255,7 +257,8 @@ def write_results(
     jobs = metrics.job_table(recorder)
     tasks = metrics.task_table(recorder)
     steps = metrics.utilization_steps(recorder)
-    measured = summarize_run(recorder, jobs, tasks, steps)
+    balance = metrics.balance_series(recorder, bucket_us) if record_csv else None  # computed once: costly
+    measured = summarize_run(recorder, jobs, tasks, steps, balance if bucket_us == US else None)
     clash = sorted(set(summary_extra) & set(measured))
     if clash:
         raise ValueError(f"summary_extra keys {clash} clash with metric keys; rename them")
@@ -265,7 +268,7 @@ def write_results(
         write_tasks_csv(out / "tasks.csv", tasks)
         series = metrics.utilization_series(recorder, bucket_us, steps)
         write_utilization_csv(out / "utilization.csv", *series)
-        write_balance_csv(out / "balance.csv", *metrics.balance_series(recorder, bucket_us))
+        write_balance_csv(out / "balance.csv", *balance)
     if plot:
         delays = {k: metrics.job_delays_s(recorder, k, jobs) for k in metrics.JOB_KINDS}
         plot_cdfs(out / "delay_cdf.png", delays, "delay in job response time (s)", log=True,
