@@ -540,6 +540,7 @@ class MasterCore:
         if self.unit_gate and self._blocked(key[0]):
             return None
         cand = self.view.suitable(key[0], key[1])
+        self.h.charge("worker", self.view.n)  # every worker of the group examined (a cost model's units)
         if not len(cand):
             return None
         return self.policy.choose(self.view, cand, self.choice, key[1])
@@ -549,6 +550,7 @@ class MasterCore:
         if self.unit_gate and self._blocked(key[0]):
             return None
         cand = self.view.suitable(key[0], key[1])
+        self.h.charge("worker", self.view.n)  # every worker of the group examined (a cost model's units)
         if not len(cand):
             return None
         low = cand[self.is_low[cand]]
@@ -559,6 +561,7 @@ class MasterCore:
         if self.unit_gate and self._blocked(key[0]):
             return None
         cand = self.view.suitable(key[0], key[1])
+        self.h.charge("worker", self.view.n)  # every worker of the group examined (a cost model's units)
         if len(cand):
             cand = cand[self.is_low[cand]]
         if not len(cand):
@@ -873,7 +876,7 @@ class GroupMember:
 
 
 class Master(GroupMember, Actor):
-    COST_ROLE = "master"  # a single server (fabric.service)
+    COST_ROLE, COST_UNITS = "master", ("worker",)  # a single server (fabric.service): what it charges
     """``master-<g>``: the group's first master (rank 0); restarted, it is a member without work."""
 
     def __init__(self, cfg: GroupConfig) -> None:

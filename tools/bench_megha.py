@@ -16,18 +16,19 @@ from pathlib import Path
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "meghanat_megha_simulator" / "traces" / "input"
 
+# every case runs without service times (cost_model=zero): the emulator's own speed on the same work as before
 CASES = {
     "yh1-1k": ("first 1,000 jobs of YH1_sub.tr, 10 GMs x 10 LMs x 100 workers (10k)",
                {"workload": "trace", "trace": "YH1_sub.tr", "jobs": 1000, "gms": 10, "lms": 10,
-                "workers_per_partition": 100}),
+                "workers_per_partition": 100, "cost_model": "zero"}),
     "yh1": ("YH1_sub.tr (2,910 jobs, 122,878 tasks), 10 GMs x 10 LMs x 100 workers (10k)",
             {"workload": "trace", "trace": "YH1_sub.tr", "jobs": 0, "gms": 10, "lms": 10,
-             "workers_per_partition": 100}),
+             "workers_per_partition": 100, "cost_model": "zero"}),
     "goog": ("GOOG_subtrace.tr (312,558 tasks), 10 GMs x 20 LMs x 100 workers (20k)",
              {"workload": "trace", "trace": "GOOG_subtrace.tr", "jobs": 0, "gms": 10, "lms": 20,
-              "workers_per_partition": 100}),
+              "workers_per_partition": 100, "cost_model": "zero"}),
     "syn1000": ("syn_1000 (2,000 jobs, 2 M tasks), 10 GMs x 10 LMs x 100 workers (10k)",
-                {"workload": "syn_1000", "jobs": 2000, "gms": 10, "lms": 10, "workers_per_partition": 100}),
+                {"workload": "syn_1000", "jobs": 2000, "gms": 10, "lms": 10, "workers_per_partition": 100, "cost_model": "zero"}),
 }
 
 
