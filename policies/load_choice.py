@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from fedemu.fabric.rand import Stream
+from fedemu.policies.candidates import sole
 from fedemu.policies.partition_view import PartitionView
 
 
@@ -43,11 +44,10 @@ class DChoices:
         self.d = d
 
     def choose(self, view: PartitionView, candidates: np.ndarray, stream: Stream, demand=(1,)) -> int:
+        one = sole(candidates)
+        if one is not None:
+            return one
         n = len(candidates)
-        if n == 0:
-            raise ValueError("choose needs at least one candidate")
-        if n == 1:
-            return int(candidates[0])
         if self.d >= n:
             return int(candidates[stream.randrange(n)])
         return int(candidates[self.ranked(view, candidates, stream)[stream.randrange(self.d) if self.d > 1 else 0]])

@@ -26,6 +26,7 @@ import numpy as np
 
 from fedemu.fabric.rand import Stream
 from fedemu.model import speedup_factor
+from fedemu.policies.candidates import sole
 from fedemu.policies.partition_view import PartitionView
 
 
@@ -101,11 +102,9 @@ class TebasChoice:
         self.alpha = alpha
 
     def choose(self, view: PartitionView, candidates: np.ndarray, stream: Stream, demand=(1,)) -> int:
-        n = len(candidates)
-        if n == 0:
-            raise ValueError("choose needs at least one candidate")
-        if n == 1:
-            return int(candidates[0])
+        one = sole(candidates)
+        if one is not None:
+            return one
         fit = fitness(self.alpha, view.speed[candidates])
         top = candidates[fit == fit.max()]
         if len(top) > 1:

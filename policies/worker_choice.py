@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from fedemu.fabric.rand import Stream
+from fedemu.policies.candidates import sole
 from fedemu.policies.load_choice import BinPackChoice, DChoices, SpreadChoice
 from fedemu.policies.partition_view import PartitionView
 from fedemu.policies.registry import Registry
@@ -50,11 +51,9 @@ class MinConstraintsChoice:
     name = "min-constraints"
 
     def choose(self, view: PartitionView, candidates: np.ndarray, stream: Stream, demand=(1,)) -> int:
-        n = len(candidates)
-        if n == 0:
-            raise ValueError("choose needs at least one candidate")
-        if n == 1:
-            return int(candidates[0])
+        one = sole(candidates)
+        if one is not None:
+            return one
         counts = view.constraint_counts[candidates]
         best = candidates[counts == counts.min()]
         m = len(best)
