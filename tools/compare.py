@@ -148,6 +148,8 @@ def row_of(spec: dict, summary: dict) -> dict:
         for stat in STATS:
             row[f"{prefix}_{stat}_s"] = d.get(stat)
     row["utilization_mean"] = summary.get("utilization_mean")
+    for key in ("imbalance_mean", "utilization_variance_mean"):  # the balance metrics (policies side by side)
+        row[key] = summary.get(key)
     alloc = summary.get("allocation_s") or {}
     for key in ALLOCATION_KEYS:  # allocation time (mean, p50, p99) and the mean of each measured part
         row[f"alloc_{key}_s"] = alloc.get(key)
