@@ -144,6 +144,22 @@ def test_an_unknown_bench_case_is_named_before_anything_runs(capsys):
     assert code == 2 and out == ""
     assert err == "fedemu: error: --case names no bench case; known: goog, syn1000, yh1, yh1-1k\n"
 
+    code, out, err = run_cli(capsys, "bench", "schedulers", "--case", "yh1-1k")
+    assert code == 2 and out == ""
+    assert err == "fedemu: error: unknown bench case 'yh1-1k'; known: centralized, megha, pigeon, pigeonc, sparrow\n"
+
+
+def test_every_scheduler_bench_case_names_a_known_scheduler_and_a_valid_shape():
+    """Each case's shape and keys run as given (on two syn_50 jobs instead of the trace)."""
+    from fedemu.tools.bench_megha import SCHEDULERS
+    from fedemu.tools.runner import execute
+
+    for case, (_, overrides) in SCHEDULERS.items():
+        params = {k: v for k, v in overrides.items() if k != "trace"}
+        assert params["scheduler"] == case
+        r = execute("default", seed=1, overrides=dict(params, workload="syn_50", jobs=2))
+        assert r.summary["jobs"] == 2, case
+
 
 def test_the_progress_bar_shows_the_workloads_total_from_the_start(monkeypatch):
     """Before any job is submitted the bar already says jobs 0/500 (the run's total_jobs), not 0/0."""

@@ -1,8 +1,12 @@
-"""`fedemu bench megha`: Megha at scale on the public traces and syn_1000, journal on.
+"""`fedemu bench megha` and `fedemu bench schedulers`: whole runs with the journal on.
 
-Each case runs in its own process (so peak memory is its own) and prints wall time, peak RSS,
-events, messages and tasks, plus the delay percentiles it produced. Trace cases are skipped with a
-note when ``../shared/data`` is absent.
+``megha``: Megha at scale on the public traces and syn_1000. ``schedulers``: one case per scheduler on
+YH1_sub, the cases of the speed issue, so every scheduler's cost per event is measured the same way.
+Each case runs in its own process (so peak memory is its own) and prints wall time, cost per event,
+peak RSS, events, messages and tasks, plus the delay percentiles it produced. With ``--repeat N`` the
+cases run N rounds in turn (a, b, c, a, b, c, ...: alternating, so a noisy spell hits every case) and
+the spread of wall times is printed. Trace cases are skipped with a note when ``../shared/data`` is
+absent.
 """
 
 from __future__ import annotations
@@ -32,12 +36,29 @@ CASES = {
 }
 
 
+def _yh1(scheduler: str, gms: int, lms: int, wpp: int) -> dict:
+    """YH1_sub in full on ``gms`` x ``lms`` x ``wpp`` workers, without service times."""
+    return {"scheduler": scheduler, "workload": "trace", "trace": "YH1_sub.tr", "jobs": 0, "gms": gms, "lms": lms,
+            "workers_per_partition": wpp, "cost_model": "zero"}
+
+
+# one case per scheduler: the speed issue's table (Sparrow at 10k, Pigeon at 1k = 10 x 100, Megha 10 x 10 x 10)
+SCHEDULERS = {
+    "megha": ("YH1_sub.tr, Megha, 10 GMs x 10 LMs x 10 workers (1k)", _yh1("megha", 10, 10, 10)),
+    "pigeon": ("YH1_sub.tr, Pigeon, 10 groups x 100 workers (1k), 3 distributors", _yh1("pigeon", 1, 10, 100)),
+    "pigeonc": ("YH1_sub.tr, PigeonC, 10 groups x 100 workers (1k), 3 distributors", _yh1("pigeonc", 1, 10, 100)),
+    "sparrow": ("YH1_sub.tr, Sparrow, 10k workers, 3 schedulers", _yh1("sparrow", 10, 10, 100)),
+    "centralized": ("YH1_sub.tr, centralized, 1k workers", _yh1("centralized", 10, 10, 10)),
+}
+ALL = {**CASES, **SCHEDULERS}
+
+
 def _child(case: str, out: str) -> None:
     """Run one case in this process and write its figures as JSON to ``out``."""
     from fedemu.tools.rss import peak_rss_mb
     from fedemu.tools.runner import execute
 
-    _, overrides = CASES[case]
+    _, overrides = ALL[case]
     overrides = dict(overrides)
     if overrides.get("trace"):
         overrides["trace"] = str(TRACES / overrides["trace"])
@@ -55,32 +76,52 @@ def _child(case: str, out: str) -> None:
 
 
 def main(args) -> int:
-    cases = [c.strip() for arg in args.case for c in arg.split(",") if c.strip()] if args.case else list(CASES)
+    table = SCHEDULERS if args.what == "schedulers" else CASES
+    cases = [c.strip() for arg in args.case for c in arg.split(",") if c.strip()] if args.case else list(table)
     if not cases:
         from fedemu.fabric.errors import ConfigError
 
-        raise ConfigError(f"--case names no bench case; known: {', '.join(sorted(CASES))}")
+        raise ConfigError(f"--case names no bench case; known: {', '.join(sorted(table))}")
     for case in cases:
-        if case not in CASES:
+        if case not in table:
             from fedemu.fabric.errors import unknown_name
 
-            raise unknown_name("bench case", case, CASES)
-    print(f"{'case':8} {'wall s':>8} {'us/event':>9} {'peak MB':>8} {'events':>10} {'messages':>10} {'tasks':>9} "
+            raise unknown_name("bench case", case, table)
+    rounds = args.repeat or 1
+    runs: dict[str, list] = {}
+    print(f"{'case':11} {'wall s':>8} {'us/event':>9} {'peak MB':>8} {'events':>10} {'messages':>10} {'tasks':>9} "
           f"{'p50 s':>8} {'p99 s':>9}  what")
-    for case in cases:
-        what, overrides = CASES[case]
-        if overrides.get("trace") and not (TRACES / overrides["trace"]).exists():
-            print(f"{case:8} skipped: {TRACES / overrides['trace']} is absent")
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, "figures.json")
-            proc = subprocess.run([sys.executable, "-c", f"from fedemu.tools.bench_megha import _child; _child({case!r}, {out!r})"])
-            if proc.returncode != 0:
-                print(f"{case:8} failed with exit status {proc.returncode}")
+    for r_ in range(rounds):
+        for case in cases:
+            what, overrides = table[case]
+            if overrides.get("trace") and not (TRACES / overrides["trace"]).exists():
+                if r_ == 0:
+                    print(f"{case:11} skipped: {TRACES / overrides['trace']} is absent")
                 continue
-            with open(out) as f:
-                r = json.load(f)
-        print(f"{case:8} {r['wall_s']:>8.1f} {r['wall_s'] / r['events'] * 1e6:>9.1f} {r['peak_rss_mb']:>8.0f} "
-              f"{r['events']:>10,} {r['messages']:>10,} {r['tasks']:>9,} {r['delay_p50_s']:>8.4f} "
-              f"{r['delay_p99_s']:>9.3f}  {what}", flush=True)
+            r = _run_child(case)
+            if r is None:
+                print(f"{case:11} failed", flush=True)
+                continue
+            runs.setdefault(case, []).append(r)
+            print(f"{case:11} {r['wall_s']:>8.2f} {r['wall_s'] / r['events'] * 1e6:>9.2f} {r['peak_rss_mb']:>8.0f} "
+                  f"{r['events']:>10,} {r['messages']:>10,} {r['tasks']:>9,} {r['delay_p50_s']:>8.4f} "
+                  f"{r['delay_p99_s']:>9.3f}  {what}", flush=True)
+    if rounds > 1 and runs:
+        print(f"\n{rounds} alternating rounds: wall s and us/event, min-max")
+        for case, rs in runs.items():
+            walls = sorted(r["wall_s"] for r in rs)
+            per = [w / rs[0]["events"] * 1e6 for w in walls]
+            print(f"{case:11} {walls[0]:.2f}-{walls[-1]:.2f} s   {per[0]:.2f}-{per[-1]:.2f} us/event   "
+                  f"{rs[0]['events']:,} events")
     return 0
+
+
+def _run_child(case: str) -> dict | None:
+    """Run ``case`` in a fresh interpreter; its figures, or None if it failed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "figures.json")
+        proc = subprocess.run([sys.executable, "-c", f"from fedemu.tools.bench_megha import _child; _child({case!r}, {out!r})"])
+        if proc.returncode != 0:
+            return None
+        with open(out) as f:
+            return json.load(f)

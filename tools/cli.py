@@ -165,7 +165,7 @@ def _cmd_bench(args) -> int:
         if args.neighbour:
             print(f"with a neighbour process streaming through {args.neighbour} MiB")
         with neighbour(args.neighbour):
-            bench_fabric.run(sizes=sizes, messages=args.messages, repeat=args.repeat)
+            bench_fabric.run(sizes=sizes, messages=args.messages, repeat=args.repeat or 3)
         return 0
     from . import bench_megha
 
@@ -326,16 +326,17 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--quiet", action="store_true", help="no progress bar")
     fz.set_defaults(func=_cmd_fuzz)
 
-    b = sub.add_parser("bench", help="benchmarks: fabric or megha")
-    b.add_argument("what", choices=["fabric", "megha"])
+    b = sub.add_parser("bench", help="benchmarks: fabric, megha or schedulers")
+    b.add_argument("what", choices=["fabric", "megha", "schedulers"])
     b.add_argument("--sizes", type=_sizes, help="fabric: comma-separated actor counts")
     b.add_argument("--messages", type=_positive, default=200_000, help="fabric: messages per pattern and size")
-    b.add_argument("--repeat", type=_positive, default=3,
-                   help="fabric: runs of each case, alternating the sides; the best of each is reported")
+    b.add_argument("--repeat", type=_positive, default=None,
+                   help="runs of each case, alternating (fabric: the sides, default 3, the best of each is "
+                   "reported; megha and schedulers: rounds over the cases, default 1, with the spread)")
     b.add_argument("--neighbour", type=_non_negative, default=0, metavar="MB",
                    help="fabric: run beside a process that streams through MB MiB (a tenant that loads the cache)")
-    b.add_argument("--case", action="append", help="megha: which cases (yh1-1k, yh1, goog, syn1000; repeat the "
-                   "option or separate with commas); default all")
+    b.add_argument("--case", action="append", help="megha: which cases (yh1-1k, yh1, goog, syn1000); schedulers: "
+                   "megha, pigeon, pigeonc, sparrow, centralized; repeat the option or separate with commas; default all")
     b.set_defaults(func=_cmd_bench)
     return p
 
