@@ -53,8 +53,9 @@ SCHEDULERS = {
 ALL = {**CASES, **SCHEDULERS}
 
 
-def _child(case: str, out: str) -> None:
-    """Run one case in this process and write its figures as JSON to ``out``."""
+def _child(case: str, out: str, profile: bool = False) -> None:
+    """Run one case in this process and write its figures as JSON to ``out`` (with ``profile``, under
+    cProfile, and the split of its time by part of the code, ``profile_split``)."""
     from fedemu.tools.rss import peak_rss_mb
     from fedemu.tools.runner import execute
 
@@ -64,13 +65,27 @@ def _child(case: str, out: str) -> None:
         overrides["trace"] = str(TRACES / overrides["trace"])
     with tempfile.TemporaryDirectory(prefix="fedemu-bench-") as tmp:
         journal = os.path.join(tmp, "messages.log")
+        profiler = None
+        if profile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
         r = execute("default", seed=1, overrides=overrides, journal_path=journal)
+        if profiler is not None:
+            profiler.disable()
         size = os.path.getsize(journal)
     s = r.summary
     figures = {"case": case, "wall_s": r.wall_s, "peak_rss_mb": peak_rss_mb(),
                "events": s["events"], "messages": s["messages"], "tasks": s["tasks"], "jobs": s["jobs"],
                "journal_mb": size / 2**20, "delay_p50_s": s["delay_s"]["p50"], "delay_p99_s": s["delay_s"]["p99"],
                "utilization_mean": s["utilization_mean"], "counters": s["counters"]}
+    if profiler is not None:
+        import pstats
+
+        from fedemu.tools.profile_split import split
+
+        figures["profile"] = split(pstats.Stats(profiler))
     with open(out, "w") as f:
         json.dump(figures, f)
 
@@ -98,7 +113,7 @@ def main(args) -> int:
                 if r_ == 0:
                     print(f"{case:11} skipped: {TRACES / overrides['trace']} is absent")
                 continue
-            r = _run_child(case)
+            r = _run_child(case, getattr(args, "profile", False))
             if r is None:
                 print(f"{case:11} failed", flush=True)
                 continue
@@ -106,6 +121,8 @@ def main(args) -> int:
             print(f"{case:11} {r['wall_s']:>8.2f} {r['wall_s'] / r['events'] * 1e6:>9.2f} {r['peak_rss_mb']:>8.0f} "
                   f"{r['events']:>10,} {r['messages']:>10,} {r['tasks']:>9,} {r['delay_p50_s']:>8.4f} "
                   f"{r['delay_p99_s']:>9.3f}  {what}", flush=True)
+            if "profile" in r:
+                _print_profile(r["profile"])
     if rounds > 1 and runs:
         print(f"\n{rounds} alternating rounds: wall s and us/event, min-max")
         for case, rs in runs.items():
@@ -116,11 +133,22 @@ def main(args) -> int:
     return 0
 
 
-def _run_child(case: str) -> dict | None:
+def _print_profile(parts, top: int = 12) -> None:
+    """The profiled time by layer, then its largest parts."""
+    from fedemu.tools.profile_split import layers
+
+    total = sum(p[1] for p in parts) or 1.0
+    print("    by layer: " + ", ".join(f"{name} {own / total:.0%}" for name, own in layers(parts) if own / total >= 0.01))
+    for name, own, calls in parts[:top]:
+        print(f"    {own / total:6.1%}  {calls:>10,} calls  {name}")
+
+
+def _run_child(case: str, profile: bool = False) -> dict | None:
     """Run ``case`` in a fresh interpreter; its figures, or None if it failed."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "figures.json")
-        proc = subprocess.run([sys.executable, "-c", f"from fedemu.tools.bench_megha import _child; _child({case!r}, {out!r})"])
+        code = f"from fedemu.tools.bench_megha import _child; _child({case!r}, {out!r}, {bool(profile)!r})"
+        proc = subprocess.run([sys.executable, "-c", code])
         if proc.returncode != 0:
             return None
         with open(out) as f:

@@ -337,6 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fabric: run beside a process that streams through MB MiB (a tenant that loads the cache)")
     b.add_argument("--case", action="append", help="megha: which cases (yh1-1k, yh1, goog, syn1000); schedulers: "
                    "megha, pigeon, pigeonc, sparrow, centralized; repeat the option or separate with commas; default all")
+    b.add_argument("--profile", action="store_true", help="megha and schedulers: run each case under cProfile and "
+                   "print where its time goes, by layer and by file (the profiler slows calls: a guide, not a timing)")
     b.set_defaults(func=_cmd_bench)
     return p
 
