@@ -6,10 +6,29 @@ free-capacity vectors the LM holds for them, so applying a change twice is harml
 
 from __future__ import annotations
 
+import attrs
+
 from fedemu.fabric.messages import message
 
 RETRY_CAP_US = 60_000_000  # retries back off exponentially up to a minute apart
 RETRIES = 10  # asks before giving up (about five minutes of a dead peer at the cap)
+
+
+def lean(cls):
+    """Journal a message's trailing fields only when they differ from their defaults: the fairness fields
+    (issue 15) are absent from runs without users, which keep their bytes (and digests)."""
+    full = cls._fedemu_fields
+    defaults = [f.default for f in attrs.fields(cls)]
+    first = next(i for i, d in enumerate(defaults) if d is not attrs.NOTHING)
+
+    def fields(msg):
+        out = full(msg)
+        end = len(out)
+        while end > first and out[end - 1] == defaults[end - 1]:
+            end -= 1
+        return out if end == len(out) else out[:end]
+    cls._fedemu_fields = staticmethod(fields)
+    return cls
 
 
 def backoff(base_us: int, tries: int) -> int:
@@ -17,6 +36,7 @@ def backoff(base_us: int, tries: int) -> int:
     return min(base_us << min(tries - 1, 40), max(base_us, RETRY_CAP_US))
 
 
+@lean
 @message("megha.launch")
 class Launch:
     """GM -> LM: run this task on ``worker`` (LM-local). ``external`` asks for a repartition; ``attempt``
@@ -30,8 +50,10 @@ class Launch:
     gm: int
     external: bool
     attempt: int
+    user: int = -1  # the task's user (runs with users only)
 
 
+@lean
 @message("megha.launch_failed")
 class LaunchFailed:
     """LM -> GM: the requested resources are gone (launch ``attempt``); here is every change that GM
@@ -43,8 +65,10 @@ class LaunchFailed:
     lm: int
     workers: tuple
     frees: tuple
+    holders: tuple = ()  # with users: per worker of ``workers``, its running tasks as (job, index, user, demand)
 
 
+@lean
 @message("megha.launch_ok")
 class LaunchOk:
     """LM -> GM (``launch_replies=delta``): the launch is valid and under way; here is every change that
@@ -56,6 +80,7 @@ class LaunchOk:
     lm: int
     workers: tuple
     frees: tuple
+    holders: tuple = ()
 
 
 @message("megha.task_completed")
@@ -69,6 +94,7 @@ class TaskCompleted:
     free: tuple
 
 
+@lean
 @message("megha.heartbeat")
 class Heartbeat:
     """LM -> GM, periodic: the changes since the last heartbeat to this GM (a delta). ``prev`` is the log
@@ -81,6 +107,7 @@ class Heartbeat:
     frees: tuple
     prev: int
     upto: int
+    holders: tuple = ()  # with users: who holds each changed worker (the per-user consumption delta)
 
 
 @message("megha.heartbeat_tick")
@@ -128,6 +155,7 @@ class SnapshotRequest:
     gm: int
 
 
+@lean
 @message("megha.snapshot")
 class Snapshot:
     """LM -> GM: every worker's free vector (a full state, not a delta), as of log position ``upto``."""
@@ -137,6 +165,7 @@ class Snapshot:
     workers: tuple
     frees: tuple
     upto: int
+    holders: tuple = ()
 
 
 @message("megha.adopt_job")
@@ -251,3 +280,66 @@ class LmTimer:
 @message("megha.worker_timer")
 class WorkerRegisterTimer:
     """A restarted worker's own timer: register again if the LM has not answered."""
+
+
+# ---- global fairness (issue 15; see gm_fairness and lm_fairness) --------------------------------
+@message("megha.preempt")
+class Preempt:
+    """GM -> LM: stop ``victims`` ((job, index) pairs of ``victim_user``, running on ``worker``) and launch
+    this task (of ``user``, needing ``constraints``) there in their place; ``attempt`` as in ``Launch``."""
+
+    job_id: int
+    index: int
+    duration_us: int
+    demand: tuple
+    worker: int
+    gm: int
+    external: bool
+    attempt: int
+    user: int
+    constraints: tuple
+    victim_user: int
+    victims: tuple
+
+
+@message("megha.preempt_failed")
+class PreemptFailed:
+    """LM -> GM: the preemption request ``attempt`` failed verification (``why``); here is every change
+    that GM has not seen, with who holds each worker."""
+
+    job_id: int
+    index: int
+    attempt: int
+    lm: int
+    why: str
+    workers: tuple
+    frees: tuple
+    holders: tuple
+
+
+@message("megha.preempted")
+class Preempted:
+    """LM -> the task's owner GM: launch ``attempt`` of the task was preempted on ``worker`` (its work is
+    lost): queue it again, from scratch."""
+
+    job_id: int
+    index: int
+    lm: int
+    worker: int
+    attempt: int
+
+
+@message("megha.stop_task")
+class StopTask:
+    """LM -> worker: stop these tasks ((job, index) pairs) now; their work is lost."""
+
+    keys: tuple
+
+
+@message("megha.stopped")
+class Stopped:
+    """Worker -> LM, answering ``StopTask``: none of ``keys`` runs here now; ``finished`` of them had
+    finished before the stop came (their ``TaskFinished`` went first on the same link)."""
+
+    keys: tuple
+    finished: tuple
