@@ -261,6 +261,7 @@ class Recorder:
     preemptions: list = attrs.Factory(list)
     preempted: list = attrs.Factory(list)
     requeued: dict = attrs.Factory(dict)
+    per_user: dict = attrs.Factory(dict)  # (counter name, user) -> count
     # a cost model is on: the tasks the handler being served passed on, whose processing ends with its
     # service (``served``, called by the fabric after each handler of a single-server actor)
     timed: bool = False
@@ -360,6 +361,10 @@ class Recorder:
         start = rec.start_us if rec.worker == worker and rec.end_us == -1 else self._live_run(job_id, index, worker)[3]
         self.task_aborted(job_id, index, worker, now, units)
         self.preempted.append((job_id, index, worker, start, now, units))
+
+    def count_user(self, name: str, user: int, n: int = 1) -> None:
+        """A per-user counter (preemption attempts of a user's tasks, its tasks preempted)."""
+        self.per_user[(name, user)] = self.per_user.get((name, user), 0) + n
 
     def task_requeued(self, job_id: int, index: int) -> None:
         """The task's owner GM queued it again on hearing it was preempted."""
