@@ -149,15 +149,16 @@ def constraints_met(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violat
 
 def preempted_requeued_once(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violation]:
     """A preempted task is queued again exactly once per preemption, and neither lost nor duplicated:
-    its owner GM re-queued it at most once per preemption; once its job completed, its last execution
-    started after its last preemption (it ran again, from scratch); and no two of its executions since
-    its first preemption overlap. Holds trivially for runs without preemptions."""
-    if not rec.preempted:
+    its owner GM re-queued it at most once per preemption an LM made of it; once its job completed, its
+    last execution started after its last preemption (it ran again, from scratch); and no two of its
+    executions since its first preemption overlap. Holds trivially for runs without preemptions."""
+    if not rec.preemptions and not rec.requeued:
         return []
     out = []
     stops: dict[tuple, list] = {}
-    for job_id, index, _, _, stop, _ in rec.preempted:
-        stops.setdefault((job_id, index), []).append(stop)
+    for at, _, _, _, _, victims in rec.preemptions:
+        for key in victims:
+            stops.setdefault(tuple(key), []).append(at)
     runs: dict[tuple, list] = {}
     for job_id, index, _, start, end, _ in rec.other_runs:
         runs.setdefault((job_id, index), []).append((start, end if end >= 0 else end_us + 1))
@@ -169,8 +170,7 @@ def preempted_requeued_once(rec: Recorder, cluster: Cluster, end_us: int) -> lis
                                  f"queued again {rec.requeued[key]} times for {len(times)} preemption(s)"))
             continue
         t = rec.tasks[key]
-        job = rec.jobs[key[0]]
-        if job.completion_us >= 0 and t.start_us < times[-1]:
+        if rec.jobs[key[0]].completion_us >= 0 and t.start_us < times[-1]:
             out.append(Violation("preempted_requeued_once", subject, times[-1],
                                  "preempted, and never started again although its job completed"))
             continue
