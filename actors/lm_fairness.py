@@ -58,6 +58,7 @@ class Fairness:
         why = self._refuse(msg)
         if why:
             self.recorder.count("preemptions_refused")
+            self.recorder.count_user("preemptions_refused", msg.user)
             if self.fabric.event_log is not None:
                 emit(self, PREEMPT_REFUSED, job=msg.job_id, task=msg.index, worker=self.worker_names[w], why=why)
             self._preempt_failed(msg, why)
