@@ -256,7 +256,7 @@ class Recorder:
     wasted_us: int = 0  # unit-microseconds of work those executions lost
     recoveries_us: list = attrs.Factory(list)  # per failover: detection plus takeover time
     # Megha's fairness (issue 15): per preemption (time, worker, requester user, victim user, task launched,
-    # victims), the preempted executions as (job, index, worker, start, stop, units), and per task the
+    # victims, time the LM verified the request), the preempted executions as (job, index, worker, start, stop, units), and per task the
     # times its owner GM queued it again after hearing it was preempted
     preemptions: list = attrs.Factory(list)
     preempted: list = attrs.Factory(list)

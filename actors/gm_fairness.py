@@ -13,8 +13,9 @@ finds no worker.
   (``choose_victims``). It sends the LM a ``Preempt`` (victims and the task to launch) and updates its
   view as if it succeeded; a user at or over its share (or that would be with the task) keeps waiting.
 - **What a GM knows.** Share consumed is the dominant-resource fraction of the datacenter's total
-  capacity that a user's running tasks hold. A GM knows its own users' tasks exactly (its launches,
-  completions and preemption notices) and learns every other holder from the LMs: each heartbeat delta,
+  capacity that a user's running tasks hold. A GM knows its own users' consumption exactly, as its
+  launches in flight (sent, not yet answered by a completion, failure or preemption notice: never below
+  the truth), and learns every other user's from the LMs: each heartbeat delta,
   snapshot and launch or preemption reply carries, per changed worker, the tasks running there with
   their user (``holders``): the per-user consumption, at the granularity of the changed workers only.
 - **Refusals.** A ``PreemptFailed`` brings the LM's true state; the task goes to the front of its queue
@@ -101,6 +102,39 @@ class UserQueues:
             q.reopen()
 
 
+class Flights(dict):
+    """A GM's launches in flight ((job, index) -> Inflight), keeping each user's units in flight: the GM's
+    own, exact view of what its users consume (a launch counts from when it is sent until it is answered)."""
+
+    def __init__(self, user_of, users: int, width: int) -> None:
+        super().__init__()
+        self.user_of = user_of
+        self.units = [[0] * width for _ in range(users)]
+
+    def _count(self, flight, sign: int) -> None:
+        user = self.user_of(flight.task)
+        if 0 <= user < len(self.units):
+            units = self.units[user]
+            for r, d in enumerate(flight.task.demand):
+                units[r] += sign * d
+
+    def __setitem__(self, key, flight) -> None:
+        old = self.get(key)
+        if old is not None:
+            self._count(old, -1)
+        self._count(flight, 1)
+        super().__setitem__(key, flight)
+
+    def __delitem__(self, key) -> None:
+        self._count(self[key], -1)
+        super().__delitem__(key)
+
+    def pop(self, key, *default):
+        if key in self:
+            self._count(self[key], -1)
+        return super().pop(key, *default)
+
+
 class GmFairness:
     """User queues, the holders view and Algorithm 2 of a ``GlobalManager`` (a mixin)."""
 
@@ -115,6 +149,8 @@ class GmFairness:
         self.busy_until: dict[tuple, int] = {}  # (lm, worker) -> a preemption there is in flight until then
         self.refusals = 0
         self.calm = False  # too many refusals in a row: no preemption until the next heartbeat
+        self.inflight = Flights(self.user_of, n_users, len(fair.total))
+        self.mine = frozenset(u for u, g in enumerate(fair.user_gm) if g == self.gm)  # the users queued here
 
     def user_of(self, task) -> int:
         return self.job_user.get(task.job_id, -1) if self.fair is not None else -1
@@ -200,7 +236,8 @@ class GmFairness:
         constraints, demand = signature
         fair = self.fair
         total = fair.total
-        use = [dominant(units, total) for units in self.usage]
+        own = self.inflight.units  # this GM's users: exact; the others' from the LMs' holders
+        use = [dominant(own[u] if u in self.mine else units, total) for u, units in enumerate(self.usage)]
         order = preempt_order(user, use, fair.shares, dominant(demand, total))
         need = frozenset(constraints)
         now = self.now

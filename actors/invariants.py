@@ -156,7 +156,7 @@ def preempted_requeued_once(rec: Recorder, cluster: Cluster, end_us: int) -> lis
         return []
     out = []
     stops: dict[tuple, list] = {}
-    for at, _, _, _, _, victims in rec.preemptions:
+    for at, _, _, _, _, victims, _ in rec.preemptions:
         for key in victims:
             stops.setdefault(tuple(key), []).append(at)
     runs: dict[tuple, list] = {}

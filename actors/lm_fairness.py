@@ -64,7 +64,7 @@ class Fairness:
             self._preempt_failed(msg, why)
             return
         self.seq += 1
-        self.stopping[w] = [msg, tuple(sorted(tuple(k) for k in msg.victims)), 1, self.seq]
+        self.stopping[w] = [msg, tuple(sorted(tuple(k) for k in msg.victims)), 1, self.seq, self.now]
         self._ask_stop(w)
 
     def _preempt_failed(self, msg, why: str) -> None:
@@ -144,7 +144,7 @@ class Fairness:
                  user=request.user, victim_user=request.victim_user, victims=[list(k) for k in stopped])
         if stopped:
             self.recorder.preemptions.append((self.now, self.specs[w].worker_id, request.user, request.victim_user,
-                                              (request.job_id, request.index), tuple(stopped)))
+                                              (request.job_id, request.index), tuple(stopped), entry[4]))
         if all(f >= d for f, d in zip(free, request.demand)) and w not in self.down:
             self._start(request, w, NO_CAUSE)
         else:

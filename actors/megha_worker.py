@@ -14,7 +14,7 @@ the other replica, or a takeover of an older epoch, with ``Fenced``: the launch 
 
 Preemption (issue 15, see ``lm_fairness``): ``StopTask`` stops the named tasks at once (their resources are
 free again, their work is lost: ``Recorder.task_preempted``) and is answered ``Stopped``, naming those that
-had finished already. A stopped task's timer still fires; it is recognised as stale by its end time.
+had finished already. A stopped execution's timer still fires, and is recognised by its time.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ class MeghaWorker(Worker):
         self.registered = True
         self.register_asks = 0
         self.ends: dict[tuple[int, int], int] = {}  # when each running task ends
+        self.stopped: set[tuple] = set()  # (key, time) of each stopped execution's timer, yet to fire
 
     def on_start(self) -> None:
         self.lm_id = self.fabric.addr(self.lm_name)
@@ -115,7 +116,7 @@ class MeghaWorker(Worker):
             task = self.running.pop(tuple(key), None)
             if task is None:
                 continue
-            del self.ends[tuple(key)]
+            self.stopped.add((tuple(key), self.ends.pop(tuple(key))))
             for r, d in enumerate(task.demand):
                 free[r] += d
             self.recorder.task_preempted(task.job_id, task.index, self.spec.worker_id, self._now, task.demand[0])
@@ -123,8 +124,9 @@ class MeghaWorker(Worker):
 
     def on_TaskTimer(self, msg, src) -> None:
         key = (msg.job_id, msg.index)
-        if self.ends.get(key) != self.arrived:
-            return  # the timer of an execution a preemption stopped
+        if (key, self.arrived) in self.stopped:
+            self.stopped.discard((key, self.arrived))  # the timer of an execution a preemption stopped
+            return
         task = self.running.pop(key)
         del self.ends[key]
         self.finished.add(key)

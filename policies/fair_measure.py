@@ -7,7 +7,8 @@ Definitions (written down as the issue asks):
   preempted one until it was stopped.
 - **Contention**: some task has arrived and waits (neither running nor done) while the datacenter is at
   least ``CONTENDED`` full (its busiest resource). Time-weighted shares are averages over the run (first
-  arrival to last event) and over the contended time only.
+  arrival to last event), over the contended time, and, per user, over the contended time while that user
+  had a task waiting (``measured_waiting``: the user kept demand, so fairness owes it its share).
 - **Wasted work**: unit-seconds the preempted executions had run when they were stopped.
 """
 
@@ -41,12 +42,25 @@ def executions(rec: Recorder, end_us: int):
             np.array(demands, dtype=np.int64).reshape(-1, width))
 
 
+def _waiting(times, arrivals, starts, ends, done) -> np.ndarray:
+    """Tasks arrived and neither running nor done, at each of ``times``."""
+    n = len(times)
+    running = np.cumsum(np.bincount(np.searchsorted(times, starts), minlength=n + 1)[:n]
+                        - np.bincount(np.searchsorted(times, ends), minlength=n + 1)[:n])
+    return (np.searchsorted(np.sort(arrivals), times, side="right") - running
+            - np.searchsorted(np.sort(done), times, side="right"))
+
+
 def share_series(rec: Recorder, users: int, total: tuple, end_us: int):
-    """(times_us, shares[users, len(times)], contended[len(times)]): each step holds from its time to the next."""
+    """(times_us, shares[users, T], contended[T], waits[users, T]): each step holds from its time to the
+    next; ``waits[u]``: user u has a task waiting."""
     user, start, end, demand = executions(rec, end_us)
     total_arr = np.array(total, dtype=np.float64)
-    arrivals = np.array(sorted(t.arrival_us for t in rec.tasks.values()), dtype=np.int64)
-    done = np.array(sorted(t.end_us for t in rec.tasks.values() if t.end_us >= 0), dtype=np.int64)
+    task_user = np.array([rec.jobs[t.job_id].user for t in rec.tasks.values()], dtype=np.int64)
+    arrival_all = np.array([t.arrival_us for t in rec.tasks.values()], dtype=np.int64)
+    done_all = np.array([t.end_us for t in rec.tasks.values()], dtype=np.int64)
+    arrivals = np.sort(arrival_all)
+    done = np.sort(done_all[done_all >= 0])
     times = np.unique(np.concatenate([start, end, arrivals, done, [end_us]]))
     held = np.zeros((users, len(times), len(total)), dtype=np.float64)
     for u in range(users):
@@ -57,10 +71,6 @@ def share_series(rec: Recorder, users: int, total: tuple, end_us: int):
             np.add.at(delta, np.searchsorted(times, end[mine]), -demand[mine, r])
             held[u, :, r] = np.cumsum(delta)
     shares = (held / total_arr).max(axis=2) if users else np.zeros((0, len(times)))
-    running = np.cumsum(np.bincount(np.searchsorted(times, start), minlength=len(times))
-                        - np.bincount(np.searchsorted(times, end), minlength=len(times)))[:len(times)]
-    arrived = np.searchsorted(arrivals, times, side="right")
-    finished = np.searchsorted(done, times, side="right")
     everyone = np.zeros((len(times), len(total)))
     for r in range(len(total)):
         delta = np.zeros(len(times))
@@ -68,8 +78,13 @@ def share_series(rec: Recorder, users: int, total: tuple, end_us: int):
         np.add.at(delta, np.searchsorted(times, end), -demand[:, r])
         everyone[:, r] = np.cumsum(delta)
     full = (everyone / total_arr).max(axis=1) >= CONTENDED
-    contended = full & (arrived - running - finished > 0)
-    return times, shares, contended
+    contended = full & (_waiting(times, arrivals, start, end, done) > 0)
+    waits = np.zeros((users, len(times)), dtype=bool)
+    for u in range(users):
+        mine, runs = task_user == u, user == u
+        finished = done_all[mine]
+        waits[u] = _waiting(times, arrival_all[mine], start[runs], end[runs], finished[finished >= 0]) > 0
+    return times, shares, contended, waits
 
 
 def _percentiles(values_s: list) -> dict:
@@ -89,14 +104,14 @@ def report(rec: Recorder, shares: tuple, user_gm: tuple, total: tuple, end_us: i
     users = len(shares)
     arrivals = [j.arrival_us for j in rec.jobs.values()]
     t0 = min(arrivals) if arrivals else 0
-    times, series, contended = share_series(rec, users, total, end_us)
+    times, series, contended, waits = share_series(rec, users, total, end_us)
     steps = np.diff(np.append(times, end_us)).astype(np.float64)
     steps[times < t0] = 0
     span = steps.sum()
     hot = steps * contended
     hot_span = hot.sum()
     preempted = [0] * users
-    for *_, victims in rec.preemptions:
+    for _, _, _, _, _, victims, _ in rec.preemptions:
         for job_id, _ in victims:
             u = rec.jobs[job_id].user
             if 0 <= u < users:
@@ -113,6 +128,10 @@ def report(rec: Recorder, shares: tuple, user_gm: tuple, total: tuple, end_us: i
             "user": u, "gm": user_gm[u], "share": shares[u],
             "measured": float((series[u] * steps).sum() / span) if span else 0.0,
             "measured_contended": float((series[u] * hot).sum() / hot_span) if hot_span else None,
+            # under contention while this user had a task waiting (it kept demand): what fairness promises
+            "waiting_s": float((hot * waits[u]).sum() / US_PER_S),
+            "measured_waiting": (float((series[u] * hot * waits[u]).sum() / (hot * waits[u]).sum())
+                                 if (hot * waits[u]).sum() else None),
             "preempted": preempted[u],
             "preemption_attempts": rec.per_user.get(("preemption_attempts", u), 0),
             "preemptions_refused": rec.per_user.get(("preemptions_refused", u), 0),

@@ -253,7 +253,7 @@ def plot_shares(path, recorder: Recorder, fairness: dict, total: tuple, end_us: 
     from fedemu.policies.fair_measure import share_series
 
     users = fairness["users"]
-    times, shares, contended = share_series(recorder, len(users), total, end_us)
+    times, shares, contended, _ = share_series(recorder, len(users), total, end_us)
     fig = Figure(figsize=(7, 4.8))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
