@@ -188,7 +188,8 @@ class GmFairness:
         task = flight.task
         row = self.holders[flight.lm].get(flight.worker, ())
         if not any(t[0] == task.job_id and t[1] == task.index for t in row):
-            self._set_holders(flight.lm, flight.worker, row + ((task.job_id, task.index, self.user_of(task), task.demand),))
+            mine = (task.job_id, task.index, self.user_of(task), task.demand)
+            self._set_holders(flight.lm, flight.worker, row + (mine,))
 
     def release_own(self, lm: int, w: int, job_id: int, index: int) -> None:
         row = self.holders[lm].get(w, ())

@@ -223,7 +223,8 @@ class LocalManager(Fairness, Replica, Actor):
         if not self.active:
             return
         for gm, workers, frees, prev, upto in self.change_log.deltas():
-            self.send(self.gm_ids[gm], Heartbeat(self.lm, self.epoch, workers, frees, prev, upto, self.holders(workers)))
+            self.send(self.gm_ids[gm], Heartbeat(self.lm, self.epoch, workers, frees, prev, upto,
+                                                 self.holders(workers)))
             self.charge("change", len(workers))
         self.heartbeats += 1
         self._check_overdue()
@@ -288,7 +289,8 @@ class LocalManager(Fairness, Replica, Actor):
         task = self.tasks[key] = LmTask(w, msg.gm, demand, msg.duration_us, self.now + msg.duration_us, 0,
                                         msg.user, msg.attempt)
         self._track(key, task)
-        self.send(self.worker_ids[w], RunTask(msg.job_id, msg.index, msg.duration_us, demand, msg.gm, self.notify))
+        self.send(self.worker_ids[w], RunTask(msg.job_id, msg.index, msg.duration_us, demand, msg.gm, self.notify,
+                                              msg.user))
         if self.launch_replies:
             workers, frees = self.change_log.fresh(msg.gm)
             self.charge("change", len(workers))
@@ -479,11 +481,13 @@ class LocalManager(Fairness, Replica, Actor):
         for key in sorted(done):  # finished here while this LM did not know (a restarted LM)
             if key not in tasks and key not in self.done:
                 self.done[key] = w
-        for key, (job_id, index, duration_us, demand, owner, end_us) in sorted(running.items()):
+        for key, row in sorted(running.items()):
+            _, _, duration_us, demand, owner, end_us = row[:6]
             execs.setdefault(key, tuple(demand))
             task = tasks.get(key)
-            if task is None and key not in self.done:
-                task = tasks[key] = LmTask(w, owner, tuple(demand), duration_us, end_us, 0)
+            if task is None and key not in self.done:  # (with users the worker says whose task it is)
+                user = row[6] if len(row) > 6 else -1
+                task = tasks[key] = LmTask(w, owner, tuple(demand), duration_us, end_us, 0, user)
             if task is not None and task.worker == w:
                 task.end_us = end_us
                 self._track(key, task)
@@ -503,7 +507,7 @@ class LocalManager(Fairness, Replica, Actor):
                 if self.fabric.event_log is not None:
                     emit(self, RELAUNCH, job=key[0], task=key[1], worker=self.worker_names[w])
                 self.send(self.worker_ids[w], RunTask(key[0], key[1], task.duration_us, task.demand, task.owner,
-                                                      self.notify))
+                                                      self.notify, task.user))
             else:
                 del tasks[key]
                 self.recorder.count("tasks_handed_back")

@@ -6,29 +6,10 @@ free-capacity vectors the LM holds for them, so applying a change twice is harml
 
 from __future__ import annotations
 
-import attrs
-
-from fedemu.fabric.messages import message
+from fedemu.fabric.messages import lean, message
 
 RETRY_CAP_US = 60_000_000  # retries back off exponentially up to a minute apart
 RETRIES = 10  # asks before giving up (about five minutes of a dead peer at the cap)
-
-
-def lean(cls):
-    """Journal a message's trailing fields only when they differ from their defaults: the fairness fields
-    (issue 15) are absent from runs without users, which keep their bytes (and digests)."""
-    full = cls._fedemu_fields
-    defaults = [f.default for f in attrs.fields(cls)]
-    first = next(i for i, d in enumerate(defaults) if d is not attrs.NOTHING)
-
-    def fields(msg):
-        out = full(msg)
-        end = len(out)
-        while end > first and out[end - 1] == defaults[end - 1]:
-            end -= 1
-        return out if end == len(out) else out[:end]
-    cls._fedemu_fields = staticmethod(fields)
-    return cls
 
 
 def backoff(base_us: int, tries: int) -> int:
@@ -197,7 +178,7 @@ class Probe:
 
 @message("megha.worker_status")
 class WorkerStatus:
-    """Worker -> LM: what it runs, as (job, index, duration_us, demand, owner, end_us), and the asked
+    """Worker -> LM: what it runs, as (job, index, duration_us, demand, owner, end_us[, user]), and the asked
     tasks it finished. Sent on a probe, on a refused launch, and by a restarted worker (registration)."""
 
     incarnation: int

@@ -73,7 +73,7 @@ class MeghaWorker(Worker):
         self.send(src, self._status(None))
 
     def _status(self, asked) -> WorkerStatus:
-        running = tuple((j, i, t.duration_us, t.demand, t.owner, self.ends[(j, i)])
+        running = tuple((j, i, t.duration_us, t.demand, t.owner, self.ends[(j, i)]) + ((t.user,) if t.user >= 0 else ())
                         for (j, i), t in sorted(self.running.items()))
         done = tuple(sorted(self.finished)) if asked is None else tuple(k for k in asked if k in self.finished)
         return WorkerStatus(self.incarnation, running, done)

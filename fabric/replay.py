@@ -133,7 +133,7 @@ class Formatter:
             except Exception:  # noqa: BLE001 - unregistered tag, or a class that changed since the recording
                 names = None
             self._fields[tag] = names
-        if names is None or len(names) != len(values):
+        if names is None or len(values) > len(names):  # (fewer: trailing defaults left out, see ``lean``)
             return f" {list(values)!r}"
         return "".join(" " + _value(n, v) for n, v in zip(names, values))
 

@@ -227,3 +227,11 @@ def test_the_invariant_catches_a_double_requeue_a_lost_task_and_a_duplicate():
     rec.task_started(0, 0, 10, worker=1)
     rec.task_started(0, 0, 12, worker=2)
     assert "ran twice at once" in preempted_requeued_once(rec, None, 100)[0].detail
+
+
+def test_the_fairness_scenario_is_the_papers_setup():
+    r = execute("fairness", overrides={"jobs": 6})
+    s = r.summary
+    assert s["params"]["users"] == 4 and s["params"]["shares"] == "10,25,15,50" and s["cluster"]["workers"] == 198
+    assert [u["gm"] for u in s["fairness"]["users"]] == [0, 1, 1, 2]
+    assert set(s["invariants"].values()) == {"ok"} and s["jobs_completed"] == 6

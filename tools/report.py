@@ -77,10 +77,13 @@ def fairness_lines(fair: dict | None) -> list[str]:
     out = []
     for row in fair["users"]:
         hot = row["measured_contended"]
+        waiting = row.get("measured_waiting")
         d = row["delay_s"]
         delay = f"delay p50={d['p50']:.3g} p99={d['p99']:.3g} s" if d["count"] else "no job done"
         out.append(f"user {row['user']} (gm-{row['gm']}): share {row['share']:.1%}, measured {row['measured']:.1%}"
-                   f"{f' ({hot:.1%} contended)' if hot is not None else ''}, preempted {row['preempted']}, "
+                   f"{f' ({hot:.1%} contended' if hot is not None else ''}"
+                   f"{f', {waiting:.1%} while it waited)' if waiting is not None else (')' if hot is not None else '')}"
+                   f", preempted {row['preempted']}, "
                    f"attempts {row['preemption_attempts']} ({row['preemptions_refused']} refused), "
                    f"wasted {row['wasted_s']:.3g} s, {delay}")
     out.append(f"algorithm 2 {fair['algorithm2']}; contended {fair['contended_s']:.3g} s of {fair['span_s']:.3g} s")
