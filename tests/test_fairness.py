@@ -235,3 +235,17 @@ def test_the_fairness_scenario_is_the_papers_setup():
     assert s["params"]["users"] == 4 and s["params"]["shares"] == "10,25,15,50" and s["cluster"]["workers"] == 198
     assert [u["gm"] for u in s["fairness"]["users"]] == [0, 1, 1, 2]
     assert set(s["invariants"].values()) == {"ok"} and s["jobs_completed"] == 6
+
+
+def test_compare_rows_carry_each_users_shares(tmp_path):
+    from fedemu.tools import compare
+
+    summary = execute("fairness", overrides={"jobs": 6}).summary
+    spec = {"scheduler": "megha", "policy": "random", "seed": 1, "out_dir": str(tmp_path)}
+    row = compare.row_of(spec, summary)
+    plain = compare.row_of({**spec, "scheduler": "pigeon"}, {"counters": {}})
+    assert row["fairness"]["user3_share"] == 0.5 and plain["fairness"] == {}
+    compare.write_csv(tmp_path / "c.csv", [row, plain])
+    head, first, second = (tmp_path / "c.csv").read_text().splitlines()
+    assert "fair:user3_measured_waiting" in head.split(",") and second.endswith(",,")
+    assert compare.mean_rows([row, row])[0]["fairness"]["user0_share"] == 0.1
