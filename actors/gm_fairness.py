@@ -4,7 +4,9 @@ finds no worker.
 
 - **Users and queues.** Each job belongs to a user (``Job.user``); the submitter sends it to its user's GM
   (``FairConfig.user_gm``). A GM keeps one task queue per user it has jobs of, served round robin, one
-  task per user per turn (within a user's queue, as without users: oldest signature first).
+  task per user per turn (within a user's queue, as without users: oldest signature first). With
+  fairness on, each turn serves the users below their share before those at or over it (our addition:
+  without it two users of one GM trade a freed worker back and forth by preemption, one per completion).
 - **Contention only.** A pass places what the view allows (internal partitions, then repartitions) and
   checks nothing about shares. Only a user none of whose queued tasks finds a worker is "blocked"; with
   ``fairness=on``, for each blocked user in turn, Algorithm 2 (``policies.fair_share.preempt_order``)
@@ -209,6 +211,8 @@ class GmFairness:
         users = queue.rotation()
         turn = users
         while turn and search.total_free > 0:
+            if self.fair.preempt:  # users under their share take their turn first (fewer preemptions)
+                turn = sorted(turn, key=self._at_share)
             again = []
             for u in turn:
                 if search.total_free <= 0 or not queue.by_user[u].sizes[HIGH]:
@@ -231,6 +235,11 @@ class GmFairness:
                         break
                     self._preempt(got[0], *got[1])
             queue.reopen()
+
+    def _at_share(self, user: int) -> bool:
+        """Whether one of this GM's users holds its share already (its launches in flight)."""
+        fair = self.fair
+        return user in self.mine and dominant(self.inflight.units[user], fair.total) >= fair.shares.fractions[user]
 
     def _plan(self, user: int, signature: tuple):
         """Algorithm 2 for a task of ``user`` with ``signature``: (lm, worker, victim user, victims), or None."""
