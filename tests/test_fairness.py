@@ -250,3 +250,11 @@ def test_compare_rows_carry_each_users_shares(tmp_path):
     head, first, second = (tmp_path / "c.csv").read_text().splitlines()
     assert "fair:user3_measured_waiting" in head.split(",") and second.endswith(",,")
     assert compare.mean_rows([row, row])[0]["fairness"]["user0_share"] == 0.1
+
+
+def test_a_run_with_users_replays_identically_and_plots_the_shares(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["run", "fairness", "--set", "jobs=8", "--quiet", "--record", "--out", str(out)]) == 0
+    assert (out / "share_over_time.png").stat().st_size > 0
+    assert main(["replay", str(out / "messages.log"), "--verify"]) == 0
+    assert "digest matches" in capsys.readouterr().out
