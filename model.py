@@ -105,6 +105,7 @@ class Job:
     constraints: tuple[tuple[int, ...], ...] = attrs.field()
     demand: tuple[int, ...] = (1,)
     alpha: float = 0.0  # the parallel fraction of its tasks (TEBAS's Amdahl model, see ``run_time_us``)
+    user: int = -1  # the user whose queue its tasks go to (Megha's fairness, issue 15); -1: no users
 
     @constraints.default
     def _no_constraints(self):
@@ -223,6 +224,7 @@ class JobRecord:
     demand: tuple = (1,)
     constraints: tuple = ()
     alpha: float = 0.0
+    user: int = -1
 
     @property
     def jrt_us(self) -> int:
@@ -253,6 +255,13 @@ class Recorder:
     aborted: int = 0  # executions ended by a worker crash
     wasted_us: int = 0  # unit-microseconds of work those executions lost
     recoveries_us: list = attrs.Factory(list)  # per failover: detection plus takeover time
+    # Megha's fairness (issue 15): per preemption (time, worker, requester user, victim user, task launched,
+    # victims, time the LM verified the request), the preempted executions as (job, index, worker, start, stop, units), and per task the
+    # times its owner GM queued it again after hearing it was preempted
+    preemptions: list = attrs.Factory(list)
+    preempted: list = attrs.Factory(list)
+    requeued: dict = attrs.Factory(dict)
+    per_user: dict = attrs.Factory(dict)  # (counter name, user) -> count
     # a cost model is on: the tasks the handler being served passed on, whose processing ends with its
     # service (``served``, called by the fabric after each handler of a single-server actor)
     timed: bool = False
@@ -268,7 +277,7 @@ class Recorder:
     def job_arrived(self, job, short: bool = True) -> None:
         self.jobs[job.job_id] = JobRecord(job.job_id, job.arrival_us, job.num_tasks, job.ideal_jrt_us,
                                           job.mean_task_us, short, demand=job.demand, constraints=job.constraints,
-                                          alpha=job.alpha)
+                                          alpha=job.alpha, user=job.user)
         for i, d in enumerate(job.durations_us):
             self.tasks[(job.job_id, i)] = TaskRecord(job.job_id, i, job.arrival_us, d, mark_us=job.arrival_us)
 
@@ -344,6 +353,23 @@ class Recorder:
             run[4] = now
         self.aborted += 1
         self.wasted_us += (now - start) * units
+
+    def task_preempted(self, job_id: int, index: int, worker: int, now: int, units: int = 1) -> None:
+        """A preemption stopped the task's execution on ``worker``: as a crash's abort (its work is
+        wasted, it may start again), and kept in ``preempted``."""
+        rec = self.tasks[(job_id, index)]
+        start = rec.start_us if rec.worker == worker and rec.end_us == -1 else self._live_run(job_id, index, worker)[3]
+        self.task_aborted(job_id, index, worker, now, units)
+        self.preempted.append((job_id, index, worker, start, now, units))
+
+    def count_user(self, name: str, user: int, n: int = 1) -> None:
+        """A per-user counter (preemption attempts of a user's tasks, its tasks preempted)."""
+        self.per_user[(name, user)] = self.per_user.get((name, user), 0) + n
+
+    def task_requeued(self, job_id: int, index: int) -> None:
+        """The task's owner GM queued it again on hearing it was preempted."""
+        key = (job_id, index)
+        self.requeued[key] = self.requeued.get(key, 0) + 1
 
     def task_finished(self, job_id: int, index: int, now: int, units: int = 1, worker: int | None = None) -> None:
         """Record the end of the task's execution on ``worker`` (None: its only one)."""

@@ -58,6 +58,7 @@ from fedemu.policies.fair_queue import HIGH, FairQueue
 from fedemu.policies.partition_search import PartitionSearch
 
 from .front_end import JobFrontEnd, Pending
+from .gm_fairness import GmFairness
 from .megha_messages import (RETRIES, AdoptJob, Fenced, GmTimer, Heartbeat, HeartbeatAck, JobTasks, Launch,
                              LaunchAccepted, LaunchFailed, LaunchOk, Snapshot, SnapshotRequest, TaskCompleted,
                              TaskLost, backoff)
@@ -102,13 +103,13 @@ class Inflight:
         self.seq = 0
 
 
-class GlobalManager(JobFrontEnd, Actor):
+class GlobalManager(GmFairness, JobFrontEnd, Actor):
     COST_ROLE, COST_UNITS = "gm", ("worker", "change")  # a single server (fabric.service): what it charges
     def __init__(self, gm: int, lm_names: list[str], views, *, policy, feasible, recorder,
                  launch_timeout_us: int = 2_000_000, request_timeout_us: int = 1_000_000, gm_queue: str = "fifo",
-                 failed_launch: str = "back", standby_names: list[str] | None = None) -> None:
+                 failed_launch: str = "back", standby_names: list[str] | None = None, fair=None) -> None:
         """``views[lm][p]``: PartitionView of partition p (GM p's) in LM lm's cluster; ``standby_names``:
-        each LM's standby replica (active-standby LMs)."""
+        each LM's standby replica (active-standby LMs); ``fair``: the run's users (``gm_fairness``)."""
         super().__init__()
         self.gm = gm
         self.lm_names = lm_names
@@ -139,6 +140,12 @@ class GlobalManager(JobFrontEnd, Actor):
         self.started_us = 0
         self.heard_us = [0] * len(lm_names)  # when each LM's state was last learnt (the view's age)
         self.launches = self.internal = self.external = self.failures = self.passes = 0
+        self.fair = None
+        if fair is not None:  # users: one queue each, round robin, and Algorithm 2 (gm_fairness)
+            self._init_fairness(fair, gm_queue == "fewest-remaining")
+
+    def new_flight(self, task, lm: int, worker: int) -> Inflight:
+        return Inflight(task, lm, worker)
 
     def on_start(self) -> None:
         self.lm_ids = [self.fabric.addr(name) for name in self.lm_names]
@@ -160,11 +167,14 @@ class GlobalManager(JobFrontEnd, Actor):
         self.charge("change")
         self.search.learn(lm, (worker,), (free,))
 
-    def _apply(self, lm: int, workers: tuple, frees: tuple) -> None:
-        """Learn absolute free vectors of LM ``lm``'s workers (the search's memo notes the change)."""
+    def _apply(self, lm: int, workers: tuple, frees: tuple, holders: tuple = ()) -> None:
+        """Learn absolute free vectors of LM ``lm``'s workers (the search's memo notes the change), and
+        with users who holds each of them."""
         self.heard_us[lm] = self.now
         self.charge("change", len(workers))
         self.search.learn(lm, workers, frees)
+        if holders and self.fair is not None:
+            self.learn_holders(lm, workers, holders)
 
     def _forget(self, lm: int) -> None:
         """Treat LM ``lm``'s view as empty (launch nothing there) until its snapshot arrives."""
@@ -173,6 +183,8 @@ class GlobalManager(JobFrontEnd, Actor):
         zero = (0,) * search.views[lm][0].num_resources
         search.learn(lm, tuple(range(n)), (zero,) * n)
         self.rebuilding.add(lm)
+        if self.fair is not None:
+            self.forget_holders(lm)
 
     def _ask_snapshots(self) -> None:
         for lm in sorted(self.rebuilding):
@@ -193,6 +205,8 @@ class GlobalManager(JobFrontEnd, Actor):
             return False
         self.source[job.job_id] = src
         self.open_job(job.job_id, job.num_tasks)
+        if self.fair is not None:
+            self.job_user[job.job_id] = job.user
         return True
 
     def on_Job(self, job, src: int) -> None:
@@ -262,6 +276,8 @@ class GlobalManager(JobFrontEnd, Actor):
         if self._followed(msg.lm, src):
             self._set_free(msg.lm, msg.worker, msg.free)
         self.inflight.pop((msg.job_id, msg.index), None)
+        if self.fair is not None:
+            self.release_own(msg.lm, msg.worker, msg.job_id, msg.index)
         self.task_done(msg.job_id, msg.index)
         self._check_due()
         self._schedule()
@@ -289,7 +305,9 @@ class GlobalManager(JobFrontEnd, Actor):
         if msg.prev != last:
             self._resync(lm)
         self.lm_upto[lm] = msg.upto
-        self._apply(lm, msg.workers, msg.frees)
+        self._apply(lm, msg.workers, msg.frees, msg.holders)
+        if self.fair is not None:
+            self.heard_heartbeat()
         self._check_due()
         self._schedule()
 
@@ -316,7 +334,7 @@ class GlobalManager(JobFrontEnd, Actor):
         self.rebuilding.discard(lm)
         self.resyncing.discard(lm)
         self.lm_inc[lm], self.lm_upto[lm] = msg.incarnation, msg.upto
-        self._apply(lm, msg.workers, msg.frees)
+        self._apply(lm, msg.workers, msg.frees, msg.holders)
         if not self.rebuilding and self.incarnation > 0 and self.started_us >= 0:
             self.recorder.count("gm_rebuilds")
             self.recorder.recovered(self.now - self.started_us)
@@ -326,11 +344,13 @@ class GlobalManager(JobFrontEnd, Actor):
     def on_LaunchFailed(self, msg: LaunchFailed, src: int) -> None:
         self.failures += 1
         if self._followed(msg.lm, src):
-            self._apply(msg.lm, msg.workers, msg.frees)
+            self._apply(msg.lm, msg.workers, msg.frees, msg.holders)
         key = (msg.job_id, msg.index)
         flight = self.inflight.get(key)
         if flight is not None and flight.attempt == msg.attempt:  # (not a late answer to an earlier launch)
             del self.inflight[key]
+            if self.fair is not None:
+                self.release_own(flight.lm, flight.worker, msg.job_id, msg.index)
             if self.fabric.event_log is not None:
                 emit(self, LAUNCH_REQUEUED, job=msg.job_id, task=msg.index, lm=self.lm_names[msg.lm],
                      learned=len(msg.workers))
@@ -340,7 +360,7 @@ class GlobalManager(JobFrontEnd, Actor):
     def on_LaunchOk(self, msg: LaunchOk, src: int) -> None:
         """A valid launch's reply: the changes this GM has not seen (not its own)."""
         if msg.workers and self._followed(msg.lm, src):
-            self._apply(msg.lm, msg.workers, msg.frees)
+            self._apply(msg.lm, msg.workers, msg.frees, msg.holders)
             self._schedule()
 
     def on_LaunchAccepted(self, msg: LaunchAccepted, src: int) -> None:
@@ -356,6 +376,8 @@ class GlobalManager(JobFrontEnd, Actor):
     def on_TaskLost(self, msg: TaskLost, src: int) -> None:
         """The task's worker stayed down: schedule it again."""
         flight = self.inflight.pop((msg.job_id, msg.index), None)
+        if flight is not None and self.fair is not None:
+            self.release_own(flight.lm, flight.worker, msg.job_id, msg.index)
         if flight is not None and msg.job_id in self.open_jobs:
             self._requeue(flight.task)
             self._schedule()
@@ -428,6 +450,8 @@ class GlobalManager(JobFrontEnd, Actor):
             else:  # that LM does not answer: queue the task again, launch nothing there until heard from
                 del inflight[(task.job_id, task.index)]
                 self.recorder.count("launches_abandoned")
+                if self.fair is not None:
+                    self.release_own(flight.lm, flight.worker, task.job_id, task.index)
                 if flight.lm not in self.rebuilding:
                     self._forget(flight.lm)
                     self.snapshot_asks = 0
@@ -444,6 +468,9 @@ class GlobalManager(JobFrontEnd, Actor):
     def _schedule(self) -> None:
         """One pass: place queued tasks oldest first until nothing more fits the view. A signature
         that matches nowhere is parked for the rest of the pass (a "reschedule")."""
+        if self.fair is not None:
+            self._schedule_users()
+            return
         queue, search = self.queue, self.search
         if not queue.sizes[HIGH] or search.total_free <= 0:
             return
@@ -471,6 +498,8 @@ class GlobalManager(JobFrontEnd, Actor):
         flight = Inflight(task, lm, worker)
         self._send_launch(flight)
         self._await(flight, self.now + task.duration_us)
+        if self.fair is not None:
+            self.hold_own(flight)
 
     def _send_launch(self, flight: Inflight) -> None:
         """Ask the flight's LM to launch its task; a failure reply names the attempt, so a late one (a
@@ -481,7 +510,7 @@ class GlobalManager(JobFrontEnd, Actor):
         task, worker = flight.task, flight.worker
         external = worker // self.search.per_partition != self.gm
         self._to_lm(flight.lm, Launch(task.job_id, task.index, task.duration_us, task.demand, worker, self.gm,
-                                      external, flight.attempt))
+                                      external, flight.attempt, self.user_of(task)))
 
     def _to_lm(self, lm: int, msg) -> None:
         """Send to LM ``lm``: with active-standby LMs, to both replicas (only the active acts on it)."""

@@ -204,6 +204,7 @@ class Replica:
         self.probing.clear()
         self.down.clear()
         self.down_asks.clear()
+        self.stopping = {}  # a stop under way is forgotten: the rebuild learns what still runs
         self.rebuilding = set()
         self.held = []
         self.quiet = 0

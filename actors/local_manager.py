@@ -46,6 +46,7 @@ from fedemu.fabric.actor import Actor
 from fedemu.fabric.log import LAUNCH_INVALID, RELAUNCH, REPARTITION, emit
 from fedemu.policies.change_log import NO_CAUSE, ChangeLog
 
+from .lm_fairness import Fairness
 from .lm_standby import Replica, StandbyTimes
 from .megha_messages import (RETRIES, AdoptJob, Heartbeat, HeartbeatAck, HeartbeatTick, JobTasks, Launch,
                              LaunchAccepted, LaunchFailed, LaunchOk, LmTimer, Probe, Registered, Snapshot,
@@ -71,15 +72,17 @@ class LocalManagerStatistics:
 class LmTask:
     """A task this LM launched and has not seen finish."""
 
-    __slots__ = ("worker", "owner", "demand", "duration_us", "end_us", "seq")
+    __slots__ = ("worker", "owner", "demand", "duration_us", "end_us", "seq", "user", "attempt")
 
-    def __init__(self, worker, owner, demand, duration_us, end_us, seq):
+    def __init__(self, worker, owner, demand, duration_us, end_us, seq, user=-1, attempt=0):
         self.worker = worker
         self.owner = owner
         self.demand = demand
         self.duration_us = duration_us
         self.end_us = end_us
         self.seq = seq
+        self.user = user  # whose task it is (runs with users), and the owner GM's launch number
+        self.attempt = attempt
 
 
 @attrs.frozen
@@ -92,14 +95,15 @@ class FaultTimes:
     down_timeout_us: int
 
 
-class LocalManager(Replica, Actor):
+class LocalManager(Fairness, Replica, Actor):
     COST_ROLE, COST_UNITS = "lm", ("change",)  # a single server (fabric.service): what it charges
 
     def __init__(self, lm: int, workers, worker_names: list[str], gm_names: list[str], *, heartbeat_us: int,
                  recorder, faults: FaultTimes, peer_name: str | None = None, replica: int = 0,
-                 standby: StandbyTimes | None = None, launch_replies: bool = False) -> None:
+                 standby: StandbyTimes | None = None, launch_replies: bool = False, users: bool = False) -> None:
         """``worker_names[w]`` names the actor of LM-local worker ``w``; ``gm_names[g]`` GM ``g``'s actor;
-        ``peer_name`` the other replica of this LM (active-standby LMs; ``replica`` 0 starts active)."""
+        ``peer_name`` the other replica of this LM (active-standby LMs; ``replica`` 0 starts active);
+        ``users``: tasks belong to users (global fairness, ``lm_fairness``)."""
         super().__init__()
         self.lm = lm
         self.specs = list(workers)
@@ -110,6 +114,9 @@ class LocalManager(Replica, Actor):
         self.local_of: dict[int, int] = {}  # worker actor id -> LM-local worker index
         self.heartbeat_us = heartbeat_us
         self.launch_replies = launch_replies  # answer a valid launch with the GM's unseen changes too
+        self.users = users
+        self.stopping: dict[int, list] = {}  # worker -> [Preempt request, victims, asks, nonce] of a stop under way
+        self.provides = [frozenset(w.constraints) for w in self.specs] if users else []
         self.recorder = recorder
         self.faults = faults
         n = len(self.specs)
@@ -216,7 +223,8 @@ class LocalManager(Replica, Actor):
         if not self.active:
             return
         for gm, workers, frees, prev, upto in self.change_log.deltas():
-            self.send(self.gm_ids[gm], Heartbeat(self.lm, self.epoch, workers, frees, prev, upto))
+            self.send(self.gm_ids[gm], Heartbeat(self.lm, self.epoch, workers, frees, prev, upto,
+                                                 self.holders(workers)))
             self.charge("change", len(workers))
         self.heartbeats += 1
         self._check_overdue()
@@ -243,9 +251,8 @@ class LocalManager(Replica, Actor):
             return True
         return False
 
-    def on_Launch(self, msg: Launch, src: int) -> None:
-        if self._hold(msg, src):
-            return
+    def _repeated(self, msg) -> bool:
+        """A launch (or preemption request) of a task this LM runs or ran: answered, and True."""
         key = (msg.job_id, msg.index)
         w = msg.worker
         task = self.tasks.get(key)
@@ -256,33 +263,49 @@ class LocalManager(Replica, Actor):
                                                           task.end_us))
             if task.end_us + self.faults.grace_us <= self.now and w not in self.down and w not in self.probing:
                 self._probe(w, 0)  # asked again for a task overdue here: its end (or its launch) was lost
-            return
+            return True
         if key in self.done:  # already done: the completion, at once
             self.recorder.count("duplicate_launches_suppressed")
             self.send(self.gm_ids[msg.gm], TaskCompleted(msg.job_id, msg.index, self.lm, w, tuple(self.free[w])))
-            return
-        self.recorder.task_handled(msg.job_id, msg.index, self.arrived, self.now)
+            return True
+        return False
+
+    def _start(self, msg, w: int, cause: int) -> None:
+        """Launch ``msg``'s task on worker ``w``, which has its demand free (the change is ``cause``'s)."""
+        key = (msg.job_id, msg.index)
         free = self.free[w]
         demand = msg.demand
-        if w not in self.down and all(f >= d for f, d in zip(free, demand)):
-            for r, d in enumerate(demand):
-                free[r] -= d
-            self._changed(w, msg.gm)
-            self.launches += 1
-            if msg.external:
-                self.repartitions += 1
-                self.recorder.count("repartitions")
-                if self.fabric.event_log is not None:
-                    emit(self, REPARTITION, job=msg.job_id, task=msg.index, worker=self.worker_names[w],
-                         gm=self.gm_names[msg.gm], home=self.gm_names[self.home_gm(w)])
-            self.execs[w][key] = demand
-            task = self.tasks[key] = LmTask(w, msg.gm, demand, msg.duration_us, self.now + msg.duration_us, 0)
-            self._track(key, task)
-            self.send(self.worker_ids[w], RunTask(msg.job_id, msg.index, msg.duration_us, demand, msg.gm, self.notify))
-            if self.launch_replies:
-                workers, frees = self.change_log.fresh(msg.gm)
-                self.charge("change", len(workers))
-                self.send(self.gm_ids[msg.gm], LaunchOk(msg.job_id, msg.index, self.lm, workers, frees))
+        for r, d in enumerate(demand):
+            free[r] -= d
+        self._changed(w, cause)
+        self.launches += 1
+        if msg.external:
+            self.repartitions += 1
+            self.recorder.count("repartitions")
+            if self.fabric.event_log is not None:
+                emit(self, REPARTITION, job=msg.job_id, task=msg.index, worker=self.worker_names[w],
+                     gm=self.gm_names[msg.gm], home=self.gm_names[self.home_gm(w)])
+        self.execs[w][key] = demand
+        task = self.tasks[key] = LmTask(w, msg.gm, demand, msg.duration_us, self.now + msg.duration_us, 0,
+                                        msg.user, msg.attempt)
+        self._track(key, task)
+        self.send(self.worker_ids[w], RunTask(msg.job_id, msg.index, msg.duration_us, demand, msg.gm, self.notify,
+                                              msg.user))
+        if self.launch_replies:
+            workers, frees = self.change_log.fresh(msg.gm)
+            self.charge("change", len(workers))
+            self.send(self.gm_ids[msg.gm], LaunchOk(msg.job_id, msg.index, self.lm, workers, frees,
+                                                    self.holders(workers)))
+
+    def on_Launch(self, msg: Launch, src: int) -> None:
+        if self._hold(msg, src) or self._repeated(msg):
+            return
+        self.recorder.task_handled(msg.job_id, msg.index, self.arrived, self.now)
+        w = msg.worker
+        free = self.free[w]
+        demand = msg.demand
+        if w not in self.down and w not in self.stopping and all(f >= d for f, d in zip(free, demand)):
+            self._start(msg, w, msg.gm)
             return
         if msg.external:
             self.invalid_external += 1
@@ -295,7 +318,8 @@ class LocalManager(Replica, Actor):
                  gm=self.gm_names[msg.gm], external=msg.external, demand=demand, free=free)
         workers, frees = self.change_log.since(msg.gm, always=w)
         self.charge("change", len(workers))
-        self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, msg.attempt, self.lm, workers, frees))
+        self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, msg.attempt, self.lm, workers, frees,
+                                                    self.holders(workers)))
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
         if self._hold(msg, src):
@@ -331,7 +355,8 @@ class LocalManager(Replica, Actor):
         self.change_log.reset(msg.gm)
         n = len(self.free)
         self.send(self.gm_ids[msg.gm], Snapshot(self.lm, self.epoch, tuple(range(n)),
-                                                tuple(tuple(f) for f in self.free), self.change_log.end))
+                                                tuple(tuple(f) for f in self.free), self.change_log.end,
+                                                self.holders(range(n))))
 
     def on_AdoptJob(self, msg: AdoptJob, src: int) -> None:
         if self._hold(msg, src):
@@ -367,6 +392,8 @@ class LocalManager(Replica, Actor):
         w = msg.worker
         if msg.what in ("beat", "expect", "join"):
             self._replica_timer(msg)
+        elif msg.what == "stop":
+            self.stop_timer(msg)
         elif msg.what == "probe":
             probe = self.probing.get(w)
             if probe is None or probe[1] != msg.nonce:
@@ -440,8 +467,9 @@ class LocalManager(Replica, Actor):
         running = {(r[0], r[1]): r for r in status.running}
         done = set(map(tuple, status.done))
         relaunch = []
+        stopping = self.stopping_keys(w)  # victims of a stop under way stay recorded until it is answered
         for key in sorted(execs):
-            if key in running:
+            if key in running or (key in stopping and key not in done):
                 continue
             if key in done:
                 self._finished(w, key)
@@ -453,11 +481,13 @@ class LocalManager(Replica, Actor):
         for key in sorted(done):  # finished here while this LM did not know (a restarted LM)
             if key not in tasks and key not in self.done:
                 self.done[key] = w
-        for key, (job_id, index, duration_us, demand, owner, end_us) in sorted(running.items()):
+        for key, row in sorted(running.items()):
+            _, _, duration_us, demand, owner, end_us = row[:6]
             execs.setdefault(key, tuple(demand))
             task = tasks.get(key)
-            if task is None and key not in self.done:
-                task = tasks[key] = LmTask(w, owner, tuple(demand), duration_us, end_us, 0)
+            if task is None and key not in self.done:  # (with users the worker says whose task it is)
+                user = row[6] if len(row) > 6 else -1
+                task = tasks[key] = LmTask(w, owner, tuple(demand), duration_us, end_us, 0, user)
             if task is not None and task.worker == w:
                 task.end_us = end_us
                 self._track(key, task)
@@ -477,13 +507,15 @@ class LocalManager(Replica, Actor):
                 if self.fabric.event_log is not None:
                     emit(self, RELAUNCH, job=key[0], task=key[1], worker=self.worker_names[w])
                 self.send(self.worker_ids[w], RunTask(key[0], key[1], task.duration_us, task.demand, task.owner,
-                                                      self.notify))
+                                                      self.notify, task.user))
             else:
                 del tasks[key]
                 self.recorder.count("tasks_handed_back")
                 self.send(self.gm_ids[task.owner], TaskLost(key[0], key[1], self.lm))
         if free != before:
             self._changed(w, NO_CAUSE)
+        if w in self.stopping:  # it may not have had the stop (a restart): ask again
+            self._ask_stop(w)
 
     # ---- a restarted LM -----------------------------------------------------------------
     def _ask_rebuild(self, attempt: int) -> None:

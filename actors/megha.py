@@ -15,9 +15,12 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from fedemu.fabric.errors import ConfigError
 from fedemu.model import Param, finite_at_least, one_of, seconds_between, seconds_to_us, whole_at_least
+from fedemu.policies.fair_share import Shares
 from fedemu.policies.partition_view import PartitionView
 
+from .gm_fairness import FairConfig
 from .global_manager import GlobalManager
 from .invariants import Violation
 from .lm_standby import StandbyTimes
@@ -30,6 +33,8 @@ from .plugin import FRONT_END_COUNTERS, Context, Scheduler
 GM_QUEUES = ("fifo", "fewest-remaining")
 FAILED_LAUNCH = ("back", "front")
 JOB_TO_GM = ("round-robin", "task-count")
+USER_ASSIGN = ("round-robin", "weighted", "trace")
+PAPER_USER_GMS = (0, 1, 1, 2)  # the 2022 paper's mapping (IV-E): queue 1 -> GM 1, 2 and 3 -> GM 2, 4 -> GM 3
 
 
 PARAMS = (
@@ -63,7 +68,18 @@ PARAMS = (
     Param("failed_launch", FAILED_LAUNCH[0], "where a GM queues a task whose launch the LM refused: back (behind "
           "the queue) or front (ahead of it)", **one_of(FAILED_LAUNCH)),
     Param("job_to_gm", JOB_TO_GM[0], "how a job picks its GM: round-robin, or task-count (its number of tasks "
-          "modulo the number of GMs)", **one_of(JOB_TO_GM)),
+          "modulo the number of GMs); with users, a job goes to its user's GM", **one_of(JOB_TO_GM)),
+    # global fairness (2022 paper IV-C, issue 15; actors/gm_fairness.py and lm_fairness.py)
+    Param("users", 0, "users, each with a queue and a share of the datacenter (global fairness); 0: no users",
+          **whole_at_least(0)),
+    Param("shares", "", "with users: each user's share in percent, e.g. 10,25,15,50 (each > 0, summing to at most "
+          "100, not normalised); empty: equal shares summing to 100"),
+    Param("user_gms", "", "with users: each user's GM (its queue's), e.g. 0,1,1,2; empty: the paper's 0,1,1,2 for "
+          "4 users on 3 GMs, else user u -> GM u mod gms (centralized: its one GM)"),
+    Param("user_assign", USER_ASSIGN[0], "with users: how jobs get their user: round-robin, weighted (drawn by "
+          "share from a seeded stream) or trace (the trace's user=K column)", **one_of(USER_ASSIGN)),
+    Param("fairness", "on", "with users: on (Algorithm 2: a user under its share that finds no worker preempts "
+          "users over theirs) or off (the same user queues, no preemption)", **one_of(("on", "off"))),
 )
 
 COUNTERS = FRONT_END_COUNTERS + (
@@ -91,7 +107,39 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("repeated_job_reports", "job-done reports after the first (two GMs finished the same job)"),
     ("repeated_completions", "task completions a GM heard again (a retry's answer, a duplicate)"),
     ("view_resyncs", "snapshots a GM asked for after a heartbeat went missing"),
+    ("preemption_attempts", "preemption requests GMs sent (users; Algorithm 2 under contention)"),
+    ("preemptions", "tasks an LM preempted: stopped on their worker, their work lost, queued again at their GM"),
+    ("preemptions_refused", "preemption requests an LM refused on verification (the GM's view was stale)"),
 )
+
+
+def users_of(params: dict, gms: int):
+    """The run's users as (Shares, each user's GM), or None without users; bad keys are one-line errors."""
+    users = int(params.get("users") or 0)
+    if users == 0:
+        for key, default in (("shares", ""), ("user_gms", "")):
+            if str(params.get(key, default)) != default:
+                raise ConfigError(f"parameter {key!r} is {params[key]!r}, but there are no users; set users=N too")
+        return None
+    shares = Shares.parse(str(params["shares"]), users)
+    text = str(params["user_gms"]).strip()
+    if gms == 1:  # the centralized baseline: its one GM serves every queue
+        user_gm = (0,) * users
+    elif not text:
+        user_gm = PAPER_USER_GMS if (users, gms) == (4, 3) else tuple(u % gms for u in range(users))
+    else:
+        try:
+            user_gm = tuple(int(x) for x in text.split(","))
+        except ValueError:
+            raise ConfigError(f"parameter 'user_gms' is {text!r}; expected GM numbers separated by commas, "
+                              "e.g. 0,1,1,2") from None
+        if len(user_gm) != users:
+            raise ConfigError(f"parameter 'user_gms' is {text!r}: {len(user_gm)} GMs for {users} users")
+        bad = [g for g in user_gm if not 0 <= g < gms]
+        if bad:
+            raise ConfigError(f"parameter 'user_gms' is {text!r}: GM {bad[0]} does not exist (the GMs are 0 to "
+                              f"{gms - 1})")
+    return shares, user_gm
 
 
 def centralize(cluster):
@@ -125,6 +173,12 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
 
     templates = [[PartitionView(part, num_resources=num_resources) for part in partitions(spec)]
                  for spec in cluster.clusters]
+    users = users_of(p, gms)
+    fair = None
+    if users is not None:
+        total = tuple(sum(w.capacity[r] for w in cluster.workers()) for r in range(num_resources))
+        provides = tuple(tuple(frozenset(w.constraints) for w in spec.workers) for spec in cluster.clusters)
+        fair = FairConfig(users[0], users[1], p["fairness"] == "on", total, provides)
 
     def gm_factory(g):
         def make():
@@ -132,7 +186,7 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
             return GlobalManager(g, lm_names, views, policy=ctx.policy, feasible=ctx.feasible, recorder=ctx.recorder,
                                  launch_timeout_us=launch_timeout_us, request_timeout_us=request_timeout_us,
                                  standby_names=standby_names, gm_queue=p["gm_queue"],
-                                 failed_launch=p["failed_launch"])
+                                 failed_launch=p["failed_launch"], fair=fair)
         return make
 
     for g in range(gms):
@@ -144,7 +198,8 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
         for name, peer, replica in replicas:
             ctx.add(name, lambda c=c, spec=spec, workers=workers, peer=peer, replica=replica: LocalManager(
                 c, spec.workers, workers, gm_names, heartbeat_us=heartbeat_us, recorder=ctx.recorder, faults=faults,
-                peer_name=peer, replica=replica, standby=standby, launch_replies=p["launch_replies"] == "delta"))
+                peer_name=peer, replica=replica, standby=standby, launch_replies=p["launch_replies"] == "delta",
+                users=fair is not None))
     for c, spec in enumerate(cluster.clusters):
         standby_name = standby_names[c] if standby_names else None
         for w in spec.workers:

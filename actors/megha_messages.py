@@ -6,7 +6,7 @@ free-capacity vectors the LM holds for them, so applying a change twice is harml
 
 from __future__ import annotations
 
-from fedemu.fabric.messages import message
+from fedemu.fabric.messages import lean, message
 
 RETRY_CAP_US = 60_000_000  # retries back off exponentially up to a minute apart
 RETRIES = 10  # asks before giving up (about five minutes of a dead peer at the cap)
@@ -17,6 +17,7 @@ def backoff(base_us: int, tries: int) -> int:
     return min(base_us << min(tries - 1, 40), max(base_us, RETRY_CAP_US))
 
 
+@lean
 @message("megha.launch")
 class Launch:
     """GM -> LM: run this task on ``worker`` (LM-local). ``external`` asks for a repartition; ``attempt``
@@ -30,8 +31,10 @@ class Launch:
     gm: int
     external: bool
     attempt: int
+    user: int = -1  # the task's user (runs with users only)
 
 
+@lean
 @message("megha.launch_failed")
 class LaunchFailed:
     """LM -> GM: the requested resources are gone (launch ``attempt``); here is every change that GM
@@ -43,8 +46,10 @@ class LaunchFailed:
     lm: int
     workers: tuple
     frees: tuple
+    holders: tuple = ()  # with users: per worker of ``workers``, its running tasks as (job, index, user, demand)
 
 
+@lean
 @message("megha.launch_ok")
 class LaunchOk:
     """LM -> GM (``launch_replies=delta``): the launch is valid and under way; here is every change that
@@ -56,6 +61,7 @@ class LaunchOk:
     lm: int
     workers: tuple
     frees: tuple
+    holders: tuple = ()
 
 
 @message("megha.task_completed")
@@ -69,6 +75,7 @@ class TaskCompleted:
     free: tuple
 
 
+@lean
 @message("megha.heartbeat")
 class Heartbeat:
     """LM -> GM, periodic: the changes since the last heartbeat to this GM (a delta). ``prev`` is the log
@@ -81,6 +88,7 @@ class Heartbeat:
     frees: tuple
     prev: int
     upto: int
+    holders: tuple = ()  # with users: who holds each changed worker (the per-user consumption delta)
 
 
 @message("megha.heartbeat_tick")
@@ -128,6 +136,7 @@ class SnapshotRequest:
     gm: int
 
 
+@lean
 @message("megha.snapshot")
 class Snapshot:
     """LM -> GM: every worker's free vector (a full state, not a delta), as of log position ``upto``."""
@@ -137,6 +146,7 @@ class Snapshot:
     workers: tuple
     frees: tuple
     upto: int
+    holders: tuple = ()
 
 
 @message("megha.adopt_job")
@@ -168,7 +178,7 @@ class Probe:
 
 @message("megha.worker_status")
 class WorkerStatus:
-    """Worker -> LM: what it runs, as (job, index, duration_us, demand, owner, end_us), and the asked
+    """Worker -> LM: what it runs, as (job, index, duration_us, demand, owner, end_us[, user]), and the asked
     tasks it finished. Sent on a probe, on a refused launch, and by a restarted worker (registration)."""
 
     incarnation: int
@@ -251,3 +261,66 @@ class LmTimer:
 @message("megha.worker_timer")
 class WorkerRegisterTimer:
     """A restarted worker's own timer: register again if the LM has not answered."""
+
+
+# ---- global fairness (issue 15; see gm_fairness and lm_fairness) --------------------------------
+@message("megha.preempt")
+class Preempt:
+    """GM -> LM: stop ``victims`` ((job, index) pairs of ``victim_user``, running on ``worker``) and launch
+    this task (of ``user``, needing ``constraints``) there in their place; ``attempt`` as in ``Launch``."""
+
+    job_id: int
+    index: int
+    duration_us: int
+    demand: tuple
+    worker: int
+    gm: int
+    external: bool
+    attempt: int
+    user: int
+    constraints: tuple
+    victim_user: int
+    victims: tuple
+
+
+@message("megha.preempt_failed")
+class PreemptFailed:
+    """LM -> GM: the preemption request ``attempt`` failed verification (``why``); here is every change
+    that GM has not seen, with who holds each worker."""
+
+    job_id: int
+    index: int
+    attempt: int
+    lm: int
+    why: str
+    workers: tuple
+    frees: tuple
+    holders: tuple
+
+
+@message("megha.preempted")
+class Preempted:
+    """LM -> the task's owner GM: launch ``attempt`` of the task was preempted on ``worker`` (its work is
+    lost): queue it again, from scratch."""
+
+    job_id: int
+    index: int
+    lm: int
+    worker: int
+    attempt: int
+
+
+@message("megha.stop_task")
+class StopTask:
+    """LM -> worker: stop these tasks ((job, index) pairs) now; their work is lost."""
+
+    keys: tuple
+
+
+@message("megha.stopped")
+class Stopped:
+    """Worker -> LM, answering ``StopTask``: none of ``keys`` runs here now; ``finished`` of them had
+    finished before the stop came (their ``TaskFinished`` went first on the same link)."""
+
+    keys: tuple
+    finished: tuple

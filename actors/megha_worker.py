@@ -11,11 +11,16 @@ No periodic heartbeat: the LM probes a worker only when one of its tasks is over
 With active-standby LMs (``lm_standby``) it follows the LM of the latest epoch it has heard (a
 ``Takeover``, or the answer to its registration, which goes to both replicas) and answers a launch from
 the other replica, or a takeover of an older epoch, with ``Fenced``: the launch does not run.
+
+Preemption (issue 15, see ``lm_fairness``): ``StopTask`` stops the named tasks at once (their resources are
+free again, their work is lost: ``Recorder.task_preempted``) and is answered ``Stopped``, naming those that
+had finished already. A stopped execution's timer still fires, and is recognised by its time.
 """
 
 from __future__ import annotations
 
-from .megha_messages import RETRIES, Fenced, Probe, Registered, Takeover, WorkerRegisterTimer, WorkerStatus, backoff
+from .megha_messages import (RETRIES, Fenced, Probe, Registered, Stopped, Takeover, WorkerRegisterTimer, WorkerStatus,
+                             backoff)
 from .protocol import RunTask, TaskFinished, TaskTimer
 from .worker import Worker
 
@@ -33,6 +38,7 @@ class MeghaWorker(Worker):
         self.registered = True
         self.register_asks = 0
         self.ends: dict[tuple[int, int], int] = {}  # when each running task ends
+        self.stopped: set[tuple] = set()  # (key, time) of each stopped execution's timer, yet to fire
 
     def on_start(self) -> None:
         self.lm_id = self.fabric.addr(self.lm_name)
@@ -67,7 +73,7 @@ class MeghaWorker(Worker):
         self.send(src, self._status(None))
 
     def _status(self, asked) -> WorkerStatus:
-        running = tuple((j, i, t.duration_us, t.demand, t.owner, self.ends[(j, i)])
+        running = tuple((j, i, t.duration_us, t.demand, t.owner, self.ends[(j, i)]) + ((t.user,) if t.user >= 0 else ())
                         for (j, i), t in sorted(self.running.items()))
         done = tuple(sorted(self.finished)) if asked is None else tuple(k for k in asked if k in self.finished)
         return WorkerStatus(self.incarnation, running, done)
@@ -101,8 +107,26 @@ class MeghaWorker(Worker):
         self.recorder.task_started(msg.job_id, msg.index, now, self.spec.worker_id, demand[0])
         self.set_timer(run_us, TaskTimer(msg.job_id, msg.index))
 
+    def on_StopTask(self, msg, src: int) -> None:
+        if src != self.lm_id and len(self.lms) > 1:  # from a replica that is not (or no longer) active
+            self.send(src, Fenced(self.epoch))
+            return
+        free = self.free
+        for key in msg.keys:
+            task = self.running.pop(tuple(key), None)
+            if task is None:
+                continue
+            self.stopped.add((tuple(key), self.ends.pop(tuple(key))))
+            for r, d in enumerate(task.demand):
+                free[r] += d
+            self.recorder.task_preempted(task.job_id, task.index, self.spec.worker_id, self._now, task.demand[0])
+        self.send(src, Stopped(msg.keys, tuple(k for k in msg.keys if tuple(k) in self.finished)))
+
     def on_TaskTimer(self, msg, src) -> None:
         key = (msg.job_id, msg.index)
+        if (key, self.arrived) in self.stopped:
+            self.stopped.discard((key, self.arrived))  # the timer of an execution a preemption stopped
+            return
         task = self.running.pop(key)
         del self.ends[key]
         self.finished.add(key)

@@ -6,7 +6,7 @@ Scheduler-specific messages live beside their actors (``megha_messages``, ``pige
 
 from __future__ import annotations
 
-from fedemu.fabric.messages import message, register
+from fedemu.fabric.messages import lean, message, register
 from fedemu.model import Job
 
 register(Job, "job")
@@ -14,10 +14,13 @@ _JOB_FIELDS = Job._fedemu_fields
 
 
 def _job_fields(job: Job) -> tuple:
-    """A job's journal fields; alpha only when it is not 0, so runs without it keep their bytes (and
-    digests), and replay rebuilds the default."""
+    """A job's journal fields; alpha only when it is not 0 and user only when it is not -1 (trailing
+    defaults left out), so runs without them keep their bytes (and digests), and replay rebuilds the
+    defaults."""
     fields = _JOB_FIELDS(job)
-    return fields if job.alpha else fields[:-1]
+    if job.user != -1:
+        return fields
+    return fields[:-1] if job.alpha else fields[:-2]
 
 
 Job._fedemu_fields = staticmethod(_job_fields)
@@ -28,11 +31,13 @@ class SubmitNext:
     """Submitter's own timer: release the jobs arriving now."""
 
 
+@lean
 @message("worker.run")
 class RunTask:
     """Run one task on the receiving worker; ``notify`` are the actors told when it finishes.
 
-    ``owner`` is the scheduler index that placed it (a GM index in Megha, else -1)."""
+    ``owner`` is the scheduler index that placed it (a GM index in Megha, else -1); ``user`` the task's
+    user (Megha with users, else -1: then it is not journaled)."""
 
     job_id: int
     index: int
@@ -40,6 +45,7 @@ class RunTask:
     demand: tuple
     owner: int
     notify: tuple
+    user: int = -1
 
 
 @message("worker.timer")

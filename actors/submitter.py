@@ -2,7 +2,8 @@
 
 The workload is an iterator read lazily, one job ahead, so a 300k-task trace is never held at once.
 Targets (front-end actors, by name) are chosen round robin (default), at random from the actor's seeded
-stream, or by the job's task count modulo the number of targets (``task-count``: Megha's ``job_to_gm``).
+stream, or by the job's task count modulo the number of targets (``task-count``: Megha's ``job_to_gm``);
+with ``route`` (Megha's users) a job goes to its user's target.
 
 With ``resubmit_us`` > 0 (a scheduler whose front ends report ``JobDone``: Megha's GMs) the submitter
 is each job's owner of record: it keeps every job it handed out until its front end reports it done,
@@ -74,7 +75,7 @@ class PingTick:
 
 class Submitter(Actor):
     def __init__(self, jobs, targets: list[str], recorder, *, short_cutoff_us: float, choice: str = "round-robin",
-                 resubmit_us: int = 0):
+                 resubmit_us: int = 0, route: tuple | None = None):
         super().__init__()
         self.jobs = iter(jobs)
         self.target_names = targets
@@ -82,6 +83,7 @@ class Submitter(Actor):
         self.recorder = recorder
         self.short_cutoff_us = short_cutoff_us
         self.choice = choice
+        self.route = route  # user -> target index (Megha's users: each user's queue lives at one GM)
         self.next_job = None
         self.submitted = 0
         self.rr = 0
@@ -111,7 +113,9 @@ class Submitter(Actor):
     def _pick(self, job) -> int:
         """A target for ``job``: round robin, random or by task count, skipping targets taken for down."""
         n = len(self.targets)
-        if self.choice == "random":
+        if self.route is not None and 0 <= job.user < len(self.route):
+            t = self.route[job.user]
+        elif self.choice == "random":
             t = self.rng.randrange(n)
         elif self.choice == "task-count":
             t = job.num_tasks % n

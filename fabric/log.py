@@ -32,6 +32,7 @@ RESERVED_PLACED = "reserved_placed"
 LATE_BIND_CANCEL = "late_bind_cancel"
 FAILOVER = "failover"
 PREEMPTION = "preemption"
+PREEMPT_REFUSED = "preempt_refused"
 RELAUNCH = "relaunch"
 
 
@@ -54,7 +55,10 @@ EVENTS: tuple[Event, ...] = (
     Event(RESERVED_PLACED, "info", "a Pigeon master put a short task on a reserved worker: no low-priority "
           "worker was idle"),
     Event(FAILOVER, "info", "a standby takes over a crashed component (reserved: not emitted yet)"),
-    Event(PREEMPTION, "info", "a running task is preempted for a more urgent one (reserved: not emitted yet)"),
+    Event(PREEMPTION, "info", "a Megha LM stopped a user's tasks on a worker to launch another user's task there "
+          "(global fairness): the victims go back to their GMs' queues"),
+    Event(PREEMPT_REFUSED, "info", "a Megha LM refused a GM's preemption request: its true state differs from "
+          "the GM's view (the victims no longer run there, or a worker has room)"),
     Event(RELAUNCH, "info", "a lost or preempted task is launched again (reserved: not emitted yet)"),
     Event(LAUNCH_REQUEUED, "debug", "a Megha GM heard its launch failed: it learns the LM's changes and queues "
           "the task again"),

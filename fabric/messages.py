@@ -50,6 +50,23 @@ def message(tag: str):
     return wrap
 
 
+def lean(cls):
+    """Journal a message's trailing fields only when they differ from their defaults: fields added later
+    (Megha's users, issue 15) are absent from runs that do not use them, which keep their bytes (digests)."""
+    full = cls._fedemu_fields
+    defaults = [f.default for f in attrs.fields(cls)]
+    first = next(i for i, d in enumerate(defaults) if d is not attrs.NOTHING)
+
+    def fields(msg):
+        out = full(msg)
+        end = len(out)
+        while end > first and out[end - 1] == defaults[end - 1]:
+            end -= 1
+        return out if end == len(out) else out[:end]
+    cls._fedemu_fields = staticmethod(fields)
+    return cls
+
+
 def tag_of(msg) -> str:
     return msg._fedemu_tag
 

@@ -119,6 +119,7 @@ class Formatter:
         self.names = names
         self.kinds: dict[tuple[int, int], str] = {}
         self._fields: dict[str, tuple[str, ...] | None] = {}
+        self._required: dict[str, int] = {}  # per tag: the fields without a default
         self.footer: dict | None = None
 
     def fields(self, tag: str | None, values: tuple) -> str:
@@ -129,11 +130,14 @@ class Formatter:
         names = self._fields.get(tag, ())
         if names == ():
             try:
-                names = tuple(f.name for f in attrs.fields(type(messages.decode(tag, values))))
+                fields = attrs.fields(type(messages.decode(tag, values)))
+                names = tuple(f.name for f in fields)
+                self._required[tag] = sum(f.default is attrs.NOTHING for f in fields)
             except Exception:  # noqa: BLE001 - unregistered tag, or a class that changed since the recording
                 names = None
             self._fields[tag] = names
-        if names is None or len(names) != len(values):
+        # (fewer values than fields: trailing defaults left out, see ``messages.lean``)
+        if names is None or not self._required[tag] <= len(values) <= len(names):
             return f" {list(values)!r}"
         return "".join(" " + _value(n, v) for n, v in zip(names, values))
 

@@ -152,6 +152,12 @@ class PartitionView:
         """A copy of the availability bit vector: bit i set when worker i can take the unit demand."""
         return bitvec.from_int(self.n, self._avail)
 
+    def free_of(self, local: int) -> tuple:
+        """Worker ``local``'s free vector, as a tuple of ints."""
+        if self._single:
+            return (int(self._free0[local]),)
+        return tuple(int(x) for x in self._free[local])
+
     def local_of(self, worker_id: int) -> int:
         """The local index of a global worker id."""
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import attrs
 
-from fedemu.actors import registry
+from fedemu.actors import megha, registry
 from fedemu.actors.plugin import COST_MODELS, DEFAULT_COST_MODEL, Context
 from fedemu.actors.submitter import Submitter
 from fedemu.fabric import costs
@@ -23,6 +23,7 @@ from fedemu.fabric.rand import Stream
 from fedemu.fabric.ties import TIE_ORDERS
 from fedemu.model import (ClusterSpec, Param, Recorder, finite_at_least, one_of, probability, seconds_to_us,
                           whole_at_least)
+from fedemu.policies.fair_share import Shares
 from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES, get_worker_choice
 from fedemu.scenarios import constraints as cons
 from fedemu.scenarios import fault_plan
@@ -232,7 +233,8 @@ def build_workload(params: dict, seed: int, total_units: int, table):
     elif kind == "trace":
         if not params["trace"]:
             raise ConfigError("workload 'trace' needs --set trace=PATH")
-        stream = read_trace(params["trace"], jobs=jobs if jobs > 0 else None)
+        from_trace = int(params.get("users") or 0) if params.get("user_assign") == "trace" else None
+        stream = read_trace(params["trace"], jobs=jobs if jobs > 0 else None, users=from_trace or None)
     else:
         raise unknown_name("workload", kind, ("syn_N", "poisson", "trace"))
     if demand != (1,):
@@ -242,7 +244,25 @@ def build_workload(params: dict, seed: int, total_units: int, table):
         stream = machines.with_alpha(stream, low, high, Stream(seed, "alpha"))
     if params["constraints"]:
         stream = cons.assign_task_constraints(stream, table, Stream(seed, "task-constraints"))
+    users = int(params.get("users") or 0)
+    if users and params.get("user_assign") != "trace":
+        stream = assign_users(stream, users, params, seed)
     return stream
+
+
+def assign_users(jobs, users: int, params: dict, seed: int):
+    """Each job's user: round robin over the users, or drawn by share (``user_assign=weighted``, from the
+    seeded stream "users"; the unassigned rest of 100% is spread evenly)."""
+    if params.get("user_assign") == "weighted":
+        shares = Shares.parse(str(params["shares"]), users).fractions
+        rest = (1.0 - sum(shares)) / users
+        weights = [s + rest for s in shares]
+        rng = Stream(seed, "users")
+        for job in jobs:
+            yield attrs.evolve(job, user=rng.weighted_index(weights))
+        return
+    for n, job in enumerate(jobs):
+        yield attrs.evolve(job, user=n % users)
 
 
 def network(params: dict) -> Link:
@@ -279,8 +299,12 @@ def build(fabric, params: dict):
     # a scheduler that declares resubmit_s has front ends that report JobDone: the submitter owns the jobs
     resubmit_us = seconds_to_us(float(params["resubmit_s"])) if "resubmit_s" in scheduler.param_names else 0
     choice = params["job_to_gm"] if "job_to_gm" in scheduler.param_names else "round-robin"  # Megha's key
+    route = None
+    if "users" in scheduler.param_names:  # Megha's users: a job goes to its user's GM
+        users = megha.users_of(params, len(targets))
+        route = users[1] if users is not None else None
     fabric.add("submitter", lambda: Submitter(jobs, targets, recorder, short_cutoff_us=cutoff, choice=choice,
-                                              resubmit_us=resubmit_us))
+                                              resubmit_us=resubmit_us, route=route))
     fabric.add_faults(fault_plan.processes(params, fabric.names, fabric.seed,
                                            lambda: build_workload(params, fabric.seed, total_units, table)))
     run = FederationRun(params, cluster, recorder)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from fedemu.actors import registry
+from fedemu.actors import megha, registry
 from fedemu.actors.invariants import check_run
 from fedemu.model import US_PER_S
+from fedemu.policies import fair_measure
 
 
 def recovery_percentiles(durations_us: list[int]) -> dict:
@@ -67,10 +68,47 @@ class FederationRun:
         return {"crashes": stats.crashes, "restarts": stats.restarts, "executions_aborted": rec.aborted,
                 "wasted_s": rec.wasted_us / US_PER_S, "recovery_s": recovery_percentiles(rec.recoveries_us)}
 
+    def users(self):
+        """(shares, user GMs, Algorithm 2 on, total capacity) of a run with users, else None."""
+        if "users" not in registry.get(self.params["scheduler"]).param_names:
+            return None
+        gms = 1 if self.params["scheduler"] == "centralized" else int(self.params["gms"])
+        got = megha.users_of(self.params, gms)
+        if got is None:
+            return None
+        total = tuple(sum(w.capacity[r] for w in self.cluster.workers()) for r in range(len(self.cluster.resources)))
+        return got[0].fractions, got[1], self.params["fairness"] == "on", total
+
+    def fairness(self, end_us: int) -> dict | None:
+        """The summary's ``fairness`` block (``policies.fair_measure``), for a run with users."""
+        users = self.users()
+        if users is None:
+            return None
+        shares, user_gm, on, total = users
+        return fair_measure.report(self.recorder, shares, user_gm, total, end_us, on)
+
+    def shares(self) -> list:
+        """(user, share now, target) per user, for the live view."""
+        users = self.users()
+        if users is None:
+            return []
+        shares, _, _, total = users
+        held = [[0] * len(total) for _ in shares]
+        rec = self.recorder
+        for t in rec.tasks.values():
+            if t.start_us >= 0 > t.end_us:
+                job = rec.jobs[t.job_id]
+                if 0 <= job.user < len(held):
+                    for r, d in enumerate(job.demand):
+                        held[job.user][r] += d
+        return [(u, max(h / x for h, x in zip(held[u], total) if x), shares[u]) for u in range(len(shares))]
+
     def finish(self, fabric, info: dict) -> dict:
         """Check the run; returns what the summary says besides the recorder's measurements, with
         ``invariants`` (the runner turns a broken one into the run's verdict)."""
         invariants = self.verdict(fabric.now, partial=bool(info.get("partial")), fabric=fabric)
-        return {"invariants": invariants, "faults": self.fault_report(fabric), "scheduler": self.params["scheduler"], "policy": self.params.get("policy", "-"), "seed": info["seed"],
+        fairness = self.fairness(fabric.now)
+        extra = {"fairness": fairness} if fairness is not None else {}
+        return {**extra, "invariants": invariants, "faults": self.fault_report(fabric), "scheduler": self.params["scheduler"], "policy": self.params.get("policy", "-"), "seed": info["seed"],
                 **self.describe(), "counters": dict(sorted(self.recorder.counters.items())),
                 **{k: v for k, v in info.items() if k not in ("seed", "params")}, "params": info["params"]}

@@ -1,7 +1,8 @@
 """Streaming loader for ``.tr`` workload traces (the Megha/Eagle simulator format).
 
 One job per line: ``arrival_s num_tasks mean_task_duration_s dur_1 ... dur_n`` in seconds; blank lines
-are skipped. Times become integer microseconds; a malformed line raises ``TraceError("FILE:LINE: ...")``.
+are skipped. An optional last field ``user=K`` names the job's user (Megha's fairness, ``user_assign=trace``);
+readers that do not ask for users ignore it, so traces with and without it work everywhere. Times become integer microseconds; a malformed line raises ``TraceError("FILE:LINE: ...")``.
 Every time must lie in [0, MAX_TRACE_S]: a larger one would overflow the journal's 64-bit integers or
 the per-second utilization series long before the run could finish.
 """
@@ -54,8 +55,11 @@ def _open(path):
         raise TraceError(f"{path}: cannot read trace: {exc.strerror}") from None
 
 
+USER_PREFIX = "user="
+
+
 def _num_tasks(path, lineno: int, fields: list[str]) -> int:
-    """Parse field 2 and check the line has exactly that many durations."""
+    """Parse field 2 and check the line has exactly that many durations (and maybe a ``user=K`` field)."""
     if len(fields) < 3:
         raise TraceError(
             f"{path}:{lineno}: the line has {len(fields)} field{'s' if len(fields) != 1 else ''}, "
@@ -65,7 +69,7 @@ def _num_tasks(path, lineno: int, fields: list[str]) -> int:
     n = int(tok) if tok.isascii() and tok.isdigit() else 0
     if n < 1:
         raise TraceError(f"{path}:{lineno}: field 2 (num_tasks) is {tok!r}, expected a positive integer")
-    if len(fields) != n + 3:
+    if len(fields) != n + 3 and not (len(fields) == n + 4 and fields[-1].startswith(USER_PREFIX)):
         raise TraceError(f"{path}:{lineno}: num_tasks is {n} but the line has {len(fields) - 3} durations")
     return n
 
@@ -105,7 +109,19 @@ def _parse_line(path, lineno: int, fields: list[str]) -> tuple[int, tuple[int, .
     return arrival_us, durations
 
 
-def _jobs(path, limit: int | None, first_job_id: int) -> Iterator[Job]:
+def _user(path, lineno: int, fields: list[str], n: int, users: int) -> int:
+    """The line's ``user=K`` field, K from 0 to ``users`` - 1."""
+    if len(fields) != n + 4:
+        raise TraceError(f"{path}:{lineno}: no user field; user_assign=trace needs user=K (K from 0 to "
+                         f"{users - 1}) after the durations on every line")
+    tok = fields[-1][len(USER_PREFIX):]
+    if not (tok.isascii() and tok.isdigit()) or int(tok) >= users:
+        raise TraceError(f"{path}:{lineno}: field {n + 4} is {fields[-1]!r}, expected user=K with K a whole "
+                         f"number from 0 to {users - 1}")
+    return int(tok)
+
+
+def _jobs(path, limit: int | None, first_job_id: int, users: int | None = None) -> Iterator[Job]:
     """The generator behind ``read_trace``: reads lazily and closes the file when done."""
     if limit == 0:
         return
@@ -124,14 +140,17 @@ def _jobs(path, limit: int | None, first_job_id: int) -> Iterator[Job]:
                     f"job's {prev_tok!r}; arrivals must be non-decreasing"
                 )
             prev_us, prev_tok = arrival_us, fields[0]
-            yield Job(job_id=first_job_id + made, arrival_us=arrival_us, durations_us=durations)
+            user = -1 if users is None else _user(path, lineno, fields, len(durations), users)
+            yield Job(job_id=first_job_id + made, arrival_us=arrival_us, durations_us=durations, user=user)
             made += 1
             if made == limit:
                 return
 
 
-def read_trace(path: str | os.PathLike, *, jobs: int | None = None, first_job_id: int = 0) -> Iterator[Job]:
-    """Stream the jobs of trace ``path`` in file order, ids from ``first_job_id``; ``jobs=N`` stops after N.
+def read_trace(path: str | os.PathLike, *, jobs: int | None = None, first_job_id: int = 0,
+               users: int | None = None) -> Iterator[Job]:
+    """Stream the jobs of trace ``path`` in file order, ids from ``first_job_id``; ``jobs=N`` stops after N;
+    ``users=K``: every line must name its user (``user=0`` to ``user=K-1``), which the job carries.
 
     Arguments and the file's existence are checked now; lines are parsed and checked as they are read.
     """
@@ -140,7 +159,7 @@ def read_trace(path: str | os.PathLike, *, jobs: int | None = None, first_job_id
     _check_count(first_job_id, "first_job_id", 0)
     _check_file(path)
     _check_not_empty(path)
-    return _jobs(path, jobs, first_job_id)
+    return _jobs(path, jobs, first_job_id, users)
 
 
 def _check_not_empty(path) -> None:

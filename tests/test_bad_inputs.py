@@ -96,7 +96,8 @@ CASES = [
     ("seed-2-64-record", [*RUN, "--record", "--seed", str(2**70)], "argument --seed"),
     # scenario files
     ("scenario-unknown", ["run", "nosuch", "--out", "{out}"],
-     "unknown scenario 'nosuch'; known: default, demo, failover, federation, or the path of a scenario .py file"),
+     "unknown scenario 'nosuch'; known: default, demo, failover, fairness, federation, or the path of a scenario .py "
+     "file"),
     ("scenario-syntax", ["run", "{s_syntax.py}", "--out", "{out}"], "{s_syntax.py}:2: syntax error in the scenario"),
     ("scenario-import", ["run", "{s_import.py}", "--out", "{out}"],
      "{s_import.py}:1: importing the scenario raised ModuleNotFoundError"),

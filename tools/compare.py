@@ -13,7 +13,9 @@ Choices made here:
   from its utilization.csv (1 s buckets).
 - compare.csv has one row per run in plan order; "invalid_requests" (the requests a scheduler found
   invalid, from the counters its plug-in names: Megha's failed validations) is empty where the
-  scheduler names none; every counter any run kept is a ``counter:<name>`` column.
+  scheduler names none; every counter any run kept is a ``counter:<name>`` column, and with Megha's users
+  each user's share, measured shares, tasks preempted and wasted seconds are ``fair:user<u>_<name>``
+  columns (compare ``--set fairness=off`` in a second compare against the default).
 """
 
 from __future__ import annotations
@@ -159,17 +161,24 @@ def row_of(spec: dict, summary: dict) -> dict:
         row[key] = summary.get(key)
     row["run_dir"] = spec["out_dir"]
     row["counters"] = {k: v for k, v in counters.items() if k not in invalid and k != "unschedulable_tasks"}
+    row["fairness"] = {}  # Megha with users: per user its share, measured share (overall, while it waited)
+    for u in (summary.get("fairness") or {}).get("users", ()):
+        for key in ("share", "measured", "measured_waiting", "preempted", "wasted_s"):
+            row["fairness"][f"user{u['user']}_{key}"] = u[key]
     return row
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
     counter_names = sorted({k for r in rows for k in r["counters"]})
-    fields = [k for k in rows[0] if k != "counters"] if rows else []
+    fair_names = list(dict.fromkeys(k for r in rows for k in r.get("fairness", {})))
+    fields = [k for k in rows[0] if k not in ("counters", "fairness")] if rows else []
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(fields + [f"counter:{c}" for c in counter_names])
+    w.writerow(fields + [f"counter:{c}" for c in counter_names] + [f"fair:{c}" for c in fair_names])
     for r in rows:
-        w.writerow(["" if r[k] is None else r[k] for k in fields] + [r["counters"].get(c, "") for c in counter_names])
+        fair = r.get("fairness", {})
+        w.writerow(["" if r[k] is None else r[k] for k in fields] + [r["counters"].get(c, "") for c in counter_names]
+                   + ["" if fair.get(c) is None else fair[c] for c in fair_names])
     write_text(path, buf.getvalue())
 
 
@@ -223,6 +232,11 @@ def mean_rows(rows: list[dict]) -> list[dict]:
             if key == "counters":
                 names = list(dict.fromkeys(k for m in members for k in m["counters"]))
                 row[key] = {k: sum(m["counters"].get(k, 0) for m in members) / len(members) for k in names}
+                continue
+            if key == "fairness":
+                names = list(dict.fromkeys(k for m in members for k in m["fairness"]))
+                values = {k: [m["fairness"].get(k) for m in members] for k in names}
+                row[key] = {k: None if None in v else sum(v) / len(v) for k, v in values.items()}
                 continue
             values = [m[key] for m in members]
             row[key] = None if any(v is None for v in values) else sum(values) / len(values)

@@ -32,6 +32,8 @@ def print_summary(summary: dict, console: Console | None = None) -> None:
     for key in ("counters", "drops_by_cause"):
         if summary.get(key):
             table.add_row(key, ", ".join(f"{k}={v}" for k, v in summary[key].items()))
+    for line in fairness_lines(summary.get("fairness")):
+        table.add_row("fairness", line)
     faults = fault_line(summary.get("faults"))
     if faults:
         table.add_row("faults", faults)
@@ -65,3 +67,24 @@ def fault_line(faults: dict | None) -> str:
     if rec.get("count"):
         parts.append(f"recovery_s p50={rec['p50']:.6g} p99={rec['p99']:.6g} max={rec['max']:.6g} (n={rec['count']})")
     return ", ".join(parts)
+
+
+def fairness_lines(fair: dict | None) -> list[str]:
+    """Per user: configured and measured share (overall, contended), preemptions and delays; then the
+    contended time."""
+    if not fair:
+        return []
+    out = []
+    for row in fair["users"]:
+        hot = row["measured_contended"]
+        waiting = row.get("measured_waiting")
+        d = row["delay_s"]
+        delay = f"delay p50={d['p50']:.3g} p99={d['p99']:.3g} s" if d["count"] else "no job done"
+        out.append(f"user {row['user']} (gm-{row['gm']}): share {row['share']:.1%}, measured {row['measured']:.1%}"
+                   f"{f' ({hot:.1%} contended' if hot is not None else ''}"
+                   f"{f', {waiting:.1%} while it waited)' if waiting is not None else (')' if hot is not None else '')}"
+                   f", preempted {row['preempted']}, "
+                   f"attempts {row['preemption_attempts']} ({row['preemptions_refused']} refused), "
+                   f"wasted {row['wasted_s']:.3g} s, {delay}")
+    out.append(f"algorithm 2 {fair['algorithm2']}; contended {fair['contended_s']:.3g} s of {fair['span_s']:.3g} s")
+    return out

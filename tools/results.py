@@ -244,6 +244,38 @@ def run_title(summary: dict) -> str:
     return f"Job delay: {where}" if where else "Job delay"
 
 
+def plot_shares(path, recorder: Recorder, fairness: dict, total: tuple, end_us: int, title: str) -> None:
+    """share_over_time.png: each user's measured share of the datacenter over time (solid) against its
+    configured share (dashed, same colour), with the contended time shaded."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from fedemu.policies.fair_measure import share_series
+
+    users = fairness["users"]
+    times, shares, contended, _ = share_series(recorder, len(users), total, end_us)
+    fig = Figure(figsize=(7, 4.8))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    x = times / US
+    for u, row in enumerate(users):
+        line = ax.step(x, shares[u], where="post", linewidth=1.2,
+                       label=f"user {u} (target {row['share']:.0%}, measured {row['measured']:.1%})")[0]
+        ax.axhline(row["share"], color=line.get_color(), linestyle="--", linewidth=1)
+    if contended.any():
+        ax.fill_between(x, 0, 1, where=contended, step="post", color="0.85", alpha=0.5, label="contended",
+                        transform=ax.get_xaxis_transform())
+    ax.set_xlabel("virtual time (s)")
+    ax.set_ylabel("share of the datacenter")
+    ax.set_ylim(0, 1)
+    ax.grid(True, alpha=0.4)
+    ax.set_title(title)
+    ax.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    with atomic_write(path, "wb") as f:
+        fig.savefig(f, format="png", dpi=110, metadata={"Software": None})
+
+
 def write_results(
     out_dir, *, recorder: Recorder, summary_extra: dict, record_csv: bool = True, plot: bool = True,
     bucket_us: int = US,
@@ -273,4 +305,9 @@ def write_results(
         delays = {k: metrics.job_delays_s(recorder, k, jobs) for k in metrics.JOB_KINDS}
         plot_cdfs(out / "delay_cdf.png", delays, "delay in job response time (s)", log=True,
                   title=run_title(summary))
+        if summary.get("fairness"):
+            end_us = int(round(float(summary.get("virtual_end_s", 0)) * US))
+            total = tuple(summary["fairness"]["total"])
+            plot_shares(out / "share_over_time.png", recorder, summary["fairness"], total, end_us,
+                        run_title(summary).replace("Job delay", "Shares"))
     return summary

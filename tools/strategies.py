@@ -144,12 +144,13 @@ def workloads():
 
 # per scheduler key: small values of its own shape keys (keys a plug-in does not declare are skipped)
 SHAPE_KEYS = {"masters": st.sampled_from([0, 1]), "lm_standby": st.booleans(), "distributors": st.integers(1, 3),
-              "schedulers": st.integers(1, 3), "probe_ratio": st.sampled_from([1.0, 2.0, 3.0])}
+              "schedulers": st.integers(1, 3), "probe_ratio": st.sampled_from([1.0, 2.0, 3.0]),
+              "users": st.sampled_from([0, 2, 3])}  # Megha's users: with 2 or 3, fairness preempts under contention
 
 
 def clusters(scheduler: str | None = None):
     """A small cluster: 1-3 partitions of 1-3 clusters of 1-3 workers each, 1 or 2 slots per worker,
-    and small values of ``scheduler``'s own shape keys (Megha's standby LMs, Pigeon's masters and
+    and small values of ``scheduler``'s own shape keys (Megha's standby LMs and users, Pigeon's masters and
     distributors, Sparrow's schedulers and probe ratio)."""
     own = registry.get(scheduler).param_names if scheduler else ()
     return st.fixed_dictionaries({

@@ -1,0 +1,157 @@
+"""The LM's side of Megha's global fairness (2022 paper, shared/papers file 002, IV-C; issue 15): it checks a
+GM's preemption request against its true state, stops the victims on their worker, and launches the task.
+
+A GM plans a preemption from a possibly stale view (``gm_fairness``), so the LM verifies it (our reading
+where the paper gives no protocol):
+
+- **Verification.** The victims still run on the named worker for the named user; the worker is up and
+  no other preemption is under way there; stopping the victims makes room for the task; and no other
+  worker of this cluster that satisfies the task's constraints already has room for it (work conserving:
+  preemption never happens while an eligible worker here is idle). Otherwise the answer is
+  ``PreemptFailed`` with every change the GM has not seen (and who holds each worker), as for an invalid
+  launch, and nothing moves.
+- **Stop, then launch.** The LM sends the worker ``StopTask`` and changes nothing until the worker answers
+  ``Stopped``: a victim that finished before the stop came has its ``TaskFinished`` ahead of the answer on
+  the same link and completes normally, so a task is never both completed and preempted. On the answer
+  the victims' resources are free, each victim's owner GM is told (``Preempted``: it queues the task
+  again, from scratch) and the task is launched (a repartition if the worker is another GM's). The
+  change is logged with no cause, so every GM (the preemptor too) hears who holds the worker now.
+- **Faults.** The stop is asked again every ``worker_probe_timeout_s`` (``StopTask`` is idempotent), up to
+  ``worker_probe_retries`` times; then the preemption is abandoned (``PreemptFailed``) and the worker's
+  failure detection takes over its tasks. A worker that answers a probe or registers while a stop is under
+  way keeps the victims in the record until the stop is answered. An LM that fails over or restarts loses
+  the stop in hand: its rebuild learns from the workers what still runs, and the GMs' launch retries
+  start whatever no longer runs anywhere (a task is never lost).
+"""
+
+from __future__ import annotations
+
+from fedemu.fabric.log import PREEMPT_REFUSED, PREEMPTION, emit
+from fedemu.policies.change_log import NO_CAUSE
+
+from .megha_messages import LmTimer, PreemptFailed, Preempted, StopTask
+
+
+class Fairness:
+    """The preemption protocol of a ``LocalManager`` (a mixin: it uses the LM's state and launches)."""
+
+    def holders(self, workers) -> tuple:
+        """With users: per worker of ``workers``, its running tasks as (job, index, user, demand)."""
+        if not self.users:
+            return ()
+        tasks = self.tasks
+        out = []
+        for w in workers:
+            row = []
+            for key in sorted(self.execs[w]):
+                task = tasks.get(key)
+                if task is not None and task.worker == w:
+                    row.append((key[0], key[1], task.user, task.demand))
+            out.append(tuple(row))
+        return tuple(out)
+
+    def on_Preempt(self, msg, src: int) -> None:
+        if self._hold(msg, src) or self._repeated(msg):
+            return
+        self.recorder.task_handled(msg.job_id, msg.index, self.arrived, self.now)
+        w = msg.worker
+        why = self._refuse(msg)
+        if why:
+            self.recorder.count("preemptions_refused")
+            self.recorder.count_user("preemptions_refused", msg.user)
+            if self.fabric.event_log is not None:
+                emit(self, PREEMPT_REFUSED, job=msg.job_id, task=msg.index, worker=self.worker_names[w], why=why)
+            self._preempt_failed(msg, why)
+            return
+        self.seq += 1
+        self.stopping[w] = [msg, tuple(sorted(tuple(k) for k in msg.victims)), 1, self.seq, self.now]
+        self._ask_stop(w)
+
+    def _preempt_failed(self, msg, why: str) -> None:
+        workers, frees = self.change_log.since(msg.gm, always=msg.worker)
+        self.charge("change", len(workers))
+        self.send(self.gm_ids[msg.gm], PreemptFailed(msg.job_id, msg.index, msg.attempt, self.lm, why, workers,
+                                                     frees, self.holders(workers)))
+
+    def _refuse(self, msg) -> str:
+        """Why the preemption request cannot go ahead on the true state ("" when it can)."""
+        w, demand = msg.worker, msg.demand
+        if w in self.down or w in self.rebuilding:
+            return "the worker is down"
+        if w in self.stopping:
+            return "a preemption is under way on the worker"
+        room = list(self.free[w])
+        for key in msg.victims:
+            task = self.tasks.get(tuple(key))
+            if task is None or task.worker != w or task.user != msg.victim_user:
+                return f"task {key[0]}.{key[1]} no longer runs there for user {msg.victim_user}"
+            for r, d in enumerate(task.demand):
+                room[r] += d
+        if not all(f >= d for f, d in zip(room, demand)):
+            return "stopping the victims leaves too little room"
+        need = set(msg.constraints)
+        for v, free in enumerate(self.free):
+            if v not in self.down and v not in self.stopping and all(f >= d for f, d in zip(free, demand)) \
+                    and need <= self.provides[v]:
+                return f"{self.worker_names[v]} has room for the task (no preemption while a worker is idle)"
+        return ""
+
+    def _ask_stop(self, w: int) -> None:
+        entry = self.stopping[w]
+        self.send(self.worker_ids[w], StopTask(entry[1]))
+        self.set_timer(self.faults.probe_timeout_us, LmTimer("stop", w, entry[3]))
+
+    def stop_timer(self, msg: LmTimer) -> None:
+        """No answer to a stop: ask again, or give the preemption up after the probe retries."""
+        entry = self.stopping.get(msg.worker)
+        if entry is None or entry[3] != msg.nonce:
+            return
+        if entry[2] < self.faults.probe_retries:
+            entry[2] += 1
+            self._ask_stop(msg.worker)
+            return
+        del self.stopping[msg.worker]
+        self._preempt_failed(entry[0], "the worker did not answer the stop")
+
+    def on_Stopped(self, msg, src: int) -> None:
+        if self._hold(msg, src):
+            return
+        w = self.local_of[src]
+        entry = self.stopping.get(w)
+        if entry is None or tuple(tuple(k) for k in msg.keys) != entry[1]:
+            return  # a late or repeated answer
+        del self.stopping[w]
+        request = entry[0]
+        finished = {tuple(k) for k in msg.finished}
+        execs, free = self.execs[w], self.free[w]
+        stopped = []
+        for key in entry[1]:
+            if key not in execs:
+                continue  # it completed meanwhile (its TaskFinished came first), or was reconciled
+            if key in finished:  # its TaskFinished was lost: complete it now
+                self._finished(w, key)
+                continue
+            demand = execs.pop(key)
+            for r, d in enumerate(demand):
+                free[r] += d
+            task = self.tasks.pop(key, None)
+            if task is not None:
+                stopped.append(key)
+                self.recorder.count("preemptions")
+                self.send(self.gm_ids[task.owner], Preempted(key[0], key[1], self.lm, w, task.attempt))
+        if stopped and self.fabric.event_log is not None:
+            emit(self, PREEMPTION, job=request.job_id, task=request.index, worker=self.worker_names[w],
+                 user=request.user, victim_user=request.victim_user, victims=[list(k) for k in stopped])
+        if stopped:
+            self.recorder.preemptions.append((self.now, self.specs[w].worker_id, request.user, request.victim_user,
+                                              (request.job_id, request.index), tuple(stopped), entry[4]))
+        if all(f >= d for f, d in zip(free, request.demand)) and w not in self.down:
+            self._start(request, w, NO_CAUSE)
+        else:
+            self._changed(w, NO_CAUSE)
+            self._preempt_failed(request, "stopping the victims left too little room")
+
+    def stopping_keys(self, w: int) -> tuple:
+        """The tasks a stop under way on worker ``w`` names (kept in the record until it is answered)."""
+        entry = self.stopping.get(w)
+        return entry[1] if entry is not None else ()
