@@ -268,17 +268,13 @@ class LocalManager(Replica, Actor):
             for r, d in enumerate(demand):
                 free[r] -= d
             self._changed(w, msg.gm)
-            self.launches += 1
             if msg.external:
                 self.repartitions += 1
                 self.recorder.count("repartitions")
                 if self.fabric.event_log is not None:
                     emit(self, REPARTITION, job=msg.job_id, task=msg.index, worker=self.worker_names[w],
                          gm=self.gm_names[msg.gm], home=self.gm_names[self.home_gm(w)])
-            self.execs[w][key] = demand
-            task = self.tasks[key] = LmTask(w, msg.gm, demand, msg.duration_us, self.now + msg.duration_us, 0)
-            self._track(key, task)
-            self.send(self.worker_ids[w], RunTask(msg.job_id, msg.index, msg.duration_us, demand, msg.gm, self.notify))
+            self._start_task(key, w, msg.gm, demand, msg.duration_us)
             if self.launch_replies:
                 workers, frees = self.change_log.fresh(msg.gm)
                 self.charge("change", len(workers))
@@ -296,6 +292,14 @@ class LocalManager(Replica, Actor):
         workers, frees = self.change_log.since(msg.gm, always=w)
         self.charge("change", len(workers))
         self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, msg.attempt, self.lm, workers, frees))
+
+    def _start_task(self, key, w: int, gm: int, demand: tuple, duration_us: int) -> None:
+        """Run task ``key`` on worker ``w`` (its demand already taken from ``free``) for GM ``gm``."""
+        self.launches += 1
+        self.execs[w][key] = demand
+        task = self.tasks[key] = LmTask(w, gm, demand, duration_us, self.now + duration_us, 0)
+        self._track(key, task)
+        self.send(self.worker_ids[w], RunTask(key[0], key[1], duration_us, demand, gm, self.notify))
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
         if self._hold(msg, src):

@@ -14,10 +14,10 @@ _JOB_FIELDS = Job._fedemu_fields
 
 
 def _job_fields(job: Job) -> tuple:
-    """A job's journal fields; alpha only when it is not 0, so runs without it keep their bytes (and
-    digests), and replay rebuilds the default."""
+    """A job's journal fields; alpha and gang only up to the last that is not its default, so runs
+    without them keep their bytes (and digests), and replay rebuilds the defaults."""
     fields = _JOB_FIELDS(job)
-    return fields if job.alpha else fields[:-1]
+    return fields if job.gang else fields[:-1] if job.alpha else fields[:-2]
 
 
 Job._fedemu_fields = staticmethod(_job_fields)

@@ -237,6 +237,8 @@ def build_workload(params: dict, seed: int, total_units: int, table):
         raise unknown_name("workload", kind, ("syn_N", "poisson", "trace"))
     if demand != (1,):
         stream = (attrs.evolve(j, demand=demand) for j in stream)
+    if params.get("gang"):  # Megha's key (actors/gang.py): every job all-or-nothing
+        stream = (attrs.evolve(j, gang=True) for j in stream)
     low, high = machines.parse_alpha(params["alpha"])
     if high > 0:
         stream = machines.with_alpha(stream, low, high, Stream(seed, "alpha"))
