@@ -118,14 +118,26 @@ GANG_COUNTERS = (
 )
 
 
+def gang_order(workers, constraints: tuple, providers: dict | None = None) -> list[int]:
+    """The order a gang's tasks are placed in: the most constrained first (more constraints, then fewer
+    machines providing them), ties in task order. ``providers`` caches the machine count per constraint set."""
+    providers = {} if providers is None else providers
+    for need in set(constraints):
+        if need not in providers:
+            want = frozenset(need)
+            providers[need] = sum(1 for w in workers if want <= frozenset(w.constraints))
+    return sorted(range(len(constraints)), key=lambda i: (-len(constraints[i]), providers[constraints[i]], i))
+
+
 def whole_fit(workers, constraints: tuple, demand: tuple) -> bool:
     """Whether every task of a gang (``constraints[i]`` of task i, one ``demand``) fits the empty machines
-    ``workers`` (WorkerSpecs) at once: first fit, the most constrained tasks first. A greedy check: a gang
-    it refuses might fit by a cleverer packing (then it is rejected at submission all the same)."""
+    ``workers`` (WorkerSpecs) at once: first fit in ``gang_order``. A greedy check: a gang it refuses might
+    fit by a cleverer packing (then it is rejected at submission all the same)."""
     left = [list(w.capacity) for w in workers]
     provides = [frozenset(w.constraints) for w in workers]
     start = {}  # per constraint set: the first worker that may still hold one more
-    for need in sorted(constraints, key=len, reverse=True):
+    for i in gang_order(workers, constraints):
+        need = constraints[i]
         want = frozenset(need)
         k = start.get(want, 0)
         while k < len(left) and not (want <= provides[k] and all(f >= d for f, d in zip(left[k], demand))):
@@ -164,6 +176,7 @@ class GangGlobalManager(GlobalManager):
         """``machines``: every worker's WorkerSpec (a gang that cannot fit them all at once is rejected)."""
         super().__init__(*args, **kwargs)
         self.machines = tuple(machines)
+        self.providers: dict = {}  # constraint set -> machines that provide it (``gang_order``)
         self.gangs: dict[int, list] = {}  # waiting gangs in arrival order: job -> [job, since_us, tried_at]
         self.gang_flights: dict[int, GangFlight] = {}  # job -> its attempt out for votes
         self.committed: dict[int, int] = {}  # job -> the attempt that committed it (while the job is open)
@@ -225,10 +238,10 @@ class GangGlobalManager(GlobalManager):
 
     def _fit(self, job) -> list | None:
         """Every task of ``job`` allocated in the view, as (index, lm, worker); or None, nothing allocated.
-        The most constrained tasks go first, placed by the worker-choice policy; if that leaves a task
+        The most constrained tasks go first (``gang_order``), placed by the worker-choice policy; if that leaves a task
         with no worker, first fit in machine order is tried too (on idle machines it is ``whole_fit``, so
         a gang admitted at submission fits once the machines drain)."""
-        order = sorted(range(job.num_tasks), key=lambda i: len(job.constraints[i]), reverse=True)
+        order = gang_order(self.machines, job.constraints, self.providers)
         for first_fit in (False, True):
             placed = self._place(job, order, first_fit)
             if placed is not None:

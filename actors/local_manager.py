@@ -346,6 +346,8 @@ class LocalManager(Replica, Actor):
                 task.owner = msg.gm
                 running.append((index, task.worker, task.end_us))
         done = tuple(sorted(index for job_id, index in self.done if job_id == msg.job_id))
+        for w in sorted({self.done[(msg.job_id, index)] for index in done}):
+            self._changed(w, NO_CAUSE)  # its completion may never have reached the adopter: send the worker
         self.send(self.gm_ids[msg.gm], JobTasks(self.lm, msg.job_id, tuple(sorted(running)), done))
 
     # ---- worker failure ----------------------------------------------------------------
