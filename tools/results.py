@@ -55,6 +55,7 @@ def summarize_run(
         "jrt_s": metrics.summarize(metrics.jrt_s(recorder, jobs)),
         "allocation_s": metrics.allocation_components(recorder, tasks),
         "window_s": None if window is None else [window[0] / US, window[1] / US],
+        **({} if (gang := metrics.gang_wait_s(recorder)) is None else {"gang_wait_s": metrics.summarize(gang)}),
     }
 
 
