@@ -1,7 +1,10 @@
 """Streaming loader for ``.tr`` workload traces (the Megha/Eagle simulator format).
 
 One job per line: ``arrival_s num_tasks mean_task_duration_s dur_1 ... dur_n`` in seconds; blank lines
-are skipped. Times become integer microseconds; a malformed line raises ``TraceError("FILE:LINE: ...")``.
+are skipped. Our extension, optional per line and invisible to readers of the plain format's fields:
+``key=value`` fields after the durations, ``demand=2x4`` (the job's demand vector, whole numbers >= 1
+joined by ``x``) and ``alpha=0.6`` (its parallel fraction, 0 to 1); a line without them takes the run's
+``demand``/``demands`` and ``alpha``. Times become integer microseconds; a malformed line raises ``TraceError("FILE:LINE: ...")``.
 Every time must lie in [0, MAX_TRACE_S]: a larger one would overflow the journal's 64-bit integers or
 the per-second utilization series long before the run could finish.
 """
@@ -15,6 +18,8 @@ from pathlib import Path
 
 from fedemu.fabric.errors import ConfigError, TraceError
 from fedemu.model import Job, seconds_to_us
+
+from . import machines
 
 # A task whose duration rounds to 0 us is stretched to this: a zero-length task would finish at the
 # instant it starts, tying its completion with its own launch, and that tie would decide event order.
@@ -52,6 +57,40 @@ def _open(path):
         return open(path, encoding="utf-8", errors="replace")
     except OSError as exc:
         raise TraceError(f"{path}: cannot read trace: {exc.strerror}") from None
+
+
+EXTRA_KEYS = ("alpha", "demand")
+
+
+def _extras(path, lineno: int, fields: list[str]) -> tuple[list[str], dict]:
+    """Split a line into its plain fields and its trailing ``key=value`` fields, parsed."""
+    n = len(fields)
+    while n and "=" in fields[n - 1]:
+        n -= 1
+    out: dict = {}
+    for k, tok in enumerate(fields[:n], 1):
+        if "=" in tok:
+            raise TraceError(f"{path}:{lineno}: field {k} ({tok!r}): key=value fields come after the durations")
+    for k, tok in enumerate(fields[n:], n + 1):
+        key, _, value = tok.partition("=")
+        if key not in EXTRA_KEYS:
+            raise TraceError(f"{path}:{lineno}: field {k} ({tok!r}) has unknown key {key!r}; known: "
+                             f"{', '.join(EXTRA_KEYS)}")
+        if key in out:
+            raise TraceError(f"{path}:{lineno}: field {k} ({tok!r}) gives {key} a second time")
+        if key == "demand":
+            def bad(why: str) -> TraceError:
+                return TraceError(f"{path}:{lineno}: field {k} ({tok!r}): {why}")
+            out[key] = machines.parse_vector(value, "demand", bad)
+        else:
+            try:
+                alpha = float(value) if "_" not in value else math.nan
+            except ValueError:
+                alpha = math.nan
+            if not 0 <= alpha <= 1:
+                raise TraceError(f"{path}:{lineno}: field {k} ({tok!r}): alpha is a number from 0 to 1")
+            out[key] = alpha
+    return fields[:n], out
 
 
 def _num_tasks(path, lineno: int, fields: list[str]) -> int:
@@ -105,7 +144,7 @@ def _parse_line(path, lineno: int, fields: list[str]) -> tuple[int, tuple[int, .
     return arrival_us, durations
 
 
-def _jobs(path, limit: int | None, first_job_id: int) -> Iterator[Job]:
+def _jobs(path, limit: int | None, first_job_id: int, fill=None) -> Iterator[Job]:
     """The generator behind ``read_trace``: reads lazily and closes the file when done."""
     if limit == 0:
         return
@@ -117,6 +156,7 @@ def _jobs(path, limit: int | None, first_job_id: int) -> Iterator[Job]:
             fields = line.split()
             if not fields:
                 continue
+            fields, extras = _extras(path, lineno, fields)
             arrival_us, durations = _parse_line(path, lineno, fields)
             if arrival_us < prev_us:
                 raise TraceError(
@@ -124,14 +164,17 @@ def _jobs(path, limit: int | None, first_job_id: int) -> Iterator[Job]:
                     f"job's {prev_tok!r}; arrivals must be non-decreasing"
                 )
             prev_us, prev_tok = arrival_us, fields[0]
-            yield Job(job_id=first_job_id + made, arrival_us=arrival_us, durations_us=durations)
+            job = Job(job_id=first_job_id + made, arrival_us=arrival_us, durations_us=durations, **extras)
+            yield job if fill is None else fill(job, frozenset(extras))
             made += 1
             if made == limit:
                 return
 
 
-def read_trace(path: str | os.PathLike, *, jobs: int | None = None, first_job_id: int = 0) -> Iterator[Job]:
+def read_trace(path: str | os.PathLike, *, jobs: int | None = None, first_job_id: int = 0,
+               fill=None) -> Iterator[Job]:
     """Stream the jobs of trace ``path`` in file order, ids from ``first_job_id``; ``jobs=N`` stops after N.
+    ``fill(job, keys)`` completes each job (``keys``: the extension's keys its line gave).
 
     Arguments and the file's existence are checked now; lines are parsed and checked as they are read.
     """
@@ -140,7 +183,7 @@ def read_trace(path: str | os.PathLike, *, jobs: int | None = None, first_job_id
     _check_count(first_job_id, "first_job_id", 0)
     _check_file(path)
     _check_not_empty(path)
-    return _jobs(path, jobs, first_job_id)
+    return _jobs(path, jobs, first_job_id, fill)
 
 
 def _check_not_empty(path) -> None:
@@ -158,7 +201,7 @@ def count_trace(path: str | os.PathLike) -> tuple[int, int]:
         for lineno, line in enumerate(f, 1):
             fields = line.split()
             if fields:
-                tasks += _num_tasks(path, lineno, fields)
+                tasks += _num_tasks(path, lineno, _extras(path, lineno, fields)[0])
                 jobs += 1
     if jobs == 0:
         raise TraceError(f"{path}: the trace has no jobs (the file is empty or has only blank lines)")
