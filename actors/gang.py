@@ -7,7 +7,8 @@ gang's tasks can span LMs, so the GM cannot decide alone:
 - **Placement.** The GM places every task of a waiting gang in its view (the ordinary search, one task
   after the other, allocating as it goes). If one task finds no worker, every allocation is undone and
   the gang stays queued; it is tried again once the view has learnt something new. Gangs are tried in
-  arrival order; one that does not fit does not block a later one that does (backfilling).
+  arrival order; one that does not fit does not block a later one that does, up to ``GANG_MISSES`` gangs
+  that do not fit per pass (a bounded backfill: each try scans the view once per task).
 - **One LM** (always so in the centralized scheduler): a local decision. The GM sends the LM one
   ``GangReserve`` with ``commit`` set; the LM checks every task against its true state and launches all
   of them, or none and answers with the changes the GM has not seen.
@@ -109,6 +110,9 @@ class GangTimer:
     asks: int
 
 
+GANG_MISSES = 3  # waiting gangs a GM's pass may find no room for before it stops (the first blocks the rest
+# only after these: a bounded backfill)
+
 GANG_COUNTERS = (
     ("gang_attempts", "gang placements a GM sent out (reservations, or one launch of a one-LM gang)"),
     ("gang_refusals", "gang parts an LM refused to hold: its true state had not room for every task"),
@@ -192,6 +196,26 @@ class GangGlobalManager(GlobalManager):
             return False
         return super()._admit(job, src)
 
+    def _apply(self, lm: int, workers: tuple, frees: tuple) -> None:
+        super()._apply(lm, workers, frees)
+        self._still_reserving(lm, workers)
+
+    def _set_free(self, lm: int, worker: int, free: tuple) -> None:
+        super()._set_free(lm, worker, free)
+        self._still_reserving(lm, (worker,))
+
+    def _still_reserving(self, lm: int, workers: tuple) -> None:
+        """LM ``lm`` sent the values just learnt before it saw this GM's reservations it has not voted on
+        yet (its messages come in order): take those reservations from the view again."""
+        if not self.gang_flights:
+            return
+        learnt = set(workers)
+        for flight in self.gang_flights.values():
+            if lm in flight.waiting:
+                for _, at, w in flight.placed:
+                    if at == lm and w in learnt:
+                        self.search.take_back(lm, w, flight.job.demand)
+
     def on_Job(self, job, src: int) -> None:
         if not job.gang:
             super().on_Job(job, src)
@@ -220,10 +244,12 @@ class GangGlobalManager(GlobalManager):
             self._place_gangs()
 
     def _place_gangs(self) -> None:
-        """Try every waiting gang in order whose last try saw a view that has changed since."""
+        """Try the waiting gangs in order whose last try saw a view that has changed since, until
+        ``GANG_MISSES`` of them did not fit (a try scans the view once per task: a pass stays cheap)."""
         search = self.search
+        misses = 0
         for job_id in list(self.gangs):
-            if search.total_free <= 0:
+            if search.total_free <= 0 or misses >= GANG_MISSES:
                 break
             entry = self.gangs[job_id]
             if entry[2] == search.gain_total - self.tentative:
@@ -231,6 +257,7 @@ class GangGlobalManager(GlobalManager):
             placed = self._fit(entry[0])
             if placed is None:
                 entry[2] = search.gain_total - self.tentative
+                misses += 1
                 continue
             del self.gangs[job_id]
             self._reserve(entry[0], entry[1], placed)
@@ -318,9 +345,9 @@ class GangGlobalManager(GlobalManager):
             if learn:
                 self._apply(msg.lm, msg.workers, msg.frees)
         else:
+            flight.waiting.remove(msg.lm)  # (the vote's values count this LM's part already)
             if learn:
                 self._apply(msg.lm, msg.workers, msg.frees)
-            flight.waiting.remove(msg.lm)
             if not flight.waiting:
                 self._commit(flight)
         self._schedule()
