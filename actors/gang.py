@@ -524,9 +524,10 @@ class GangLocalManager(LocalManager):
 
     def on_AdoptJob(self, msg, src: int) -> None:
         """A GM adopts the job: the holds of earlier attempts go (it places what did not run afresh)."""
-        if not self._hold(msg, src):
-            for key in sorted(k for k in self.holds if k[0] == msg.job_id):
-                self._let_go(key)
+        if self._hold(msg, src):
+            return  # kept for after a rebuild (it comes back through here), or only observed by a standby
+        for key in sorted(k for k in self.holds if k[0] == msg.job_id):
+            self._let_go(key)
         super().on_AdoptJob(msg, src)
 
     def _reconcile(self, w: int, status) -> None:
