@@ -156,7 +156,7 @@ def _jobs(path, limit: int | None, first_job_id: int, fill=None) -> Iterator[Job
             fields = line.split()
             if not fields:
                 continue
-            fields, extras = _extras(path, lineno, fields)
+            fields, extras = _extras(path, lineno, fields) if "=" in line else (fields, {})
             arrival_us, durations = _parse_line(path, lineno, fields)
             if arrival_us < prev_us:
                 raise TraceError(
@@ -201,7 +201,7 @@ def count_trace(path: str | os.PathLike) -> tuple[int, int]:
         for lineno, line in enumerate(f, 1):
             fields = line.split()
             if fields:
-                tasks += _num_tasks(path, lineno, _extras(path, lineno, fields)[0])
+                tasks += _num_tasks(path, lineno, _extras(path, lineno, fields)[0] if "=" in line else fields)
                 jobs += 1
     if jobs == 0:
         raise TraceError(f"{path}: the trace has no jobs (the file is empty or has only blank lines)")
