@@ -248,13 +248,13 @@ class GangGlobalManager(GlobalManager):
         ``GANG_MISSES`` of them did not fit (a try scans the view once per task: a pass stays cheap)."""
         search = self.search
         misses = 0
-        for job_id in list(self.gangs):
+        for k, job_id in enumerate(list(self.gangs)):
             if search.total_free <= 0 or misses >= GANG_MISSES:
                 break
             entry = self.gangs[job_id]
             if entry[2] == search.gain_total - self.tentative:
                 continue
-            placed = self._fit(entry[0])
+            placed = self._fit(entry[0], k == 0)
             if placed is None:
                 entry[2] = search.gain_total - self.tentative
                 misses += 1
@@ -263,19 +263,19 @@ class GangGlobalManager(GlobalManager):
             self._reserve(entry[0], entry[1], placed)
         self.charge("worker", search.take_scanned())
 
-    def _fit(self, job) -> list | None:
+    def _fit(self, job, head: bool) -> list | None:
         """Every task of ``job`` allocated in the view, as (index, lm, worker); or None, nothing allocated.
-        The most constrained tasks go first (``gang_order``), placed by the worker-choice policy; if that leaves a task
-        with no worker, first fit in machine order is tried too (on idle machines it is ``whole_fit``, so
-        a gang admitted at submission fits once the machines drain)."""
+        The most constrained tasks go first (``gang_order``), placed by the worker-choice policy; if that
+        leaves a task with no worker, the ``head`` of the waiting gangs tries first fit in machine order too
+        (on idle machines that is ``whole_fit``: a gang admitted at submission fits once they drain)."""
         order = gang_order(self.machines, job.constraints, self.providers)
-        for first_fit in (False, True):
-            placed = self._place(job, order, first_fit)
-            if placed is not None:
-                return placed
-        return None
+        placed = self._place(job, order, False)
+        if isinstance(placed, int) and placed and head:  # (a first task with no worker has none by first fit)
+            placed = self._place(job, order, True)
+        return placed if isinstance(placed, list) else None
 
-    def _place(self, job, order: list, first_fit: bool) -> list | None:
+    def _place(self, job, order: list, first_fit: bool) -> list | int:
+        """The placement, or how many tasks were placed before one found no worker (all undone)."""
         search, demand = self.search, job.demand
         placed = []
         for i in order:
@@ -285,7 +285,7 @@ class GangGlobalManager(GlobalManager):
                 for _, lm, w in placed:
                     search.give_back(lm, w, demand)
                 self.tentative += len(placed)
-                return None
+                return len(placed)
             lm, p, local = got
             placed.append((i, lm, search.allocate(lm, p, local, demand)))
         return placed

@@ -5,8 +5,9 @@ Three machine types (``machine_types``): half are 4 cpu x 16 GB at speed 1, 30% 
 ``demands`` (60% 1 cpu x 2 GB, 30% 2 x 4, 10% 4 x 8) and its parallel fraction alpha from U(0.3, 0.9)
 (TEBAS's Amdahl run time: duration x ((1 - alpha) + alpha / k_n)). Every job is a gang (``gang``): its
 tasks are held on every LM involved and start together or not at all (actors/gang.py); the GMs place
-with the ``tebas`` policy (highest Fitness, then RemainCap). 600 Poisson jobs of 8 tasks offered at 120% of the
-cpus, 3 GMs x 4 LMs x 25 workers, 0.5 ms links.
+with the ``tebas`` policy (highest Fitness, then RemainCap). 600 Poisson jobs of 8 tasks (1 s mean) offered
+at 90% of the cpus as slots (one cpu per task; the demands and speeds make the real load differ), no task
+constraints, 3 GMs x 4 LMs x 25 workers, 0.5 ms links.
 
 Run it with ``fedemu run heterogeneous`` (``--set scheduler=centralized``, ``--set policy=random`` ...).
 """
@@ -15,4 +16,5 @@ from fedemu.scenarios.federation import PARAMS as _BASE
 from fedemu.scenarios.federation import build, declare  # noqa: F401  (the scenario's build and keys)
 
 PARAMS = {**_BASE, "machine_types": "4x16@1.0:50,8x32@1.5:30,16x64@2.5:20", "demands": "1x2:60,2x4:30,4x8:10",
-          "alpha": "U(0.3,0.9)", "gang": True, "policy": "tebas", "jobs": 600, "fanout": 8, "load": 1.2}
+          "alpha": "U(0.3,0.9)", "gang": True, "policy": "tebas", "jobs": 600, "fanout": 8, "load": 0.9,
+          "constraints": False}
