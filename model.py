@@ -106,6 +106,7 @@ class Job:
     demand: tuple[int, ...] = (1,)
     alpha: float = 0.0  # the parallel fraction of its tasks (TEBAS's Amdahl model, see ``run_time_us``)
     user: int = -1  # the user whose queue its tasks go to (Megha's fairness, issue 15); -1: no users
+    gang: bool = False  # all-or-nothing: every task is placed and starts, or none holds resources (Megha's gang)
 
     @constraints.default
     def _no_constraints(self):
@@ -225,6 +226,8 @@ class JobRecord:
     constraints: tuple = ()
     alpha: float = 0.0
     user: int = -1
+    gang: bool = False
+    committed_us: int = -1  # a gang: when all its tasks were first held at once (the commit)
 
     @property
     def jrt_us(self) -> int:
@@ -278,6 +281,7 @@ class Recorder:
         self.jobs[job.job_id] = JobRecord(job.job_id, job.arrival_us, job.num_tasks, job.ideal_jrt_us,
                                           job.mean_task_us, short, demand=job.demand, constraints=job.constraints,
                                           alpha=job.alpha, user=job.user)
+                                          alpha=job.alpha, gang=job.gang)
         for i, d in enumerate(job.durations_us):
             self.tasks[(job.job_id, i)] = TaskRecord(job.job_id, i, job.arrival_us, d, mark_us=job.arrival_us)
 
@@ -393,6 +397,13 @@ class Recorder:
             if run[0] == job_id and run[1] == index and run[2] == worker and run[4] == -1:
                 return run
         raise AssertionError(f"task {job_id}.{index} has no execution running on worker {worker}")
+
+    def gang_committed(self, job_id: int, now: int) -> None:
+        """Every task of the gang is held at once (on every LM involved): its tasks may start from now.
+        The first commit is the gang's; a later one (an adopting GM's) changes nothing."""
+        job = self.jobs.get(job_id)
+        if job is not None and job.committed_us < 0:
+            job.committed_us = now
 
     def job_completed(self, job_id: int, now: int) -> None:
         """The scheduler learnt that the job's last task is done: its response time ends here."""

@@ -181,6 +181,32 @@ def preempted_requeued_once(rec: Recorder, cluster: Cluster, end_us: int) -> lis
                 out.append(Violation("preempted_requeued_once", subject, s2,
                                      f"ran twice at once after a preemption (executions from {s1} us and {s2} us)"))
                 break
+def gangs_whole(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violation]:
+    """No partial gang ever runs: no task of a gang job starts (any execution) before the commit that held
+    every one of its tasks at once, and a gang with a task started has every task started by the end.
+    Jobs that are not gangs pass."""
+    runs: dict[int, list] = {}
+    for job_id, index, _, start, *_ in rec.other_runs:
+        runs.setdefault(job_id, []).append((start, index))
+    out = []
+    for job in rec.jobs.values():
+        if not job.gang:
+            continue
+        starts = [(t.start_us, i) for i in range(job.num_tasks) if (t := rec.tasks[(job.job_id, i)]).start_us >= 0]
+        starts += runs.get(job.job_id, [])
+        if not starts:
+            continue
+        first, index = min(starts)
+        if job.committed_us < 0 or first < job.committed_us:
+            when = "it was never committed" if job.committed_us < 0 else f"its commit at {job.committed_us} us"
+            out.append(Violation("gangs_whole", f"task {job.job_id}.{index}", first,
+                                 f"a task of gang job {job.job_id} started before {when} (it started alone)"))
+            continue
+        never = sorted(set(range(job.num_tasks)) - {i for _, i in starts})
+        if never:
+            out.append(Violation("gangs_whole", f"job {job.job_id}", end_us,
+                                 f"partial gang: {job.num_tasks - len(never)} of {job.num_tasks} tasks started, "
+                                 "never started: " + ", ".join(f"{job.job_id}.{i}" for i in never[:STUCK_SHOWN])))
     return out
 
 
@@ -191,6 +217,7 @@ CHECKS: dict[str, Check] = {
     "capacity_respected": capacity_respected,
     "constraints_met": constraints_met,
     "preempted_requeued_once": preempted_requeued_once,
+    "gangs_whole": gangs_whole,
 }
 
 

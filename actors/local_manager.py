@@ -278,19 +278,13 @@ class LocalManager(Fairness, Replica, Actor):
         for r, d in enumerate(demand):
             free[r] -= d
         self._changed(w, cause)
-        self.launches += 1
         if msg.external:
             self.repartitions += 1
             self.recorder.count("repartitions")
             if self.fabric.event_log is not None:
                 emit(self, REPARTITION, job=msg.job_id, task=msg.index, worker=self.worker_names[w],
                      gm=self.gm_names[msg.gm], home=self.gm_names[self.home_gm(w)])
-        self.execs[w][key] = demand
-        task = self.tasks[key] = LmTask(w, msg.gm, demand, msg.duration_us, self.now + msg.duration_us, 0,
-                                        msg.user, msg.attempt)
-        self._track(key, task)
-        self.send(self.worker_ids[w], RunTask(msg.job_id, msg.index, msg.duration_us, demand, msg.gm, self.notify,
-                                              msg.user))
+        self._start_task(key, w, msg.gm, demand, msg.duration_us, msg.user, msg.attempt)
         if self.launch_replies:
             workers, frees = self.change_log.fresh(msg.gm)
             self.charge("change", len(workers))
@@ -320,6 +314,15 @@ class LocalManager(Fairness, Replica, Actor):
         self.charge("change", len(workers))
         self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, msg.attempt, self.lm, workers, frees,
                                                     self.holders(workers)))
+
+    def _start_task(self, key, w: int, gm: int, demand: tuple, duration_us: int, user: int = -1,
+                    attempt: int = 0) -> None:
+        """Run task ``key`` of ``user`` on worker ``w`` (its demand already taken from ``free``) for GM ``gm``."""
+        self.launches += 1
+        self.execs[w][key] = demand
+        task = self.tasks[key] = LmTask(w, gm, demand, duration_us, self.now + duration_us, 0, user, attempt)
+        self._track(key, task)
+        self.send(self.worker_ids[w], RunTask(key[0], key[1], duration_us, demand, gm, self.notify, user))
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
         if self._hold(msg, src):
@@ -367,6 +370,8 @@ class LocalManager(Fairness, Replica, Actor):
                 task.owner = msg.gm
                 running.append((index, task.worker, task.end_us))
         done = tuple(sorted(index for job_id, index in self.done if job_id == msg.job_id))
+        for w in sorted({self.done[(msg.job_id, index)] for index in done}):
+            self._changed(w, NO_CAUSE)  # its completion may never have reached the adopter: send the worker
         self.send(self.gm_ids[msg.gm], JobTasks(self.lm, msg.job_id, tuple(sorted(running)), done))
 
     # ---- worker failure ----------------------------------------------------------------

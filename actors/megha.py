@@ -12,6 +12,8 @@ equals the LMs' state once each LM's unacknowledged changes are applied (``views
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 import numpy as np
 
@@ -20,6 +22,7 @@ from fedemu.model import Param, finite_at_least, one_of, seconds_between, second
 from fedemu.policies.fair_share import Shares
 from fedemu.policies.partition_view import PartitionView
 
+from .gang import GANG_COUNTERS, GangGlobalManager, GangLocalManager
 from .gm_fairness import FairConfig
 from .global_manager import GlobalManager
 from .invariants import Violation
@@ -62,6 +65,10 @@ PARAMS = (
           **seconds_between(1e-6, 1e7)),
     Param("lm_takeover_s", 1.0, "with lm_standby: a standby takes over when its ping of an overdue active is not "
           "answered within this long", **seconds_between(1e-6, 1e7)),
+    Param("gang", False, "gang scheduling: every job is all-or-nothing; a GM reserves its tasks on every LM "
+          "involved and commits once all hold (see actors/gang.py)"),
+    Param("gang_lease_s", 2.0, "with gang: an LM lets go of a gang's hold that saw neither a commit nor a "
+          "release this long", **seconds_between(1e-6, 1e7)),
     Param("gm_queue", GM_QUEUES[0], "a GM's queue: fifo (oldest task first; the workshop paper's rescheduling "
           "puts a task 'at the end of its task request queue') or fewest-remaining (the task whose job had the "
           "fewest tasks not yet done when it was queued first)", **one_of(GM_QUEUES)),
@@ -110,7 +117,7 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("preemption_attempts", "preemption requests GMs sent (users; Algorithm 2 under contention)"),
     ("preemptions", "tasks an LM preempted: stopped on their worker, their work lost, queued again at their GM"),
     ("preemptions_refused", "preemption requests an LM refused on verification (the GM's view was stale)"),
-)
+) + GANG_COUNTERS
 
 
 def users_of(params: dict, gms: int):
@@ -180,10 +187,15 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
         provides = tuple(tuple(frozenset(w.constraints) for w in spec.workers) for spec in cluster.clusters)
         fair = FairConfig(users[0], users[1], p["fairness"] == "on", total, provides)
 
+    gang = bool(p["gang"])
+    gm_class = functools.partial(GangGlobalManager, machines=tuple(cluster.workers())) if gang else GlobalManager
+    lm_class, lm_extra = (GangLocalManager, {"lease_us": seconds_to_us(float(p["gang_lease_s"]))}) if gang \
+        else (LocalManager, {})
+
     def gm_factory(g):
         def make():
             views = [[view.clone() for view in row] for row in templates]
-            return GlobalManager(g, lm_names, views, policy=ctx.policy, feasible=ctx.feasible, recorder=ctx.recorder,
+            return gm_class(g, lm_names, views, policy=ctx.policy, feasible=ctx.feasible, recorder=ctx.recorder,
                                  launch_timeout_us=launch_timeout_us, request_timeout_us=request_timeout_us,
                                  standby_names=standby_names, gm_queue=p["gm_queue"],
                                  failed_launch=p["failed_launch"], fair=fair)
@@ -196,10 +208,10 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
         replicas = [(lm_names[c], None, 0)] if standby_names is None else \
             [(lm_names[c], standby_names[c], 0), (standby_names[c], lm_names[c], 1)]
         for name, peer, replica in replicas:
-            ctx.add(name, lambda c=c, spec=spec, workers=workers, peer=peer, replica=replica: LocalManager(
+            ctx.add(name, lambda c=c, spec=spec, workers=workers, peer=peer, replica=replica: lm_class(
                 c, spec.workers, workers, gm_names, heartbeat_us=heartbeat_us, recorder=ctx.recorder, faults=faults,
                 peer_name=peer, replica=replica, standby=standby, launch_replies=p["launch_replies"] == "delta",
-                users=fair is not None))
+                users=fair is not None, **lm_extra))
     for c, spec in enumerate(cluster.clusters):
         standby_name = standby_names[c] if standby_names else None
         for w in spec.workers:
@@ -228,6 +240,12 @@ def _acting(fabric) -> dict:
     return out
 
 
+def _unheld(lm, w: int) -> list[int]:
+    """LM ``lm``'s free vector of worker ``w`` with its gang holds there given back (workers know no holds)."""
+    held = lm.gang_held(w) if isinstance(lm, GangLocalManager) else None
+    return lm.free[w] if held is None else [f + h for f, h in zip(lm.free[w], held)]
+
+
 def lm_matches_workers(fabric) -> list[Violation]:
     """Every acting LM (not rebuilding) holds each live worker's true free vector, and has none of them
     down for good (a worker it still probes, after a partition say, is on its way back up)."""
@@ -244,9 +262,9 @@ def lm_matches_workers(fabric) -> list[Violation]:
                     continue  # the LM still probes it: the worker's recovery was under way when the run ended
                 out.append(Violation("lm_matches_workers", lm.worker_names[w], fabric.now,
                                      f"{lm.name} has it down, but it is up"))
-            elif tuple(lm.free[w]) != tuple(worker.free):
+            elif tuple(free := _unheld(lm, w)) != tuple(worker.free):
                 out.append(Violation("lm_matches_workers", lm.worker_names[w], fabric.now,
-                                     f"{lm.name} holds free {tuple(lm.free[w])}, the worker has {tuple(worker.free)}"))
+                                     f"{lm.name} holds free {tuple(free)}, the worker has {tuple(worker.free)}"))
     return out
 
 

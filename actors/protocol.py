@@ -11,16 +11,18 @@ from fedemu.model import Job
 
 register(Job, "job")
 _JOB_FIELDS = Job._fedemu_fields
+_TRAILING = (0.0, -1, False)  # the defaults of Job's last fields: alpha, user, gang
 
 
 def _job_fields(job: Job) -> tuple:
-    """A job's journal fields; alpha only when it is not 0 and user only when it is not -1 (trailing
-    defaults left out), so runs without them keep their bytes (and digests), and replay rebuilds the
-    defaults."""
+    """A job's journal fields; its last three (alpha, user, gang) only up to the last that is not its
+    default, so runs without them keep their bytes (and digests), and replay rebuilds the defaults."""
     fields = _JOB_FIELDS(job)
-    if job.user != -1:
-        return fields
-    return fields[:-1] if job.alpha else fields[:-2]
+    end = len(fields)
+    base = end - len(_TRAILING)
+    while end > base and fields[end - 1] == _TRAILING[end - 1 - base]:
+        end -= 1
+    return fields if end == len(fields) else fields[:end]
 
 
 Job._fedemu_fields = staticmethod(_job_fields)

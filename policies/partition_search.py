@@ -80,6 +80,28 @@ class PartitionSearch:
             self.total_free -= 1
         return p * self.per_partition + local
 
+    def give_back(self, lm: int, worker: int, demand: tuple) -> None:
+        """Return ``demand`` to worker ``worker`` (LM-wide) of LM ``lm``: an allocation undone (a gang that
+        did not fit whole, or whose reservation failed), at most up to its capacity (a value learnt since
+        may already count it free). Its partition's counters move, so the memo looks there again."""
+        p, local = divmod(worker, self.per_partition)
+        view = self.views[lm][p]
+        free = view.free[local].tolist()
+        cap = view.capacity[local].tolist()
+        delta = view.update(local, [min(c, f + d) for f, d, c in zip(free, demand, cap)])
+        self.total_free += delta or 0
+        self.gains[lm][p] += 1
+        self.row_gains[lm] += 1
+        self.gain_total += 1
+
+    def take_back(self, lm: int, worker: int, demand: tuple) -> None:
+        """Take ``demand`` from worker ``worker`` of LM ``lm`` again, down to 0 at most: an allocation still
+        under way that an absolute value just learnt did not count yet. Only takes away: the memo holds."""
+        p, local = divmod(worker, self.per_partition)
+        view = self.views[lm][p]
+        free = view.free[local].tolist()
+        self.total_free += view.update(local, [max(0, f - d) for f, d in zip(free, demand)]) or 0
+
     def find(self, signature: tuple):
         """(lm, partition, local) of a worker suitable for ``signature`` = (constraints, demand), or None:
         internal partitions first, then external ones, skipping what the memo knows to be empty.

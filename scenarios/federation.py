@@ -56,6 +56,8 @@ COMMON = (
           **whole_at_least(0)),
     Param("capacity", "1", "each worker's capacity vector, e.g. 1 (slots) or 4,16 (cpu,mem)"),
     Param("demand", "1", "each task's demand vector, as long as capacity"),
+    Param("demands", "", "per-job demand vectors drawn from a mix DEMAND:SHARE,..., e.g. 1x2:60,2x4:30,4x8:10 "
+          "(replaces demand); a trace line's own demand= stands"),
     Param("machine_types", "", "mixed machines CAPACITY@SPEED:SHARE,..., e.g. 4x16@1.0:60,8x32@1.5:40 (replaces "
           "capacity; speed k_n >= 1); empty: every machine has capacity and speed 1"),
     Param("alpha", "0", "jobs' parallel fraction: a run time is duration x ((1-alpha) + alpha/k_n); a number "
@@ -213,11 +215,38 @@ def _feasibility(cluster, max_cap):
     return feasible
 
 
+def job_filler(params: dict, seed: int):
+    """``fill(job, given=())``: the job with the run's demand (``demand``, or one drawn from the ``demands``
+    mix), alpha (drawn per job for ``U(a,b)``) and gang flag, except the keys in ``given`` (a trace line's own)."""
+    demand = _vector(params["demand"], "demand")
+    mix = machines.parse_demands(params["demands"]) if params["demands"] else None
+    if mix is not None and str(params["demand"]) != "1":
+        raise ConfigError(f"parameters 'demand' ({params['demand']!r}) and 'demands' both set; demands gives "
+                          "every job's demand")
+    low, high = machines.parse_alpha(params["alpha"])
+    mixes, alphas = Stream(seed, "demands"), Stream(seed, "alpha")
+    gang = bool(params.get("gang"))  # Megha's key (actors/gang.py): every job all-or-nothing
+
+    def fill(job, given=frozenset()):
+        changes = {}
+        d = mix.draw(mixes) if mix is not None else demand
+        if d != (1,) and "demand" not in given:
+            changes["demand"] = d
+        if high > 0:
+            a = low if low == high else alphas.uniform(low, high)
+            if "alpha" not in given:
+                changes["alpha"] = a
+        if gang:
+            changes["gang"] = True
+        return attrs.evolve(job, **changes) if changes else job
+    return fill
+
+
 def build_workload(params: dict, seed: int, total_units: int, table):
     """The job stream (lazy), with task constraints drawn from the table when constraints are on."""
     kind = str(params["workload"])
     jobs = int(params["jobs"])
-    demand = _vector(params["demand"], "demand")
+    fill = job_filler(params, seed)
     if kind.startswith("syn_"):
         try:
             n = int(kind[4:])
@@ -234,14 +263,11 @@ def build_workload(params: dict, seed: int, total_units: int, table):
         if not params["trace"]:
             raise ConfigError("workload 'trace' needs --set trace=PATH")
         from_trace = int(params.get("users") or 0) if params.get("user_assign") == "trace" else None
-        stream = read_trace(params["trace"], jobs=jobs if jobs > 0 else None, users=from_trace or None)
+        stream = read_trace(params["trace"], jobs=jobs if jobs > 0 else None, fill=fill, users=from_trace or None)
     else:
         raise unknown_name("workload", kind, ("syn_N", "poisson", "trace"))
-    if demand != (1,):
-        stream = (attrs.evolve(j, demand=demand) for j in stream)
-    low, high = machines.parse_alpha(params["alpha"])
-    if high > 0:
-        stream = machines.with_alpha(stream, low, high, Stream(seed, "alpha"))
+    if kind != "trace":
+        stream = map(fill, stream)
     if params["constraints"]:
         stream = cons.assign_task_constraints(stream, table, Stream(seed, "task-constraints"))
     users = int(params.get("users") or 0)
@@ -288,6 +314,12 @@ def build(fabric, params: dict):
     if fabric.cost_model is not None:  # components take time: the recorder measures processing
         recorder.timed = True
         fabric.on_served = recorder.served
+    if params["demands"]:
+        mix = machines.parse_demands(params["demands"])
+        if len(mix.vectors[0]) != len(cluster.resources):
+            raise ConfigError(f"parameter 'demands' is {params['demands']!r}; its vectors name "
+                              f"{len(mix.vectors[0])} resource(s), the machines {len(cluster.resources)} "
+                              f"({', '.join(cluster.resources)})")
     max_cap = tuple(max(w.capacity[r] for w in cluster.workers()) for r in range(len(cluster.resources)))
     feasible = _feasibility(cluster, max_cap)
 

@@ -114,7 +114,48 @@ def parse_alpha(text, key: str = "alpha") -> tuple[float, float]:
     return low, high
 
 
-def with_alpha(jobs, low: float, high: float, stream: Stream):
-    """The job stream with each job's alpha drawn uniformly from [low, high] (fixed when equal)."""
-    for job in jobs:
-        yield attrs.evolve(job, alpha=low if low == high else stream.uniform(low, high))
+@attrs.frozen
+class DemandMix:
+    """The jobs' demand vectors and their shares (``--set demands=1x2:60,2x4:40``), drawn per job."""
+
+    vectors: tuple[tuple[int, ...], ...]
+    shares: tuple[float, ...]
+
+    def draw(self, stream: Stream) -> tuple[int, ...]:
+        return self.vectors[stream.weighted_index(self.shares)] if len(self.vectors) > 1 else self.vectors[0]
+
+
+def parse_vector(text: str, what: str, bad) -> tuple[int, ...]:
+    """``2x4`` -> (2, 4): whole numbers from 1 to 2^31-1 joined by ``x``; ``bad(why)`` makes the error."""
+    try:
+        out = tuple(int(x) for x in str(text).split("x"))
+    except ValueError:
+        raise bad(f"{what} {text!r} is not whole numbers joined by 'x'") from None
+    if not out or any(v < 1 or v > 2**31 - 1 for v in out):
+        raise bad(f"{what} {text!r}: each amount is a whole number from 1 to 2^31-1")
+    if len(out) > len(RESOURCE_NAMES):
+        raise bad(f"{what} {text!r}: at most {len(RESOURCE_NAMES)} resources ({', '.join(RESOURCE_NAMES)})")
+    return out
+
+
+def parse_demands(text: str, key: str = "demands") -> DemandMix:
+    """The ``demands`` text ``DEMAND:SHARE,...`` (DEMAND like a machine type's capacity, ``2x4``; SHARE a
+    positive proportion; ``2x4`` alone is every job). Every vector names the same number of resources."""
+
+    def bad(why: str) -> ConfigError:
+        return ConfigError(f"parameter {key!r} is {text!r}; {why} (expected e.g. 1x2:60,2x4:30,4x8:10)")
+
+    vectors, shares = [], []
+    for entry in str(text).split(","):
+        head, sep, share_text = entry.strip().partition(":")
+        vectors.append(parse_vector(head, "demand", bad))
+        try:
+            share = float(share_text) if sep else 1.0
+        except ValueError:
+            raise bad(f"entry {entry.strip()!r}: the share is not a number") from None
+        if not (math.isfinite(share) and share > 0):
+            raise bad(f"entry {entry.strip()!r}: the share is a finite number > 0")
+        shares.append(share)
+    if len({len(v) for v in vectors}) != 1:
+        raise bad("every demand must name the same number of resources")
+    return DemandMix(tuple(vectors), tuple(shares))

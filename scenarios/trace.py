@@ -1,8 +1,12 @@
 """Streaming loader for ``.tr`` workload traces (the Megha/Eagle simulator format).
 
 One job per line: ``arrival_s num_tasks mean_task_duration_s dur_1 ... dur_n`` in seconds; blank lines
-are skipped. An optional last field ``user=K`` names the job's user (Megha's fairness, ``user_assign=trace``);
-readers that do not ask for users ignore it, so traces with and without it work everywhere. Times become integer microseconds; a malformed line raises ``TraceError("FILE:LINE: ...")``.
+are skipped. Our extension, optional per line and invisible to readers of the plain format's fields:
+``key=value`` fields after the durations, ``demand=2x4`` (the job's demand vector, whole numbers >= 1
+joined by ``x``), ``alpha=0.6`` (its parallel fraction, 0 to 1) and ``user=K`` (its user, for Megha's
+fairness with ``user_assign=trace``; readers that do not ask for users ignore it); a line without them
+takes the run's ``demand``/``demands`` and ``alpha``. Times become integer microseconds; a malformed
+line raises ``TraceError("FILE:LINE: ...")``.
 Every time must lie in [0, MAX_TRACE_S]: a larger one would overflow the journal's 64-bit integers or
 the per-second utilization series long before the run could finish.
 """
@@ -16,6 +20,8 @@ from pathlib import Path
 
 from fedemu.fabric.errors import ConfigError, TraceError
 from fedemu.model import Job, seconds_to_us
+
+from . import machines
 
 # A task whose duration rounds to 0 us is stretched to this: a zero-length task would finish at the
 # instant it starts, tying its completion with its own launch, and that tie would decide event order.
@@ -55,11 +61,46 @@ def _open(path):
         raise TraceError(f"{path}: cannot read trace: {exc.strerror}") from None
 
 
-USER_PREFIX = "user="
+EXTRA_KEYS = ("alpha", "demand", "user")
+
+
+def _extras(path, lineno: int, fields: list[str]) -> tuple[list[str], dict]:
+    """Split a line into its plain fields and its trailing ``key=value`` fields, parsed."""
+    n = len(fields)
+    while n and "=" in fields[n - 1]:
+        n -= 1
+    out: dict = {}
+    for k, tok in enumerate(fields[:n], 1):
+        if "=" in tok:
+            raise TraceError(f"{path}:{lineno}: field {k} ({tok!r}): key=value fields come after the durations")
+    for k, tok in enumerate(fields[n:], n + 1):
+        key, _, value = tok.partition("=")
+        if key not in EXTRA_KEYS:
+            raise TraceError(f"{path}:{lineno}: field {k} ({tok!r}) has unknown key {key!r}; known: "
+                             f"{', '.join(EXTRA_KEYS)}")
+        if key in out:
+            raise TraceError(f"{path}:{lineno}: field {k} ({tok!r}) gives {key} a second time")
+        if key == "demand":
+            def bad(why: str) -> TraceError:
+                return TraceError(f"{path}:{lineno}: field {k} ({tok!r}): {why}")
+            out[key] = machines.parse_vector(value, "demand", bad)
+        elif key == "user":
+            if not (value.isascii() and value.isdigit()):
+                raise TraceError(f"{path}:{lineno}: field {k} ({tok!r}): user is a whole number from 0")
+            out[key] = int(value)
+        else:
+            try:
+                alpha = float(value) if "_" not in value else math.nan
+            except ValueError:
+                alpha = math.nan
+            if not 0 <= alpha <= 1:
+                raise TraceError(f"{path}:{lineno}: field {k} ({tok!r}): alpha is a number from 0 to 1")
+            out[key] = alpha
+    return fields[:n], out
 
 
 def _num_tasks(path, lineno: int, fields: list[str]) -> int:
-    """Parse field 2 and check the line has exactly that many durations (and maybe a ``user=K`` field)."""
+    """Parse field 2 and check the line has exactly that many durations."""
     if len(fields) < 3:
         raise TraceError(
             f"{path}:{lineno}: the line has {len(fields)} field{'s' if len(fields) != 1 else ''}, "
@@ -69,7 +110,7 @@ def _num_tasks(path, lineno: int, fields: list[str]) -> int:
     n = int(tok) if tok.isascii() and tok.isdigit() else 0
     if n < 1:
         raise TraceError(f"{path}:{lineno}: field 2 (num_tasks) is {tok!r}, expected a positive integer")
-    if len(fields) != n + 3 and not (len(fields) == n + 4 and fields[-1].startswith(USER_PREFIX)):
+    if len(fields) != n + 3:
         raise TraceError(f"{path}:{lineno}: num_tasks is {n} but the line has {len(fields) - 3} durations")
     return n
 
@@ -109,19 +150,7 @@ def _parse_line(path, lineno: int, fields: list[str]) -> tuple[int, tuple[int, .
     return arrival_us, durations
 
 
-def _user(path, lineno: int, fields: list[str], n: int, users: int) -> int:
-    """The line's ``user=K`` field, K from 0 to ``users`` - 1."""
-    if len(fields) != n + 4:
-        raise TraceError(f"{path}:{lineno}: no user field; user_assign=trace needs user=K (K from 0 to "
-                         f"{users - 1}) after the durations on every line")
-    tok = fields[-1][len(USER_PREFIX):]
-    if not (tok.isascii() and tok.isdigit()) or int(tok) >= users:
-        raise TraceError(f"{path}:{lineno}: field {n + 4} is {fields[-1]!r}, expected user=K with K a whole "
-                         f"number from 0 to {users - 1}")
-    return int(tok)
-
-
-def _jobs(path, limit: int | None, first_job_id: int, users: int | None = None) -> Iterator[Job]:
+def _jobs(path, limit: int | None, first_job_id: int, fill=None, users: int | None = None) -> Iterator[Job]:
     """The generator behind ``read_trace``: reads lazily and closes the file when done."""
     if limit == 0:
         return
@@ -133,6 +162,7 @@ def _jobs(path, limit: int | None, first_job_id: int, users: int | None = None) 
             fields = line.split()
             if not fields:
                 continue
+            fields, extras = _extras(path, lineno, fields) if "=" in line else (fields, {})
             arrival_us, durations = _parse_line(path, lineno, fields)
             if arrival_us < prev_us:
                 raise TraceError(
@@ -140,17 +170,28 @@ def _jobs(path, limit: int | None, first_job_id: int, users: int | None = None) 
                     f"job's {prev_tok!r}; arrivals must be non-decreasing"
                 )
             prev_us, prev_tok = arrival_us, fields[0]
-            user = -1 if users is None else _user(path, lineno, fields, len(durations), users)
-            yield Job(job_id=first_job_id + made, arrival_us=arrival_us, durations_us=durations, user=user)
+            extras = dict(extras)
+            user = extras.pop("user", -1)
+            if users is not None:
+                if user < 0:
+                    raise TraceError(f"{path}:{lineno}: no user field; user_assign=trace needs user=K (K from 0 to "
+                                     f"{users - 1}) after the durations on every line")
+                if user >= users:
+                    raise TraceError(f"{path}:{lineno}: user={user}, expected K from 0 to {users - 1}")
+            else:
+                user = -1
+            job = Job(job_id=first_job_id + made, arrival_us=arrival_us, durations_us=durations, user=user, **extras)
+            yield job if fill is None else fill(job, frozenset(extras))
             made += 1
             if made == limit:
                 return
 
 
 def read_trace(path: str | os.PathLike, *, jobs: int | None = None, first_job_id: int = 0,
-               users: int | None = None) -> Iterator[Job]:
-    """Stream the jobs of trace ``path`` in file order, ids from ``first_job_id``; ``jobs=N`` stops after N;
-    ``users=K``: every line must name its user (``user=0`` to ``user=K-1``), which the job carries.
+               fill=None, users: int | None = None) -> Iterator[Job]:
+    """Stream the jobs of trace ``path`` in file order, ids from ``first_job_id``; ``jobs=N`` stops after N.
+    ``fill(job, keys)`` completes each job (``keys``: the extension's keys its line gave); ``users=K``:
+    every line must name its user (``user=0`` to ``user=K-1``), which the job carries.
 
     Arguments and the file's existence are checked now; lines are parsed and checked as they are read.
     """
@@ -159,7 +200,7 @@ def read_trace(path: str | os.PathLike, *, jobs: int | None = None, first_job_id
     _check_count(first_job_id, "first_job_id", 0)
     _check_file(path)
     _check_not_empty(path)
-    return _jobs(path, jobs, first_job_id, users)
+    return _jobs(path, jobs, first_job_id, fill, users)
 
 
 def _check_not_empty(path) -> None:
@@ -177,7 +218,7 @@ def count_trace(path: str | os.PathLike) -> tuple[int, int]:
         for lineno, line in enumerate(f, 1):
             fields = line.split()
             if fields:
-                tasks += _num_tasks(path, lineno, fields)
+                tasks += _num_tasks(path, lineno, _extras(path, lineno, fields)[0] if "=" in line else fields)
                 jobs += 1
     if jobs == 0:
         raise TraceError(f"{path}: the trace has no jobs (the file is empty or has only blank lines)")

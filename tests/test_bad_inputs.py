@@ -28,6 +28,7 @@ FILES = {
     "t_1e13.tr": "0 1 1 1e13\n",
     "t_1e12.tr": "0 1 1 1\n1e12 1 1 1\n",
     "t_empty.tr": "",
+    "t_key.tr": "0 1 1 1\n0 1 1 1 gpu=2\n",
     "t_blank.tr": "\n   \n\t\n",
     "s_syntax.py": "PARAMS = {}\ndef build(fabric, params)\n    pass\n",
     "s_import.py": "import fedemu_no_such_module\nPARAMS = {}\ndef build(fabric, params):\n    pass\n",
@@ -82,6 +83,14 @@ CASES = [
     ("trace-1e13", _set("workload=trace", "trace={t_1e13.tr}"), "{t_1e13.tr}:1: field 4 (dur_1) is '1e13'"),
     ("trace-1e12", _set("workload=trace", "trace={t_1e12.tr}"), "{t_1e12.tr}:2: field 1 (arrival_s) is '1e12'"),
     ("trace-empty", _set("workload=trace", "trace={t_empty.tr}"), "{t_empty.tr}: the trace has no jobs"),
+    ("trace-unknown-key", _set("workload=trace", "trace={t_key.tr}"),
+     "{t_key.tr}:2: field 5 ('gpu=2') has unknown key 'gpu'; known: alpha, demand"),
+    # gangs and per-job demands
+    ("gang-pigeon", _set("gang=true", base=PIGEON),
+     "parameter 'gang' does not apply to scheduler 'pigeon' (it is centralized/megha's)"),
+    ("gang-sparrow", _set("gang=true", base=SPARROW),
+     "parameter 'gang' does not apply to scheduler 'sparrow' (it is centralized/megha's)"),
+    ("demands-bad", _set("demands=1x2:60,2:40"), "parameter 'demands' is '1x2:60,2:40'; every demand must name"),
     ("trace-blank", _set("workload=trace", "trace={t_blank.tr}"), "{t_blank.tr}: the trace has no jobs"),
     ("trace-missing", _set("workload=trace", "trace={tmp}/nope.tr"), "{tmp}/nope.tr: no such trace file"),
     ("trace-with-poisson", _set("trace={tmp}/nope.tr"),
@@ -96,8 +105,8 @@ CASES = [
     ("seed-2-64-record", [*RUN, "--record", "--seed", str(2**70)], "argument --seed"),
     # scenario files
     ("scenario-unknown", ["run", "nosuch", "--out", "{out}"],
-     "unknown scenario 'nosuch'; known: default, demo, failover, fairness, federation, or the path of a scenario .py "
-     "file"),
+     "unknown scenario 'nosuch'; known: default, demo, failover, fairness, federation, heterogeneous, or the path "
+     "of a scenario .py file"),
     ("scenario-syntax", ["run", "{s_syntax.py}", "--out", "{out}"], "{s_syntax.py}:2: syntax error in the scenario"),
     ("scenario-import", ["run", "{s_import.py}", "--out", "{out}"],
      "{s_import.py}:1: importing the scenario raised ModuleNotFoundError"),

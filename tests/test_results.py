@@ -41,7 +41,8 @@ def test_write_results_files(tmp_path):
     extra = {"scheduler": "megha", "policy": "random", "seed": np.int64(4), "counters": dict(rec.counters)}
     summary = write_results(tmp_path / "run", recorder=rec, summary_extra=extra)
     out = tmp_path / "run"
-    assert sorted(os.listdir(out)) == ["balance.csv", "delay_cdf.png", "jobs.csv", "summary.json", "tasks.csv", "utilization.csv"]
+    assert sorted(os.listdir(out)) == ["balance.csv", "delay_cdf.png", "imbalance.png", "jobs.csv", "summary.json",
+                                       "tasks.csv", "utilization.csv"]
     on_disk = json.loads((out / "summary.json").read_text())
     assert on_disk == summary
     assert list(on_disk)[:4] == ["scheduler", "policy", "seed", "counters"]
@@ -65,6 +66,7 @@ def test_write_results_files(tmp_path):
     assert util[0] == ["time_s", "utilization"]
     assert [float(u) for _, u in util[1:]] == pytest.approx([0.75, 1.0])
     assert (out / "delay_cdf.png").read_bytes()[:8] == PNG_MAGIC
+    assert (out / "imbalance.png").read_bytes()[:8] == PNG_MAGIC
     assert leftovers(out) == []
 
 

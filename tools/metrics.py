@@ -268,3 +268,12 @@ def jrt_s(recorder: Recorder, jobs: dict | None = None) -> np.ndarray:
     jobs = job_table(recorder) if jobs is None else jobs
     done = jobs["completion_us"] >= 0
     return (jobs["completion_us"][done] - jobs["arrival_us"][done]) / US
+
+
+def gang_wait_s(recorder: Recorder) -> np.ndarray | None:
+    """Per gang job committed: how long it waited from its arrival until all its tasks were held at once
+    (its commit), in s; None when no job is a gang."""
+    gangs = [j for j in recorder.jobs.values() if j.gang]
+    if not gangs:
+        return None
+    return np.array([j.committed_us - j.arrival_us for j in gangs if j.committed_us >= 0], dtype=np.int64) / US

@@ -20,6 +20,7 @@ DEFAULT_ROOT = "out"  # where runs write when no --out is given but something mu
 
 # What one run's folder holds (tools/results.py and the journal), and what compare adds at its top.
 RUN_FILES = frozenset({"summary.json", "jobs.csv", "tasks.csv", "utilization.csv", "balance.csv", "delay_cdf.png",
+                       "imbalance.png",
                        "messages.log"})
 COMPARE_FILES = frozenset({"compare.csv", "delay_cdf.png", "utilization_cdf.png"})
 

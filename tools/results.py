@@ -55,6 +55,7 @@ def summarize_run(
         "jrt_s": metrics.summarize(metrics.jrt_s(recorder, jobs)),
         "allocation_s": metrics.allocation_components(recorder, tasks),
         "window_s": None if window is None else [window[0] / US, window[1] / US],
+        **({} if (gang := metrics.gang_wait_s(recorder)) is None else {"gang_wait_s": metrics.summarize(gang)}),
     }
 
 
@@ -227,6 +228,35 @@ def plot_cdfs(
         fig.savefig(f, format=fmt, dpi=110, metadata={"Software": None} if fmt == "png" else None)
 
 
+def plot_balance(path, times_s: np.ndarray, imbalance: np.ndarray, variance: np.ndarray, *,
+                 title: str | None = None) -> None:
+    """imbalance.png: Qin's imbalance Im(t) over time (max minus mean machine load, eq. 1) with its mean,
+    and TEBAS's utilization variance below it (eqs. 10-12), one point per balance.csv sample."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 5.2))
+    FigureCanvasAgg(fig)
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": (3, 2)})
+    for ax, values, label in ((top, imbalance, "imbalance Im(t)"), (bottom, variance, "utilization variance")):
+        if values.size:
+            ax.plot(times_s, values, linewidth=1.2, label=label)
+            ax.axhline(float(values.mean()), color="0.4", linestyle="--", linewidth=1,
+                       label=f"mean {float(values.mean()):.4g}")
+            ax.legend(loc="upper right", fontsize=8)
+        else:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.4)
+    bottom.set_xlabel("virtual time (s)")
+    if title:
+        top.set_title(title)
+    fig.tight_layout()
+    fmt = Path(path).suffix.lstrip(".") or "png"
+    with atomic_write(path, "wb") as f:
+        fig.savefig(f, format=fmt, dpi=110, metadata={"Software": None} if fmt == "png" else None)
+
+
 def _marks(points: int, series: int) -> tuple[int, int]:
     """``markevery`` of a curve: 8 markers, shifted per series so coinciding curves show every marker."""
     step = max(1, points // 8)
@@ -280,7 +310,7 @@ def write_results(
     out_dir, *, recorder: Recorder, summary_extra: dict, record_csv: bool = True, plot: bool = True,
     bucket_us: int = US,
 ) -> dict:
-    """Write summary.json (extra fields, then metrics), the CSVs (``record_csv``) and delay_cdf.png.
+    """Write summary.json (extra fields, then metrics), the CSVs (``record_csv``), delay_cdf.png and imbalance.png.
 
     Returns the summary as written (plain JSON types); an extra key clashing with a metric is a ValueError.
     """
@@ -289,7 +319,7 @@ def write_results(
     jobs = metrics.job_table(recorder)
     tasks = metrics.task_table(recorder)
     steps = metrics.utilization_steps(recorder)
-    balance = metrics.balance_series(recorder, bucket_us) if record_csv else None  # computed once: costly
+    balance = metrics.balance_series(recorder, bucket_us) if record_csv or plot else None  # once: costly
     measured = summarize_run(recorder, jobs, tasks, steps, balance if bucket_us == US else None)
     clash = sorted(set(summary_extra) & set(measured))
     if clash:
@@ -310,4 +340,5 @@ def write_results(
             total = tuple(summary["fairness"]["total"])
             plot_shares(out / "share_over_time.png", recorder, summary["fairness"], total, end_us,
                         run_title(summary).replace("Job delay", "Shares"))
+        plot_balance(out / "imbalance.png", *balance, title=run_title(summary).replace("Job delay", "Balance", 1))
     return summary

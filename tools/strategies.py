@@ -143,8 +143,9 @@ def workloads():
 
 
 # per scheduler key: small values of its own shape keys (keys a plug-in does not declare are skipped)
-SHAPE_KEYS = {"masters": st.sampled_from([0, 1]), "lm_standby": st.booleans(), "distributors": st.integers(1, 3),
-              "schedulers": st.integers(1, 3), "probe_ratio": st.sampled_from([1.0, 2.0, 3.0]),
+SHAPE_KEYS = {"masters": st.sampled_from([0, 1]), "lm_standby": st.booleans(), "gang": st.booleans(),
+              "distributors": st.integers(1, 3), "schedulers": st.integers(1, 3),
+              "probe_ratio": st.sampled_from([1.0, 2.0, 3.0]),
               "users": st.sampled_from([0, 2, 3])}  # Megha's users: with 2 or 3, fairness preempts under contention
 
 

@@ -1,0 +1,552 @@
+"""Gang scheduling in Megha (``--set gang=true``): every job is all-or-nothing, placed whole or not at all.
+
+TEBAS (shared/papers file 004, section 4.3) places a gang's tasks together; the Megha workshop paper
+(file 002) names gang scheduling as future work, so the protocol is ours. A GM's view is stale and a
+gang's tasks can span LMs, so the GM cannot decide alone:
+
+- **Placement.** The GM places every task of a waiting gang in its view (the ordinary search, one task
+  after the other, allocating as it goes). If one task finds no worker, every allocation is undone and
+  the gang stays queued; it is tried again once the view has learnt something new. Gangs are tried in
+  arrival order; one that does not fit does not block a later one that does, up to ``GANG_MISSES`` gangs
+  that do not fit per pass (a bounded backfill: each try scans the view once per task).
+- **One LM** (always so in the centralized scheduler): a local decision. The GM sends the LM one
+  ``GangReserve`` with ``commit`` set; the LM checks every task against its true state and launches all
+  of them, or none and answers with the changes the GM has not seen.
+- **Several LMs**: two phases. The GM sends each LM its part (``GangReserve``). An LM checks its part
+  against its true state and holds the resources (a ``hold``, under a lease of ``gang_lease_s``) or holds
+  nothing and votes no with the changes the GM has not seen. On every yes the GM commits
+  (``GangCommit`` to each LM: the held tasks launch); on a no, or no answer after a few asks, it sends
+  ``GangRelease`` to every LM of the attempt and the gang waits again. A yes for an attempt the GM has
+  given up is answered with a release.
+- **Faults.** A hold that sees neither a commit nor a release within its lease is let go by the LM: an LM
+  whose GM died (or was cut off) holds nothing for long. A commit that finds no hold (it expired, or the
+  LM restarted or a standby took over and lost it) is checked again against the LM's true state: the
+  tasks that fit launch, the others are refused (``LaunchFailed``) and the GM places them again as
+  ordinary tasks: the gang was committed whole, so they are its remainder, not a gang that starts alone.
+  Committed tasks are retried like any launch (by resending the commit: the LM answers a running or
+  done task as a duplicate). A restarted (stateless) GM that adopts a resubmitted gang asks the LMs what
+  of it runs: if nothing does, the LMs let go of its holds and it waits as a gang again; else the tasks
+  not running are placed as the remainder.
+- **What is guaranteed** (``gangs_whole`` in ``invariants``, from recorded facts): no task of a gang
+  starts before the commit that held all of them at once, and a gang that has a task started has every
+  task started by the end of the run. Tasks may start at different instants (their launches travel
+  different links).
+"""
+
+from __future__ import annotations
+
+from fedemu.fabric.log import JOB_UNSCHEDULABLE, emit
+from fedemu.fabric.messages import message
+from fedemu.policies.change_log import NO_CAUSE
+
+from .front_end import Pending
+from .global_manager import REQUEST_TRIES, GlobalManager, Inflight
+from .local_manager import LocalManager
+from .megha_messages import LaunchAccepted, LaunchFailed, TaskCompleted, backoff
+from .submitter import JobDone
+
+
+# ---- messages -------------------------------------------------------------------------------------
+@message("megha.gang_reserve")
+class GangReserve:
+    """GM -> LM: hold every task of this part of gang attempt ``attempt`` (``tasks``: (index, worker,
+    duration_us)), or none; ``commit``: the whole gang is here, launch it at once if it fits."""
+
+    job_id: int
+    attempt: int
+    gm: int
+    tasks: tuple
+    demand: tuple
+    commit: bool
+
+
+@message("megha.gang_vote")
+class GangVote:
+    """LM -> GM: the part of ``attempt`` is held (or, with ``commit``, launched): ``ok``; or nothing is
+    held, and here is every change that GM has not seen."""
+
+    job_id: int
+    attempt: int
+    lm: int
+    ok: bool
+    workers: tuple
+    frees: tuple
+
+
+@message("megha.gang_commit")
+class GangCommit:
+    """GM -> LM: every part of the gang is held: launch ``tasks`` of attempt ``attempt`` (resent as a
+    launch retry, then with the one task asked again)."""
+
+    job_id: int
+    attempt: int
+    gm: int
+    tasks: tuple
+    demand: tuple
+
+
+@message("megha.gang_release")
+class GangRelease:
+    """GM -> LM: let go of the hold of gang attempt ``attempt`` (another part failed, or the GM gave up)."""
+
+    job_id: int
+    attempt: int
+
+
+@message("megha.gang_lease")
+class GangLease:
+    """LM's own timer: the hold of (``job_id``, ``attempt``) ends now unless committed or released."""
+
+    job_id: int
+    attempt: int
+
+
+@message("megha.gang_timer")
+class GangTimer:
+    """GM's own timer: ask the LMs that have not voted on ``attempt`` again, or give it up."""
+
+    job_id: int
+    attempt: int
+    asks: int
+
+
+GANG_MISSES = 3  # waiting gangs a GM's pass may find no room for before it stops (the first blocks the rest
+# only after these: a bounded backfill)
+
+GANG_COUNTERS = (
+    ("gang_attempts", "gang placements a GM sent out (reservations, or one launch of a one-LM gang)"),
+    ("gang_refusals", "gang parts an LM refused to hold: its true state had not room for every task"),
+    ("gang_aborts", "gang attempts a GM released: a part was refused or not answered"),
+    ("gang_leases_expired", "gang holds an LM let go because neither a commit nor a release came in time"),
+    ("gang_commits_rechecked", "committed gang tasks an LM found no hold for and checked again (a lost hold)"),
+)
+
+
+def gang_order(workers, constraints: tuple, providers: dict | None = None) -> list[int]:
+    """The order a gang's tasks are placed in: the most constrained first (more constraints, then fewer
+    machines providing them), ties in task order. ``providers`` caches the machine count per constraint set."""
+    providers = {} if providers is None else providers
+    for need in set(constraints):
+        if need not in providers:
+            want = frozenset(need)
+            providers[need] = sum(1 for w in workers if want <= frozenset(w.constraints))
+    return sorted(range(len(constraints)), key=lambda i: (-len(constraints[i]), providers[constraints[i]], i))
+
+
+def whole_fit(workers, constraints: tuple, demand: tuple) -> bool:
+    """Whether every task of a gang (``constraints[i]`` of task i, one ``demand``) fits the empty machines
+    ``workers`` (WorkerSpecs) at once: first fit in ``gang_order``. A greedy check: a gang it refuses might
+    fit by a cleverer packing (then it is rejected at submission all the same)."""
+    left = [list(w.capacity) for w in workers]
+    provides = [frozenset(w.constraints) for w in workers]
+    start = {}  # per constraint set: the first worker that may still hold one more
+    for i in gang_order(workers, constraints):
+        need = constraints[i]
+        want = frozenset(need)
+        k = start.get(want, 0)
+        while k < len(left) and not (want <= provides[k] and all(f >= d for f, d in zip(left[k], demand))):
+            k += 1
+        if k == len(left):
+            return False
+        start[want] = k
+        for r, d in enumerate(demand):
+            left[k][r] -= d
+    return True
+
+
+class GangFlight:
+    """A gang attempt out for votes: its tasks as (index, lm, worker), the LMs yet to vote, asks."""
+
+    __slots__ = ("job", "attempt", "since_us", "placed", "waiting", "asks")
+
+    def __init__(self, job, attempt, since_us, placed):
+        self.job = job
+        self.attempt = attempt
+        self.since_us = since_us
+        self.placed = placed
+        self.waiting = sorted({lm for _, lm, _ in placed})
+        self.asks = 1
+
+    def part(self, lm: int) -> tuple:
+        job = self.job
+        return tuple((i, w, job.durations_us[i]) for i, at, w in self.placed if at == lm)
+
+
+# ---- the GM side ------------------------------------------------------------------------------------
+class GangGlobalManager(GlobalManager):
+    """A GM whose gang jobs (``Job.gang``) are placed whole by the protocol above."""
+
+    def __init__(self, *args, machines=(), **kwargs) -> None:
+        """``machines``: every worker's WorkerSpec (a gang that cannot fit them all at once is rejected)."""
+        super().__init__(*args, **kwargs)
+        self.machines = tuple(machines)
+        self.providers: dict = {}  # constraint set -> machines that provide it (``gang_order``)
+        self.gangs: dict[int, list] = {}  # waiting gangs in arrival order: job -> [job, since_us, tried_at]
+        self.gang_flights: dict[int, GangFlight] = {}  # job -> its attempt out for votes
+        self.committed: dict[int, int] = {}  # job -> the attempt that committed it (while the job is open)
+        self.tentative = 0  # undone trial allocations: they move the search's counters but free nothing
+
+    def _admit(self, job, src: int) -> bool:
+        """A gang that can never be held whole, even on idle machines, is rejected at submission."""
+        if job.gang and job.job_id not in self.open_jobs and job.job_id not in self.adopting \
+                and not whole_fit(self.machines, job.constraints, job.demand):
+            if self.fabric.event_log is not None:
+                emit(self, JOB_UNSCHEDULABLE, job=job.job_id, tasks=tuple(range(job.num_tasks)))
+            self.send(src, JobDone(job.job_id, self.now, tuple(range(job.num_tasks))))
+            return False
+        return super()._admit(job, src)
+
+    def _apply(self, lm: int, workers: tuple, frees: tuple) -> None:
+        super()._apply(lm, workers, frees)
+        self._still_reserving(lm, workers)
+
+    def _set_free(self, lm: int, worker: int, free: tuple) -> None:
+        super()._set_free(lm, worker, free)
+        self._still_reserving(lm, (worker,))
+
+    def _still_reserving(self, lm: int, workers: tuple) -> None:
+        """LM ``lm`` sent the values just learnt before it saw this GM's reservations it has not voted on
+        yet (its messages come in order): take those reservations from the view again."""
+        if not self.gang_flights:
+            return
+        learnt = set(workers)
+        for flight in self.gang_flights.values():
+            if lm in flight.waiting:
+                for _, at, w in flight.placed:
+                    if at == lm and w in learnt:
+                        self.search.take_back(lm, w, flight.job.demand)
+
+    def on_Job(self, job, src: int) -> None:
+        if not job.gang:
+            super().on_Job(job, src)
+        elif self._admit(job, src):
+            self.gangs[job.job_id] = [job, self.arrived, -1]
+            self._schedule()
+
+    def _adopted(self, job_id: int) -> None:
+        job, _, running, done, _ = self.adopting[job_id]
+        if job.gang and not running and not done:  # nothing of it ran: a gang again
+            del self.adopting[job_id]
+            self.gangs[job_id] = [job, self.now, -1]
+            self._schedule()
+            return
+        if job.gang:
+            self.committed.setdefault(job_id, -1)  # it ran somewhere: what is missing is its remainder
+        super()._adopted(job_id)
+
+    def close_job(self, job_id: int) -> None:
+        self.committed.pop(job_id, None)
+        super().close_job(job_id)
+
+    def _schedule(self) -> None:
+        super()._schedule()
+        if self.gangs:
+            self._place_gangs()
+
+    def _place_gangs(self) -> None:
+        """Try the waiting gangs in order whose last try saw a view that has changed since, until
+        ``GANG_MISSES`` of them did not fit (a try scans the view once per task: a pass stays cheap)."""
+        search = self.search
+        misses = 0
+        for k, job_id in enumerate(list(self.gangs)):
+            if search.total_free <= 0 or misses >= GANG_MISSES:
+                break
+            entry = self.gangs[job_id]
+            if entry[2] == search.gain_total - self.tentative:
+                continue
+            placed = self._fit(entry[0], k == 0)
+            if placed is None:
+                entry[2] = search.gain_total - self.tentative
+                misses += 1
+                continue
+            del self.gangs[job_id]
+            self._reserve(entry[0], entry[1], placed)
+        self.charge("worker", search.take_scanned())
+
+    def _fit(self, job, head: bool) -> list | None:
+        """Every task of ``job`` allocated in the view, as (index, lm, worker); or None, nothing allocated.
+        The most constrained tasks go first (``gang_order``), placed by the worker-choice policy; if that
+        leaves a task with no worker, the ``head`` of the waiting gangs tries first fit in machine order too
+        (on idle machines that is ``whole_fit``: a gang admitted at submission fits once they drain)."""
+        order = gang_order(self.machines, job.constraints, self.providers)
+        placed = self._place(job, order, False)
+        if isinstance(placed, int) and placed and head:  # (a first task with no worker has none by first fit)
+            placed = self._place(job, order, True)
+        return placed if isinstance(placed, list) else None
+
+    def _place(self, job, order: list, first_fit: bool) -> list | int:
+        """The placement, or how many tasks were placed before one found no worker (all undone)."""
+        search, demand = self.search, job.demand
+        placed = []
+        for i in order:
+            signature = (job.constraints[i], demand)
+            got = self._first_fit(signature) if first_fit else search.find(signature)
+            if got is None:
+                for _, lm, w in placed:
+                    search.give_back(lm, w, demand)
+                self.tentative += len(placed)
+                return len(placed)
+            lm, p, local = got
+            placed.append((i, lm, search.allocate(lm, p, local, demand)))
+        return placed
+
+    def _first_fit(self, signature: tuple):
+        """(lm, partition, local) of the first worker in machine order the view has room on, or None."""
+        constraints, demand = signature
+        for lm, row in enumerate(self.search.views):
+            for p, view in enumerate(row):
+                if view.free_count:
+                    cand = view.suitable(constraints, demand)
+                    self.search.scanned += view.n
+                    if len(cand):
+                        return lm, p, int(cand.min())
+        return None
+
+    def _reserve(self, job, since_us: int, placed: list) -> None:
+        self.attempts += 1
+        flight = self.gang_flights[job.job_id] = GangFlight(job, self.attempts, since_us, placed)
+        self.recorder.count("gang_attempts")
+        now = self.now
+        for i, _, _ in placed:
+            self.recorder.task_dispatched(job.job_id, i, since_us, now)
+        self.launches += len(placed)
+        self._ask_votes(flight)
+
+    def _ask_votes(self, flight: GangFlight) -> None:
+        job, single = flight.job, len({lm for _, lm, _ in flight.placed}) == 1
+        for lm in flight.waiting:
+            self._to_lm(lm, GangReserve(job.job_id, flight.attempt, self.gm, flight.part(lm), job.demand, single))
+        self.set_timer(backoff(self.request_timeout_us, flight.asks), GangTimer(job.job_id, flight.attempt, flight.asks))
+
+    def on_GangTimer(self, msg: GangTimer, src: int) -> None:
+        flight = self.gang_flights.get(msg.job_id)
+        if flight is None or flight.attempt != msg.attempt or flight.asks != msg.asks:
+            return
+        if flight.asks < REQUEST_TRIES:
+            flight.asks += 1
+            self._ask_votes(flight)
+        else:
+            self._abort(flight)
+            self._schedule()
+
+    def on_GangVote(self, msg: GangVote, src: int) -> None:
+        flight = self.gang_flights.get(msg.job_id)
+        learn = msg.workers and self._followed(msg.lm, src)
+        if flight is None or flight.attempt != msg.attempt or msg.lm not in flight.waiting:
+            if learn:
+                self._apply(msg.lm, msg.workers, msg.frees)
+            given_up = flight is None or flight.attempt != msg.attempt
+            if msg.ok and given_up and self.committed.get(msg.job_id) != msg.attempt:
+                self._to_lm(msg.lm, GangRelease(msg.job_id, msg.attempt))  # a yes for an attempt given up
+            self._schedule()
+            return
+        if not msg.ok:
+            self._abort(flight)
+            if learn:
+                self._apply(msg.lm, msg.workers, msg.frees)
+        else:
+            flight.waiting.remove(msg.lm)  # (the vote's values count this LM's part already)
+            if learn:
+                self._apply(msg.lm, msg.workers, msg.frees)
+            if not flight.waiting:
+                self._commit(flight)
+        self._schedule()
+
+    def _abort(self, flight: GangFlight) -> None:
+        """Give the attempt up: every LM of it lets go, the view gets its allocations back, the gang waits."""
+        job = flight.job
+        del self.gang_flights[job.job_id]
+        self.recorder.count("gang_aborts")
+        for lm in sorted({lm for _, lm, _ in flight.placed}):
+            self._to_lm(lm, GangRelease(job.job_id, flight.attempt))
+        for _, lm, w in flight.placed:
+            self.search.give_back(lm, w, job.demand)
+        if job.job_id in self.open_jobs:
+            self.gangs[job.job_id] = [job, self.now, -1]
+
+    def _commit(self, flight: GangFlight) -> None:
+        """Every part is held (or, for one LM, launched): the tasks are launches awaiting their end."""
+        job = flight.job
+        del self.gang_flights[job.job_id]
+        self.committed[job.job_id] = flight.attempt
+        lms = sorted({lm for _, lm, _ in flight.placed})
+        if len(lms) > 1:
+            self.recorder.gang_committed(job.job_id, self.now)  # (a one-LM gang: the LM records its launch)
+            for lm in lms:
+                self._to_lm(lm, GangCommit(job.job_id, flight.attempt, self.gm, flight.part(lm), job.demand))
+        for i, lm, w in flight.placed:
+            p = w // self.search.per_partition
+            self.internal += p == self.gm
+            self.external += p != self.gm
+            task = Pending(job.job_id, i, job.durations_us[i], job.constraints[i], job.demand, flight.since_us)
+            inflight = Inflight(task, lm, w)
+            inflight.attempt = flight.attempt
+            self._await(inflight, self.now + task.duration_us)
+
+    def _send_launch(self, flight: Inflight) -> None:
+        """A committed gang task asked again: the commit again, for that one task."""
+        task = flight.task
+        if flight.attempt and flight.attempt == self.committed.get(task.job_id):
+            self._to_lm(flight.lm, GangCommit(task.job_id, flight.attempt, self.gm,
+                                              ((task.index, flight.worker, task.duration_us),), task.demand))
+        else:
+            super()._send_launch(flight)
+
+
+# ---- the LM side ------------------------------------------------------------------------------------
+class GangLocalManager(LocalManager):
+    """An LM that holds gang parts under a lease, and launches them on a commit."""
+
+    def __init__(self, *args, lease_us: int, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.lease_us = lease_us
+        self.holds: dict[tuple[int, int], list] = {}  # (job, attempt) -> [owner GM, demand, tasks]
+        self.ended: set[tuple[int, int]] = set()  # attempts committed or let go here (a late reserve: no)
+
+    def gang_held(self, w: int) -> list[int]:
+        """The resources held on worker ``w`` for gangs (the workers do not know of holds)."""
+        out = [0] * len(self.capacity[w])
+        for _, demand, tasks in self.holds.values():
+            for _, worker, _ in tasks:
+                if worker == w:
+                    for r, d in enumerate(demand):
+                        out[r] += d
+        return out
+
+    def on_GangReserve(self, msg: GangReserve, src: int) -> None:
+        if self._hold(msg, src):
+            return
+        key = (msg.job_id, msg.attempt)
+        gm = self.gm_ids[msg.gm]
+        if key in self.holds or any((msg.job_id, i) in self.tasks or (msg.job_id, i) in self.done
+                                    for i, _, _ in msg.tasks):
+            self.send(gm, GangVote(msg.job_id, msg.attempt, self.lm, True, (), ()))  # a retry: as before
+            return
+        bad = -1 if key not in self.ended else msg.tasks[0][1]
+        need: dict[int, list] = {}
+        for _, w, _ in msg.tasks:
+            need.setdefault(w, [0] * len(msg.demand))
+            for r, d in enumerate(msg.demand):
+                need[w][r] += d
+        for w in sorted(need):
+            if bad < 0 and (w in self.down or any(f < d for f, d in zip(self.free[w], need[w]))):
+                bad = w
+        if bad >= 0:
+            self.recorder.count("gang_refusals")
+            workers, frees = self.change_log.since(msg.gm, always=bad)
+            self.charge("change", len(workers))
+            self.send(gm, GangVote(msg.job_id, msg.attempt, self.lm, False, workers, frees))
+            return
+        for w in sorted(need):
+            for r, d in enumerate(need[w]):
+                self.free[w][r] -= d
+            self._changed(w, msg.gm)
+        self.holds[key] = [msg.gm, msg.demand, msg.tasks]
+        if msg.commit:  # the whole gang is here: a local decision
+            self.recorder.gang_committed(msg.job_id, self.now)
+            self._launch_held(key, msg.gm, msg.tasks, msg.demand)
+        else:
+            self.set_timer(self.lease_us, GangLease(msg.job_id, msg.attempt))
+        workers, frees = self.change_log.fresh(msg.gm) if self.launch_replies else ((), ())
+        self.charge("change", len(workers))
+        self.send(gm, GangVote(msg.job_id, msg.attempt, self.lm, True, workers, frees))
+
+    def on_GangCommit(self, msg: GangCommit, src: int) -> None:
+        if self._hold(msg, src):
+            return
+        self._launch_held((msg.job_id, msg.attempt), msg.gm, msg.tasks, msg.demand)
+
+    def _launch_held(self, key, gm: int, tasks: tuple, demand: tuple) -> None:
+        """Launch ``tasks`` of the gang attempt ``key``: from its hold, or checked again when not held."""
+        hold = self.holds.get(key)
+        held = {i for i, _, _ in hold[2]} if hold is not None else set()
+        job_id, attempt = key
+        for index, w, duration_us in tasks:
+            tkey = (job_id, index)
+            if tkey in self.tasks:  # already running: a retried commit
+                task = self.tasks[tkey]
+                task.owner = gm
+                self.recorder.count("duplicate_launches_suppressed")
+                self.send(self.gm_ids[gm], LaunchAccepted(job_id, index, self.lm, task.worker,
+                                                          tuple(self.free[task.worker]), task.end_us))
+                continue
+            if tkey in self.done:
+                self.recorder.count("duplicate_launches_suppressed")
+                self.send(self.gm_ids[gm], TaskCompleted(job_id, index, self.lm, w, tuple(self.free[w])))
+                continue
+            if index in held and w not in self.down:
+                held.discard(index)
+                self._release_one(hold, index)
+                self.recorder.task_handled(job_id, index, self.arrived, self.now)
+                self._start_task(tkey, w, gm, demand, duration_us)
+                continue
+            self.recorder.count("gang_commits_rechecked")
+            free = self.free[w]
+            self.recorder.task_handled(job_id, index, self.arrived, self.now)
+            if w not in self.down and all(f >= d for f, d in zip(free, demand)):
+                for r, d in enumerate(demand):
+                    free[r] -= d
+                self._changed(w, gm)
+                self._start_task(tkey, w, gm, demand, duration_us)
+            else:
+                workers, frees = self.change_log.since(gm, always=w)
+                self.send(self.gm_ids[gm], LaunchFailed(job_id, index, attempt, self.lm, workers, frees))
+        if hold is not None and not hold[2]:
+            del self.holds[key]
+        self.ended.add(key)
+
+    def _release_one(self, hold: list, index: int) -> None:
+        """Take task ``index`` out of a hold; its resources stay taken (the launch uses them)."""
+        hold[2] = tuple(t for t in hold[2] if t[0] != index)
+
+    def on_GangRelease(self, msg: GangRelease, src: int) -> None:
+        if self._hold(msg, src):
+            return
+        self._let_go((msg.job_id, msg.attempt))
+
+    def on_GangLease(self, msg: GangLease, src: int) -> None:
+        if self.active and (msg.job_id, msg.attempt) in self.holds:
+            self.recorder.count("gang_leases_expired")
+            self._let_go((msg.job_id, msg.attempt))
+
+    def _let_go(self, key) -> None:
+        self.ended.add(key)
+        hold = self.holds.pop(key, None)
+        if hold is None:
+            return
+        _, demand, tasks = hold
+        for _, w, _ in tasks:
+            if w in self.down:
+                continue  # a down worker's free stays 0 until it is reconciled (without the hold)
+            for r, d in enumerate(demand):
+                self.free[w][r] += d
+            self._changed(w, NO_CAUSE)
+
+    def on_AdoptJob(self, msg, src: int) -> None:
+        """A GM adopts the job: the holds of earlier attempts go (it places what did not run afresh)."""
+        if self._hold(msg, src):
+            return  # kept for after a rebuild (it comes back through here), or only observed by a standby
+        for key in sorted(k for k in self.holds if k[0] == msg.job_id):
+            self._let_go(key)
+        super().on_AdoptJob(msg, src)
+
+    def _reconcile(self, w: int, status) -> None:
+        """The worker's record rebuilt from what it runs; the holds on it are taken again (a hold that no
+        longer fits is let go: its commit will be checked again)."""
+        super()._reconcile(w, status)
+        free = self.free[w]
+        for key in sorted(self.holds):
+            _, demand, tasks = self.holds[key]
+            n = sum(1 for t in tasks if t[1] == w)
+            if not n:
+                continue
+            if all(f >= d * n for f, d in zip(free, demand)):
+                for r, d in enumerate(demand):
+                    free[r] -= d * n
+            else:
+                self.holds[key][2] = tuple(t for t in tasks if t[1] != w)
+            self._changed(w, NO_CAUSE)
+
+    def _forget_state(self) -> None:
+        super()._forget_state()
+        self.holds.clear()

@@ -1,0 +1,175 @@
+"""Gang scheduling (``--set gang=true``, actors/gang.py): all-or-nothing jobs in Megha and centralized.
+
+A one-LM gang (centralized) is one local decision; a gang spanning LMs is reserved on each, then
+committed or released. Faults: a GM that dies mid-reservation leaves holds that the LMs' leases let go;
+an LM that loses a hold has the commit checked again. ``gangs_whole`` bites on a task started before its
+gang's commit and on a partial gang, and the fault search's plans never make a gang run partially."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from fedemu.actors.gang import GangLocalManager, whole_fit
+from fedemu.actors.invariants import gangs_whole
+from fedemu.fabric.errors import ConfigError
+from fedemu.model import Cluster, ClusterSpec, Job, Recorder, WorkerSpec
+from fedemu.scenarios import fault_plan
+from fedemu.tools import strategies
+from fedemu.tools.runner import execute
+from scheduler_helpers import recorder_of
+
+# two LMs of two 1-slot workers and gangs of 3 or 4 tasks: every gang spans both LMs
+SPAN = {"gms": 1, "lms": 2, "workers_per_partition": 2, "constraints": False, "fanout": 3, "jobs": 6,
+        "task_s": 0.5, "task_dist": "const", "load": 0.5, "gang": True, "cost_model": "zero"}
+
+
+def run(plan_tables=(), seed=1, **overrides):
+    plan = fault_plan.from_tables(list(plan_tables), "test plan") if plan_tables else None
+    r = execute("default", seed=seed, overrides=overrides, faults=plan)
+    s = r.summary
+    assert set(s["invariants"].values()) == {"ok"}, s["invariants"]
+    assert "gangs_whole" in s["invariants"]
+    assert s["jobs_completed"] + s["unschedulable"] == s["jobs"]
+    return r
+
+
+def gang_lms(r):
+    return [a for a in map(r.fabric.actor, range(len(r.fabric.names))) if isinstance(a, GangLocalManager)]
+
+
+def starts(rec, job_id, n):
+    return [rec.tasks[(job_id, i)].start_us for i in range(n)]
+
+
+def test_centralized_gangs_are_one_local_decision_each():
+    r = run(scheduler="centralized", gang=True, jobs=60, load=0.95)
+    c, rec = r.summary["counters"], recorder_of(r.fabric)
+    done = [j for j in rec.jobs.values() if j.completion_us >= 0]
+    assert c["gang_attempts"] == len(done)  # one LM, one decision: nothing to abort or release
+    assert "gang_aborts" not in c and "gang_refusals" not in c
+    for job in done:
+        assert min(starts(rec, job.job_id, job.num_tasks)) >= job.committed_us >= job.arrival_us
+
+
+def test_megha_gangs_spanning_lms_are_reserved_then_committed_and_conflicts_released():
+    r = run(gang=True, jobs=80, load=0.95, fanout=12, seed=3)
+    c, rec = r.summary["counters"], recorder_of(r.fabric)
+    assert c["gang_attempts"] > c.get("gang_aborts", 0) > 0  # three GMs race for the same machines
+    assert c["gang_refusals"] > 0
+    for job in rec.jobs.values():
+        if job.completion_us >= 0:
+            assert min(starts(rec, job.job_id, job.num_tasks)) >= job.committed_us
+    assert all(not lm.holds for lm in gang_lms(r))  # every hold was committed or let go
+
+
+def test_a_gang_that_cannot_fit_even_idle_machines_is_rejected_at_submission():
+    r = run(**{**SPAN, "fanout": 5})  # 5 tasks of 1 slot, 4 slots in all
+    assert r.summary["unschedulable"] == SPAN["jobs"] and r.summary["counters"].get("gang_attempts", 0) == 0
+
+
+def test_whole_fit_places_the_most_constrained_tasks_first():
+    a, b = WorkerSpec(0, 0, (1,), (3, 12)), WorkerSpec(1, 0, (1,), (3,))
+    assert whole_fit((a, b), ((3,), (12,)), (1,))  # (12,) first takes a, (3,) then b
+    assert not whole_fit((a, b), ((12,), (12,)), (1,))
+    assert not whole_fit((a, b), ((), (), ()), (1,))
+    assert whole_fit((WorkerSpec(0, 0, (4, 8), ()),), ((), ()), (2, 4))
+    assert not whole_fit((WorkerSpec(0, 0, (4, 8), ()),), ((), ()), (2, 5))
+
+
+def first_arrival_us(**overrides):
+    rec = recorder_of(execute("default", overrides=overrides).fabric)
+    return min(j.arrival_us for j in rec.jobs.values())
+
+
+def test_a_gm_that_dies_mid_reservation_leaves_holds_that_the_leases_let_go():
+    at = first_arrival_us(**SPAN)
+    # the GM hears of the job at +0.5 ms and reserves at once; it dies before the votes are back, for
+    # longer than the lease: the holds must go by themselves, and the job still runs, whole
+    r = run([{"at_s": (at + 700) / 1e6, "kind": "crash", "target": "gm-0", "for_s": 3.0}], **SPAN)
+    c = r.summary["counters"]
+    assert c["gang_leases_expired"] >= 2 and c["gm_rebuilds"] == 1
+    assert all(not lm.holds for lm in gang_lms(r))
+
+
+def test_an_lm_that_loses_its_hold_before_the_commit_has_the_commit_checked_again():
+    at = first_arrival_us(**SPAN)
+    # lm-0 votes yes at +1 ms and restarts (memory lost) before the commit reaches it at +2 ms
+    r = run([{"at_s": (at + 1200) / 1e6, "kind": "crash", "target": "lm-0", "for_s": 0.0003}], **SPAN)
+    c = r.summary["counters"]
+    assert c["lm_rebuilds"] >= 1 and c["gang_commits_rechecked"] >= 1
+
+
+def test_a_standby_lm_takes_over_mid_gang():
+    at = first_arrival_us(**SPAN, lm_standby=True)
+    r = run([{"at_s": (at + 1200) / 1e6, "kind": "crash", "target": "lm-1", "for_s": 5.0}], **SPAN,
+            lm_standby=True)
+    assert r.summary["counters"]["failovers"] >= 1
+
+
+@pytest.mark.parametrize("scheduler", ["pigeon", "pigeonc", "sparrow"])
+def test_gang_is_one_line_error_for_schedulers_without_it(scheduler):
+    with pytest.raises(ConfigError, match=r"parameter 'gang' does not apply to scheduler .*centralized/megha"):
+        execute("default", overrides={"scheduler": scheduler, "gang": True, "jobs": 5})
+
+
+def test_gang_off_keeps_the_journal_of_a_run_without_the_key():
+    base = execute("default", overrides={"jobs": 30})
+    off = execute("default", overrides={"jobs": 30, "gang": False})
+    assert base.summary["digest"] == off.summary["digest"]
+    assert "gangs_whole" not in base.summary["invariants"]
+
+
+# ---- the invariant on recorded facts ------------------------------------------------------------------
+CLUSTER = Cluster((ClusterSpec(0, "A", (WorkerSpec(0, 0, (2,), ()), WorkerSpec(1, 0, (2,), ()))),))
+
+
+def _gang(commit_us, runs):
+    """A recorder with one 3-task gang committed at ``commit_us`` (-1: never), its task i run as runs[i]."""
+    rec = Recorder(total_units=4)
+    rec.job_arrived(Job(0, 0, (10, 10, 10), gang=True))
+    if commit_us >= 0:
+        rec.gang_committed(0, commit_us)
+    for i, run_ in enumerate(runs):
+        if run_ is not None:
+            worker, start = run_
+            rec.task_started(0, i, start, worker)
+            rec.task_finished(0, i, start + 10)
+    return rec
+
+
+def test_gangs_whole_holds_for_a_gang_started_after_its_commit_even_at_different_instants():
+    assert gangs_whole(_gang(5, [(0, 5), (1, 6), (0, 9)]), CLUSTER, 100) == []
+
+
+def test_gangs_whole_bites_on_a_task_started_before_the_commit_or_without_one():
+    (v,) = gangs_whole(_gang(5, [(0, 4), (1, 6), (0, 9)]), CLUSTER, 100)
+    assert v.invariant == "gangs_whole" and "started alone" in v.detail and v.time_us == 4
+    (v,) = gangs_whole(_gang(-1, [(0, 4), None, None]), CLUSTER, 100)
+    assert "never committed" in v.detail
+
+
+def test_gangs_whole_bites_on_a_partial_gang():
+    (v,) = gangs_whole(_gang(5, [(0, 5), None, (1, 5)]), CLUSTER, 100)
+    assert "partial gang: 2 of 3" in v.detail and "0.1" in v.detail
+
+
+def test_a_gang_with_a_task_aborted_by_a_crash_and_started_again_is_whole():
+    rec = _gang(5, [None, (1, 5), (1, 5)])
+    rec.task_started(0, 0, 5, 0)
+    rec.task_aborted(0, 0, 0, 7)
+    rec.task_started(0, 0, 30, 1)
+    assert gangs_whole(rec, CLUSTER, 100) == []
+
+
+# ---- the property over the fault search's plans ---------------------------------------------------------
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(strategies.examples("default", schedulers=["megha", "centralized"], fixed={"gang": True}))
+def test_a_gang_never_runs_partially_under_any_fault_plan_the_search_generates(example):
+    r = example.run()  # RunViolation on any broken invariant, gangs_whole among them
+    assert r.summary["invariants"]["gangs_whole"] == "ok"
+    rec = recorder_of(r.fabric)
+    for job in rec.jobs.values():
+        assert job.gang
+        if job.completion_us >= 0:
+            assert job.committed_us >= 0
