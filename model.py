@@ -280,8 +280,7 @@ class Recorder:
     def job_arrived(self, job, short: bool = True) -> None:
         self.jobs[job.job_id] = JobRecord(job.job_id, job.arrival_us, job.num_tasks, job.ideal_jrt_us,
                                           job.mean_task_us, short, demand=job.demand, constraints=job.constraints,
-                                          alpha=job.alpha, user=job.user)
-                                          alpha=job.alpha, gang=job.gang)
+                                          alpha=job.alpha, user=job.user, gang=job.gang)
         for i, d in enumerate(job.durations_us):
             self.tasks[(job.job_id, i)] = TaskRecord(job.job_id, i, job.arrival_us, d, mark_us=job.arrival_us)
 

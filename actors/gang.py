@@ -196,8 +196,8 @@ class GangGlobalManager(GlobalManager):
             return False
         return super()._admit(job, src)
 
-    def _apply(self, lm: int, workers: tuple, frees: tuple) -> None:
-        super()._apply(lm, workers, frees)
+    def _apply(self, lm: int, workers: tuple, frees: tuple, holders: tuple = ()) -> None:
+        super()._apply(lm, workers, frees, holders)
         self._still_reserving(lm, workers)
 
     def _set_free(self, lm: int, worker: int, free: tuple) -> None:

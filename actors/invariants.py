@@ -181,6 +181,9 @@ def preempted_requeued_once(rec: Recorder, cluster: Cluster, end_us: int) -> lis
                 out.append(Violation("preempted_requeued_once", subject, s2,
                                      f"ran twice at once after a preemption (executions from {s1} us and {s2} us)"))
                 break
+    return out
+
+
 def gangs_whole(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violation]:
     """No partial gang ever runs: no task of a gang job starts (any execution) before the commit that held
     every one of its tasks at once, and a gang with a task started has every task started by the end.

@@ -177,7 +177,8 @@ def _jobs(path, limit: int | None, first_job_id: int, fill=None, users: int | No
                     raise TraceError(f"{path}:{lineno}: no user field; user_assign=trace needs user=K (K from 0 to "
                                      f"{users - 1}) after the durations on every line")
                 if user >= users:
-                    raise TraceError(f"{path}:{lineno}: user={user}, expected K from 0 to {users - 1}")
+                    raise TraceError(f"{path}:{lineno}: user={user}: expected user=K with K a whole number from 0 "
+                                     f"to {users - 1}")
             else:
                 user = -1
             job = Job(job_id=first_job_id + made, arrival_us=arrival_us, durations_us=durations, user=user, **extras)
