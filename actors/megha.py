@@ -181,6 +181,9 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
     templates = [[PartitionView(part, num_resources=num_resources) for part in partitions(spec)]
                  for spec in cluster.clusters]
     users = users_of(p, gms)
+    if users is not None and p["gang"]:
+        raise ConfigError("gang=true and users do not combine yet: gang jobs would bypass the users' queues and "
+                          "Algorithm 2's preemption; set one of them")
     fair = None
     if users is not None:
         total = tuple(sum(w.capacity[r] for w in cluster.workers()) for r in range(num_resources))

@@ -157,7 +157,12 @@ def clusters(scheduler: str | None = None):
     return st.fixed_dictionaries({
         "gms": st.integers(1, 3), "lms": st.integers(1, 3), "workers_per_partition": st.integers(1, 3),
         "capacity": st.sampled_from(["1", "2"]),
-        **{k: v for k, v in SHAPE_KEYS.items() if k in own}})
+        **{k: v for k, v in SHAPE_KEYS.items() if k in own}}).map(_one_of_gang_or_users)
+
+
+def _one_of_gang_or_users(shape: dict) -> dict:
+    """Gang scheduling and users (fairness) do not combine (a one-line error): a gang run has no users."""
+    return {**shape, "users": 0} if shape.get("gang") and shape.get("users") else shape
 
 
 # ---- whole runs ---------------------------------------------------------------------------------
