@@ -36,9 +36,12 @@ from .experiments import PAPERS, SCARCITY_LEVELS, Experiment
 CLAIMS_DIR = Path(__file__).with_name("claims")
 PACKAGE = Path(__file__).resolve().parents[1]
 SOURCE_DIRS = ("", "actors", "actors/costs", "fabric", "policies", "scenarios", "tools")  # not the claims
+# the modules that only plan runs and read their results (the overrides they choose are part of each key)
+REPORT_SIDE = frozenset({"tools/reproduce.py", "tools/verdict.py", "tools/experiments.py", "tools/pool.py"})
 MARKER = "reproduce.json"
 ZERO_QUEUE_S = 0.01  # a job "did not queue" when its delay is under 10 ms (a few network hops)
 COMPARABLE = 0.25  # a scarcity level that rejects more of the jobs than this no longer runs the same workload
+OPTIONS = ("baseline", "tol", "tie", "order")  # a claim's own verdict settings
 TERM = re.compile(r"^\s*([\w.-]+)/([\w.-]+)@([\w.-]+):(\w+)\s*$")
 
 
@@ -90,18 +93,21 @@ def evaluate(claim: dict, rows: dict) -> dict:
         ours = values[0]
         for v in values[1:]:
             ours = ours / max(v, verdict.FLOOR)
-    kw = {k: claim[k] for k in ("baseline", "tol", "tie") if k in claim}
+    kw = {k: claim[k] for k in OPTIONS if k in claim}
     return {"ours": ours, "verdict": verdict.verdict(claim["kind"], claim["paper"], ours, **kw),
             "evidence": "; ".join(evidence)}
 
 
 # ---- runs -----------------------------------------------------------------------------------------
 def code_version() -> str:
-    """A hash of fedemu's own source and data files (not tests): a change of code means fresh runs."""
+    """A hash of fedemu's own source and data files that decide a run's results (not tests, not the
+    report side): a change of that code means fresh runs."""
     h = hashlib.blake2b(digest_size=16)
     for sub in SOURCE_DIRS:
         folder = PACKAGE / sub
         for f in sorted(list(folder.glob("*.py")) + list(folder.glob("*.json"))):
+            if f"{sub}/{f.name}" in REPORT_SIDE:
+                continue
             h.update(f"{sub}/{f.name}\0".encode())
             h.update(f.read_bytes())
     return h.hexdigest()
@@ -166,7 +172,8 @@ def plan(experiments: list[Experiment], seeds: str, out: Path, code: str) -> lis
     """Every run of every experiment, each tagged with its experiment and its content key."""
     specs = []
     for e in experiments:
-        for spec in compare.plan_runs("default", e.schedulers, e.policies, seeds, e.overrides, str(out / "runs")):
+        for spec in compare.plan_runs("default", e.schedulers, e.policies, e.seeds or seeds, e.overrides,
+                                      str(out / "runs")):
             spec["experiment"] = e.name
             spec["key"] = run_key(spec, code)
             spec["out_dir"] = str(out / "runs" / f"{spec['name']}-{spec['key']}")
@@ -218,11 +225,12 @@ RULES = f"""Verdict rules (`tools/verdict.py`; numbers below {verdict.FLOOR:g} c
   the bound and beyond the tie band above the baseline: *reproduces*; beyond the tie band only: *same
   direction*; else *differs*. **at_most** is the mirror image.
 - **value** (a single number): within a factor {verdict.TOL:g} (or the claim's own `tol`): *reproduces*; within a
-  factor {verdict.ORDER:g} (the same order of magnitude): *same direction*; else *differs*.
+  factor {verdict.ORDER:g} (the same order of magnitude; or the claim's `order`): *same direction*; else *differs*.
+  An exact number (the worked example) sets `tol` and `order` to 1.001: it reproduces or differs.
 - *not measured*: a run it needs failed or was not part of this reproduction; *needs issue N*: not built yet.
 
 Our number is the mean over seeds of each run's figure; a ratio divides two such means. The evidence
-lists each term with every seed's value. A claim may set its own `tol`, `tie` or `baseline` (shown in
+lists each term with every seed's value. A claim may set its own `tol`, `order`, `tie` or `baseline` (shown in
 tools/claims/PAPER.json with the reason)."""
 
 

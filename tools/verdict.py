@@ -12,8 +12,8 @@ Verdicts: ``reproduces``, ``same direction``, ``differs``; ``not measured`` when
   "the largest part of a whole").
 - ``at_most``: the mirror image (ours < baseline / tie and ours <= p; ours < baseline / tie only).
 - ``value`` (a single number, e.g. "the median delay was 1.5 ms"): ours within a factor ``tol`` (default
-  TOL) of p: ``reproduces``; within a factor 10 (the same order of magnitude): ``same direction``;
-  else ``differs``.
+  TOL) of p: ``reproduces``; within a factor ``order`` (default ORDER = 10, the same order of
+  magnitude): ``same direction``; else ``differs``. An exact number (a worked example) sets both to 1.001.
 
 Numbers below FLOOR (delays of 0 s, for instance) count as FLOOR, so every ratio is defined.
 """
@@ -48,7 +48,7 @@ def within(a: float, b: float, factor: float) -> bool:
 
 
 def verdict(kind: str, paper: float, ours: float | None, *, baseline: float = 1.0, tol: float = TOL,
-            tie: float = TIE) -> str:
+            tie: float = TIE, order: float = ORDER) -> str:
     """The verdict of ``ours`` against the paper's ``paper`` for a claim of ``kind`` (see the module doc)."""
     if kind not in KINDS:
         raise ValueError(f"unknown claim kind {kind!r}; known: {', '.join(KINDS)}")
@@ -59,7 +59,7 @@ def verdict(kind: str, paper: float, ours: float | None, *, baseline: float = 1.
             return DIFFERS
         return REPRODUCES if within(ours, paper, tol) else SAME
     if kind == "value":
-        return REPRODUCES if within(ours, paper, tol) else SAME if within(ours, paper, ORDER) else DIFFERS
+        return REPRODUCES if within(ours, paper, tol) else SAME if within(ours, paper, order) else DIFFERS
     if kind == "at_least":
         edge = baseline * tie
         return (REPRODUCES if ours >= paper else SAME) if ours > edge else DIFFERS
