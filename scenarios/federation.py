@@ -275,8 +275,14 @@ def build(fabric, params: dict):
     max_cap = tuple(max(w.capacity[r] for w in cluster.workers()) for r in range(len(cluster.resources)))
     feasible = _feasibility(cluster, max_cap)
 
-    preflight.check_feasible(build_workload(params, fabric.seed, total_units, table), feasible, max_cap,
-                             cluster.resources)
+    try:
+        preflight.check_feasible(build_workload(params, fabric.seed, total_units, table), feasible, max_cap,
+                                 cluster.resources)
+    except ConfigError as e:
+        if float(params["constraint_scarcity"]) == 1:
+            raise
+        raise ConfigError(f"{e}; constraint_scarcity={params['constraint_scarcity']:g} divides the share of "
+                          "machines providing each constraint by that much") from None
     targets = scheduler.build(Context(fabric, cluster, params, recorder, feasible, policy))
     jobs = build_workload(params, fabric.seed, total_units, table)
     cutoff = seconds_to_us(float(params["short_cutoff_s"]))
