@@ -67,6 +67,9 @@ def test_the_report_holds_the_claims_rules_experiments_plots_and_scarcity_sweep(
     for v in verdicts:
         assert f"| {v['id']} |" in report and f"**{v['verdict']}**" in report
     assert "Verdict rules" in report and "## Why ours may differ" in report
+    table = report[report.index("## Megha against PigeonC"):]
+    for name in ("syn_250", "syn_500", "syn_1000", "yahoo", "google"):
+        assert f"\n| {name} | random |" in table
     for e in tiny():
         assert f"### {e.name}:" in report
         assert (out / e.name / "delay_cdf.png").stat().st_size > 0

@@ -274,6 +274,29 @@ def scarcity_section(rows: dict) -> tuple[str, list[tuple[float, float | None]]]
     return "\n".join(lines), points
 
 
+def ratio_table(rows: dict, experiments: list[Experiment]) -> str:
+    """Megha against PigeonC per workload and policy: p50 and p99 delays (seed means) and their ratios."""
+    out = []
+    for e in experiments:
+        if e.group != "main" or e.schedulers != "megha,pigeonc":
+            continue
+        for pol in e.policies.split(","):
+            mg, pc = rows.get((e.name, "megha", pol)), rows.get((e.name, "pigeonc", pol))
+            if not mg or not pc:
+                continue
+            m = {k: [sum(r[k] for r in rs) / len(rs) if all(r.get(k) is not None for r in rs) else None
+                     for rs in (mg, pc)] for k in ("delay_p50_s", "delay_p99_s")}
+            cells = [e.name, pol]
+            for k in ("delay_p50_s", "delay_p99_s"):
+                a, b = m[k]
+                cells += [_num(a), _num(b), _num(b / max(a, verdict.FLOOR)) if None not in (a, b) else "-"]
+            out.append(cells)
+    if not out:
+        return ""
+    return _md_table(["workload", "policy", "Megha p50 s", "PigeonC p50 s", "p50 ratio", "Megha p99 s", "PigeonC p99 s",
+                      "p99 ratio (PigeonC/Megha)"], out)
+
+
 def _plot_scarcity(path: Path, points) -> bool:
     pts = [(s, r) for s, r in points if r is not None]
     if not pts:
@@ -317,6 +340,9 @@ def write_report(out: Path, paper: str, title: str, claims: dict, experiments: l
                "(the evidence column above has our numbers):", ""]
         md += [f"- **{c['id']}** ({evaluated[c['id']]['verdict']}): {c['why']}" for c in differs]
         md.append("")
+    ratios = ratio_table(rows, experiments)
+    if ratios:
+        md += ["## Megha against PigeonC: delay ratios", "", "Above 1: Megha's delay is the lower.", "", ratios, ""]
     if claims.get("notes"):
         md += ["## Notes on the set-up", ""] + [f"- {n}" for n in claims["notes"]] + [""]
     md += ["## Experiments", ""]
