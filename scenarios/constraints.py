@@ -2,6 +2,14 @@
 
 Constraint ids are 0-20 (the 21 of Sharma et al. 2011 used by the 2023 Megha paper). Their real
 distributions are unavailable, so ``constraint_table.json`` ships a documented stand-in.
+
+Scarcity is the stand-in's knob for how rare constrained machines are (``--set constraint_scarcity=S``,
+``ConstraintTable.with_scarcity``): every machine fraction f becomes min(1, f / S). S = 1 is the table as
+written; S = 2 halves the machines providing each constraint (those every machine had become a coin
+flip), S = 0.5 doubles them (capped at all machines). Tasks request constraints as before, so a larger
+S means more contention for the same requests, and some requests no machine satisfies any more (their
+jobs are rejected as unschedulable and counted). A fraction of 0 stays 0, so the profiles keep their
+character.
 """
 
 from __future__ import annotations
@@ -71,6 +79,15 @@ class ConstraintTable:
         if profile not in self.profiles:
             raise unknown_name("profile", profile, self.profiles)
         return self.machine_fraction[self.profiles.index(profile)]
+
+    def with_scarcity(self, scarcity: float) -> "ConstraintTable":
+        """This table with every machine fraction f replaced by min(1, f / scarcity) (1: unchanged)."""
+        if isinstance(scarcity, bool) or not _is_number(scarcity) or scarcity <= 0:
+            raise ConfigError(f"constraint_scarcity is {scarcity!r}, expected a finite number > 0 (1: the table as written)")
+        if scarcity == 1:
+            return self
+        scaled = tuple(tuple(min(1.0, f / scarcity) for f in row) for row in self.machine_fraction)
+        return attrs.evolve(self, machine_fraction=scaled, source=f"{self.source} (scarcity {scarcity:g})")
 
     @property
     def constrained_share(self) -> float:

@@ -64,6 +64,9 @@ COMMON = (
           "from 0 to 1 or U(a,b) drawn per job"),
     Param("constraints", True, "draw machine and task constraints from the constraint table"),
     Param("constraint_table", "", "a constraint table JSON file; empty: the built-in stand-in table"),
+    Param("constraint_scarcity", 1.0, "how rare constrained machines are: each machine fraction f of the table "
+          "becomes min(1, f / this); 1: the table as written, 2: half as many machines provide each constraint",
+          **finite_at_least(0, strict=True)),
     # workload
     Param("workload", "poisson", "syn_N (jobs of N 1-s tasks), poisson, or trace"),
     Param("trace", "", "the trace file of workload=trace"),
@@ -173,6 +176,7 @@ def build_cluster(params: dict, seed: int):
     """The machines: ``lms`` clusters of ``gms * workers_per_partition`` workers each."""
     gms, lms, wpp = shape(params)
     table = cons.ConstraintTable.load(params["constraint_table"] or None)
+    table = table.with_scarcity(float(params["constraint_scarcity"]))
     types = machines.parse(params["machine_types"]) if params["machine_types"] else None
     if types is not None and str(params["capacity"]) != "1":
         raise ConfigError(f"parameters 'capacity' ({params['capacity']!r}) and 'machine_types' both set; "
@@ -323,8 +327,14 @@ def build(fabric, params: dict):
     max_cap = tuple(max(w.capacity[r] for w in cluster.workers()) for r in range(len(cluster.resources)))
     feasible = _feasibility(cluster, max_cap)
 
-    preflight.check_feasible(build_workload(params, fabric.seed, total_units, table), feasible, max_cap,
-                             cluster.resources)
+    try:
+        preflight.check_feasible(build_workload(params, fabric.seed, total_units, table), feasible, max_cap,
+                                 cluster.resources)
+    except ConfigError as e:
+        if float(params["constraint_scarcity"]) == 1:
+            raise
+        raise ConfigError(f"{e}; constraint_scarcity={params['constraint_scarcity']:g} divides the share of "
+                          "machines providing each constraint by that much") from None
     targets = scheduler.build(Context(fabric, cluster, params, recorder, feasible, policy))
     jobs = build_workload(params, fabric.seed, total_units, table)
     cutoff = seconds_to_us(float(params["short_cutoff_s"]))

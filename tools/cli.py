@@ -185,6 +185,12 @@ def _cmd_compare(args) -> int:
         return compare.main(args)
 
 
+def _cmd_reproduce(args) -> int:
+    from . import reproduce
+
+    return reproduce.main(args)
+
+
 def _seconds(text: str) -> str:
     """argparse type for --from/--to/--seek: a finite number of seconds >= 0, within the 1e7 s any run
     may last (kept as text for tools.replay)."""
@@ -289,7 +295,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="reuse a non-empty --out: remove an earlier compare's results first")
     c.add_argument("--set", action="append", metavar="KEY=VALUE")
     c.add_argument("--jobs", type=_non_negative, default=0, help="parallel processes (default: CPU count)")
+    c.add_argument("--cluster", metavar="ADDRESS", help="run on the Dask distributed scheduler at ADDRESS "
+                   "(e.g. tcp://10.0.0.5:8786) instead of local processes; needs pip install 'fedemu[dask]'")
     c.set_defaults(func=_cmd_compare)
+
+    from .experiments import PAPERS
+
+    rr = sub.add_parser("reproduce", help="run a paper's experiments and write a report with a verdict per claim")
+    rr.add_argument("paper", help=f"which paper: {', '.join(PAPERS)}")
+    rr.add_argument("--quick", action="store_true", help="scaled down (fewer workers and jobs, one seed): minutes")
+    rr.add_argument("--seeds", help="comma-separated seeds (default 1,2,3; --quick: 1)")
+    rr.add_argument("--out", help="folder for report.md, plots and the runs (default out/reproduce/PAPER[-quick]); an "
+                    "earlier reproduction of the same paper there is resumed (finished runs are reused)")
+    rr.add_argument("--only", metavar="EXP,...", help="run only these experiments (their names are in the report)")
+    rr.add_argument("--jobs", type=_non_negative, default=1, help="parallel processes (default 1: the machine is shared)")
+    rr.add_argument("--cluster", metavar="ADDRESS", help="run on the Dask distributed scheduler at ADDRESS instead "
+                    "of local processes; needs pip install 'fedemu[dask]'")
+    rr.set_defaults(func=_cmd_reproduce)
 
     rp = sub.add_parser("replay", help="verify or show a recorded journal")
     rp.add_argument("log")

@@ -5,8 +5,9 @@ Choices made here:
   constraint assignment are the same for every scheduler of a seed (a ``--set`` key that only some
   schedulers declare goes to those runs only); each writes its own folder
   ``OUT/<scheduler>-<policy>-s<seed>/`` exactly as ``fedemu run --out`` does.
-- Runs go to a pool of ``--jobs`` processes (default: the CPU count), started with ``spawn`` so no trio or
-  numpy state is inherited; with one process or one run they run here, one after another.
+- Runs go to ``tools.pool``: a pool of ``--jobs`` processes (default: the CPU count), started with
+  ``spawn`` so no trio or numpy state is inherited (with one process or one run they run here, one after
+  another), or the Dask cluster at ``--cluster ADDRESS``. Results are the same whichever ran them.
 - A scheduler that takes no worker-choice policy (its plug-in says so; Sparrow) runs once per seed and
   its rows show policy ``-``.
 - CDFs pool the seeds of one scheduler/policy into one curve: delays from each run's jobs.csv, utilization
@@ -114,26 +115,20 @@ def run_one(spec: dict) -> dict:
         return {"name": spec["name"], "error": traceback.format_exc(), "config": False}
 
 
-def execute_plan(plan: list[dict], jobs: int, console: Console) -> dict[str, dict]:
-    """Run every spec (in a spawn pool when jobs > 1); returns results by run name."""
+def execute_plan(plan: list[dict], jobs: int, console: Console, cluster: str | None = None) -> dict[str, dict]:
+    """Run every spec (``pool.run_all``: a spawn pool when jobs > 1, or Dask at ``cluster``); results by run name."""
+    from . import pool
+
     results: dict[str, dict] = {}
     total = len(plan)
     t0 = time.perf_counter()
 
-    def note(res):
+    def note(_, res):
         results[res["name"]] = res
         state = "failed" if "error" in res else f"{res['summary'].get('wall_s', 0):.1f} s"
         console.print(f"[{len(results)}/{total}] {res['name']}: {state}  (elapsed {time.perf_counter() - t0:.0f} s)")
 
-    if jobs <= 1 or total <= 1:
-        for spec in plan:
-            note(run_one(spec))
-        return results
-    import multiprocessing
-
-    with multiprocessing.get_context("spawn").Pool(processes=min(jobs, total)) as pool:
-        for res in pool.imap_unordered(run_one, plan):
-            note(res)
+    pool.run_all(plan, run_one, jobs=jobs, cluster=cluster, on_result=note, progress=False)
     return results
 
 
@@ -273,11 +268,15 @@ def main(args) -> int:
     overrides = params_mod.parse_overrides(args.set)
     out = Path(args.out)
     plan = plan_runs(args.scenario, args.schedulers, args.policies, args.seeds, overrides, str(out))
+    from . import pool
+
+    pool.require_dask(args.cluster)
     jobs = args.jobs if args.jobs and args.jobs > 0 else (os.cpu_count() or 1)
     out.mkdir(parents=True, exist_ok=True)
     console = Console(stderr=True)
-    console.print(f"compare: {len(plan)} runs of {plan[0]['scenario']} in {min(jobs, len(plan))} process(es)")
-    results = execute_plan(plan, jobs, console)
+    where = f"on the Dask cluster at {args.cluster}" if args.cluster else f"in {min(jobs, len(plan))} process(es)"
+    console.print(f"compare: {len(plan)} runs of {plan[0]['scenario']} {where}")
+    results = execute_plan(plan, jobs, console, cluster=args.cluster)
 
     rows = [row_of(spec, results[spec["name"]]["summary"]) for spec in plan if "summary" in results[spec["name"]]]
     failures = [results[spec["name"]] for spec in plan if "error" in results[spec["name"]]]

@@ -1,0 +1,186 @@
+"""`fedemu reproduce`: a tiny megha-2023 (the quick grid shrunk to 100 workers) writes a report with every
+claim, verdicts that follow the rules, plots and the scarcity sweep; finished runs are reused; a process
+pool and a Dask cluster give the same numbers as one process."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import attrs
+import pytest
+
+from fedemu.tools import reproduce as rp
+from fedemu.tools.cli import main
+from fedemu.tools.experiments import PAPERS, megha_2023
+from fedemu.tools.verdict import verdict
+
+KNOWN = {"reproduces", "same direction", "differs", "not measured"}
+SAME_COLUMNS = ("experiment", "scheduler", "policy", "seed", "jobs_completed", "delay_p50_s", "delay_p99_s",
+                "utilization_mean", "digest")
+
+
+def tiny() -> list:
+    """The quick megha-2023 experiments on 100 workers with 12 jobs (5 of each trace), Random only."""
+    out = []
+    for e in megha_2023(quick=True):
+        o = {**e.overrides, "gms": 2, "lms": 2, "workers_per_partition": 25}
+        o["jobs"] = 5 if o["workload"] == "trace" else 12
+        if o["workload"].startswith("syn_"):
+            o["workload"] = "syn_5"
+        out.append(attrs.evolve(e, overrides=o, policies="random"))
+    return out
+
+
+def numbers(path):
+    with open(path / "runs.csv", newline="") as f:
+        return sorted(tuple(r[k] for k in SAME_COLUMNS) for r in csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("repro") / "megha-2023"
+    verdicts, failures = rp.reproduce("megha-2023", tiny(), "1", out, jobs=1)
+    return out, verdicts, failures
+
+
+def test_every_claim_gets_a_verdict_that_follows_the_rules(tiny_run):
+    out, verdicts, failures = tiny_run
+    assert failures == []
+    claims = rp.load_claims("megha-2023")["claims"]
+    assert [v["id"] for v in verdicts] == [c["id"] for c in claims]
+    for v, c in zip(verdicts, claims):
+        assert v["verdict"] in KNOWN
+        kw = {k: c[k] for k in rp.OPTIONS if k in c}
+        assert v["verdict"] == verdict(c["kind"], c["paper"], v["ours"], **kw)
+        for term in c["ours"].split(" / "):
+            sched, pol, exp, metric = rp.TERM.match(term).groups()
+            assert f"{sched}/{pol}@{exp} {metric}" in v["evidence"]
+        random_only = all(rp.TERM.match(t).group(2) == "random" for t in c["ours"].split(" / "))
+        assert (v["verdict"] == "not measured") == (not random_only or v["ours"] is None)
+    assert sum(v["verdict"] == "not measured" for v in verdicts) <= 10
+
+
+def test_the_report_holds_the_claims_rules_experiments_plots_and_scarcity_sweep(tiny_run):
+    out, verdicts, _ = tiny_run
+    report = (out / "report.md").read_text()
+    for v in verdicts:
+        assert f"| {v['id']} |" in report and f"**{v['verdict']}**" in report
+    assert "Verdict rules" in report and "## Why ours may differ" in report
+    table = report[report.index("## Megha against PigeonC"):]
+    for name in ("syn_250", "syn_500", "syn_1000", "yahoo", "google"):
+        assert f"\n| {name} | random |" in table
+    for e in tiny():
+        assert f"### {e.name}:" in report
+        assert (out / e.name / "delay_cdf.png").stat().st_size > 0
+        assert (out / e.name / "utilization_cdf.png").exists()
+    sweep = report[report.index("## Constraint scarcity"):]
+    for s in ("0.25", "0.5", "1", "1.5", "2"):
+        assert f"\n| {s} |" in sweep
+    assert (out / "scarcity.png").exists()
+    assert "p99 conclusion" in sweep and ("robust" in sweep or "changes with scarcity" in sweep
+                                          or "No level is comparable" in sweep)
+
+
+def test_a_second_reproduction_reuses_every_finished_run(tiny_run, tmp_path):
+    out, verdicts, _ = tiny_run
+    before = numbers(out)
+    specs = rp.plan(tiny(), "1", out, rp.code_version())
+    assert all(rp.run_cached(s).get("cached") for s in list({s["key"]: s for s in specs}.values())[:3])
+    again, _ = rp.reproduce("megha-2023", tiny(), "1", out, jobs=1)
+    assert again == verdicts and numbers(out) == before
+
+
+def test_a_changed_parameter_or_seed_is_a_new_run(tmp_path):
+    [e] = [e for e in tiny() if e.name == "syn_250"]
+    code = rp.code_version()
+    keys = {s["key"] for s in rp.plan([e], "1,2", tmp_path, code)}
+    other = attrs.evolve(e, overrides={**e.overrides, "jobs": 13})
+    assert len(keys) == 4 and not keys & {s["key"] for s in rp.plan([other], "1,2", tmp_path, code)}
+    assert not keys & {s["key"] for s in rp.plan([e], "1,2", tmp_path, code + "x")}
+
+
+SOME = ("syn_250", "scarcity-2")
+
+
+def test_a_process_pool_gives_the_same_numbers(tiny_run, tmp_path):
+    out, verdicts, _ = tiny_run
+    again, failures = rp.reproduce("megha-2023", [e for e in tiny() if e.name in SOME], "1", tmp_path / "pool", jobs=2)
+    assert failures == []
+    mine = {v["id"]: v for v in again if v["verdict"] != "not measured"}
+    assert mine and all(v == mine[v["id"]] for v in verdicts if v["id"] in mine)
+    assert set(numbers(tmp_path / "pool")) == {r for r in numbers(out) if r[0] in SOME}
+
+
+def test_a_dask_cluster_gives_the_same_numbers(tiny_run, tmp_path):
+    pytest.importorskip("distributed")
+    from distributed import LocalCluster
+
+    out, verdicts, _ = tiny_run
+    experiments = [e for e in tiny() if e.name in SOME]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        again, failures = rp.reproduce("megha-2023", experiments, "1", tmp_path / "dask",
+                                       cluster=cluster.scheduler_address)
+    assert failures == []
+    mine = {v["id"]: v for v in again if v["verdict"] != "not measured"}
+    assert mine and all(v == mine[v["id"]] for v in verdicts if v["id"] in mine)
+    assert set(numbers(tmp_path / "dask")) == {r for r in numbers(out) if r[0] in SOME}
+
+
+def test_cluster_without_dask_is_one_line_saying_how_to_install(monkeypatch, capsys, tmp_path):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if not installed
+    status = main(["reproduce", "pigeon-2019", "--only", "example", "--out", str(tmp_path / "o"),
+                   "--cluster", "tcp://127.0.0.1:8786"])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1
+    assert "Dask distributed is not installed; pip install 'fedemu[dask]'" in err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["reproduce", "megha-2099"], "unknown paper 'megha-2099'; known: megha-2022, megha-2023, pigeon-2019"),
+    (["reproduce", "megha-2023", "--only", "syn_9"], "unknown experiment 'syn_9'"),
+    (["reproduce", "megha-2023", "--seeds", "1,x"], "--seeds '1,x': 'x' is not a whole number"),
+])
+def test_bad_input_is_one_line(argv, message, capsys, tmp_path):
+    assert main(argv + ["--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and not (tmp_path / "o").exists()
+
+
+def test_an_unrelated_folder_is_not_overwritten(tmp_path, capsys):
+    (tmp_path / "mine.txt").write_text("keep")
+    assert main(["reproduce", "pigeon-2019", "--only", "example", "--out", str(tmp_path)]) == 2
+    assert "holds no earlier reproduction" in capsys.readouterr().err
+
+
+def test_every_papers_claims_name_experiments_it_runs():
+    for paper, (_, build) in PAPERS.items():
+        names = {e.name for e in build(True)} | {e.name for e in build(False)}
+        for c in rp.load_claims(paper)["claims"]:
+            if "needs" in c:
+                continue
+            for term in c["ours"].split(" / "):
+                assert rp.TERM.match(term).group(3) in names, (paper, c["id"])
+
+
+def test_the_worked_example_centralized_sum_is_the_papers(tmp_path):
+    [example] = [e for e in PAPERS["pigeon-2019"][1](True) if e.name == "example"]
+    verdicts, failures = rp.reproduce("pigeon-2019", [attrs.evolve(example, seeds="1,2,3,4")], "1", tmp_path / "ex")
+    by = {v["id"]: v for v in verdicts}
+    assert failures == [] and by["example-centralized"]["ours"] == 45
+    assert by["example-centralized"]["verdict"] == "reproduces"
+    sums = [float(x.split(": ")[1]) for x in by["example-pigeon"]["evidence"].split("(")[1].rstrip(")").split(", ")]
+    assert len(sums) == 4 and set(sums) <= {30, 36, 46}  # B and C both in group one, one each, both in group two
+
+
+def test_compare_cluster_without_dask_is_one_line_too(monkeypatch, capsys, tmp_path):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    status = main(["compare", "default", "--schedulers", "megha", "--set", "jobs=5", "--out", str(tmp_path / "c"),
+                   "--cluster", "tcp://127.0.0.1:8786"])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and "pip install 'fedemu[dask]'" in err

@@ -1,0 +1,107 @@
+"""Where a sweep's runs execute: here, a local process pool (the default) or a Dask cluster (``--cluster``).
+
+Every run is a pure function of its spec (scenario, overrides, seed, its own output folder), so results
+do not depend on which executor ran them, how many workers it had or in which order runs finished:
+``run_all`` hands each result to ``on_result`` as it arrives (for progress) and returns them in spec
+order. The local pool is started with ``spawn`` so no trio or numpy state is inherited. Dask is an
+optional extra (``pip install 'fedemu[dask]'``); its workers must be able to import this fedemu.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Sequence
+
+from fedemu.fabric.errors import ConfigError
+
+DASK_HINT = "pip install 'fedemu[dask]' (or: pip install 'dask[distributed]')"
+
+
+def _indexed(pair):
+    """Pool helper: run ``fn(spec)`` and keep the spec's position (module level, so spawn can pickle it)."""
+    index, fn, spec = pair
+    return index, fn(spec)
+
+
+def _local(specs, fn, jobs: int, note) -> None:
+    if jobs <= 1 or len(specs) <= 1:
+        for i, spec in enumerate(specs):
+            note(i, fn(spec))
+        return
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(processes=min(jobs, len(specs))) as pool:
+        for i, res in pool.imap_unordered(_indexed, [(i, fn, s) for i, s in enumerate(specs)]):
+            note(i, res)
+
+
+def require_dask(address: str | None) -> None:
+    """Nothing when ``address`` is None or Dask distributed imports; else a one-line ConfigError saying how
+    to install it (checked before a sweep starts)."""
+    if address is None:
+        return
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ConfigError(f"--cluster {address}: Dask distributed is not installed; {DASK_HINT}") from None
+
+
+def dask_client(address: str):
+    """A connected ``distributed.Client`` for ``address``, or a one-line ConfigError saying what to do."""
+    require_dask(address)
+    import distributed
+
+    try:
+        return distributed.Client(address, timeout="10s", set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as e:
+        raise ConfigError(f"--cluster {address}: cannot connect to a Dask scheduler there ({e})") from None
+
+
+def _dask(specs, fn, address: str, note) -> None:
+    client = dask_client(address)
+    from distributed import as_completed
+
+    try:
+        futures = client.map(fn, list(specs), pure=False)
+        where = {f.key: i for i, f in enumerate(futures)}
+        for fut in as_completed(futures, loop=client.loop):
+            note(where[fut.key], fut.result())
+    finally:
+        client.close()
+
+
+@contextlib.contextmanager
+def _bar(total: int, enabled: bool):
+    """A rich progress bar over runs (with the estimated time left) when stderr is a terminal."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    columns = (TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("left"), TimeRemainingColumn(), TextColumn("{task.fields[last]}"))
+    with Progress(*columns, console=Console(file=sys.stderr), transient=True) as bar:
+        yield bar, bar.add_task("runs", total=total, last="")
+
+
+def run_all(specs: Sequence[dict], fn: Callable[[dict], dict], *, jobs: int = 1, cluster: str | None = None,
+            on_result: Callable[[int, dict], None] | None = None, progress: bool = True) -> list[dict]:
+    """``fn(spec)`` for every spec, on a local pool of ``jobs`` processes or the Dask scheduler at
+    ``cluster``; returns the results in spec order. ``fn`` must be a module-level function."""
+    results: list = [None] * len(specs)
+    with _bar(len(specs), progress) as bar:
+        def note(i: int, res) -> None:
+            results[i] = res
+            if bar is not None:
+                bar[0].update(bar[1], advance=1, last=str(res.get("name", "")) if isinstance(res, dict) else "")
+            if on_result is not None:
+                on_result(i, res)
+
+        if cluster:
+            _dask(specs, fn, cluster, note)
+        else:
+            _local(specs, fn, jobs, note)
+    return results
