@@ -35,8 +35,11 @@ gang's tasks can span LMs, so the GM cannot decide alone:
 
 from __future__ import annotations
 
+import numpy as np
+
 from fedemu.fabric.log import JOB_UNSCHEDULABLE, emit
 from fedemu.fabric.messages import message
+from fedemu.policies import tebas
 from fedemu.policies.change_log import NO_CAUSE
 
 from .front_end import Pending
@@ -268,6 +271,8 @@ class GangGlobalManager(GlobalManager):
         The most constrained tasks go first (``gang_order``), placed by the worker-choice policy; if that
         leaves a task with no worker, the ``head`` of the waiting gangs tries first fit in machine order too
         (on idle machines that is ``whole_fit``: a gang admitted at submission fits once they drain)."""
+        if self.search.policy is not None and self.search.policy.name == "tebas" and len(set(job.constraints)) == 1:
+            return self._tebas(job)
         order = gang_order(self.machines, job.constraints, self.providers)
         placed = self._place(job, order, False)
         if isinstance(placed, int) and placed and head:  # (a first task with no worker has none by first fit)
@@ -288,6 +293,37 @@ class GangGlobalManager(GlobalManager):
                 return len(placed)
             lm, p, local = got
             placed.append((i, lm, search.allocate(lm, p, local, demand)))
+        return placed
+
+    def _tebas(self, job) -> list | None:
+        """TEBAS's Algorithm 1 for the whole gang (policy tebas, one constraint set): every worker of the
+        view with room for one task (this GM's partitions first), by Fitness for the job's alpha, in beta
+        groups, up to RemainCap each (``policies.tebas.assign``); None when they cannot take every task. (As every machine is a
+        candidate, this needs no first-fit fallback: on idle machines it places what ``whole_fit`` does.)"""
+        search, demand = self.search, job.demand
+        where, speeds, frees = [], [], []
+        own_first = [search.home] + search.external_order  # equal Fitness: this GM's partitions first (Megha's
+        for p in own_first:  # internal-first search; GMs that agree on Fitness then collide less)
+            for lm, row in enumerate(search.views):
+                view = row[p]
+                cand = view.suitable(job.constraints[0], demand)
+                search.scanned += view.n
+                if len(cand):
+                    where += [(lm, p, int(local)) for local in cand]
+                    speeds.append(view.speed[cand])
+                    frees.append(view.free[cand])
+        if not where:
+            return None
+        fit = tebas.fitness(job.alpha, np.concatenate(speeds))
+        room = tebas.remain_cap(np.concatenate(frees), demand)
+        counts = tebas.assign(fit, room, job.num_tasks, search.policy.beta)
+        if int(counts.sum()) < job.num_tasks:
+            return None
+        placed, index = [], iter(range(job.num_tasks))
+        for k in np.nonzero(counts)[0].tolist():
+            lm, p, local = where[k]
+            for _ in range(int(counts[k])):
+                placed.append((next(index), lm, search.allocate(lm, p, local, demand)))
         return placed
 
     def _first_fit(self, signature: tuple):

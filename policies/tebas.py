@@ -13,7 +13,9 @@
 
 Where it applies: every scheduler that takes a worker-choice policy (Megha GMs inside the partition
 search, centralized, PigeonC masters) places one task at a time, so ``TebasChoice`` is what they run.
-``assign`` (whole-job placement) is not wired into a scheduler.
+``assign`` (whole-job placement) runs where a job's tasks are placed together: a Megha or centralized GM
+placing a gang (``--set gang=true``, actors/gang.py) whose tasks share one constraint set, with the job's
+own alpha and ``--set beta``.
 
 Alpha: the schedulers match queued tasks by (constraints, demand), not per job, so the choice uses the
 run's alpha (the middle of ``--set alpha``'s range); as Fitness orders machines the same for every
@@ -95,11 +97,13 @@ class TebasChoice:
 
     name = "tebas"
 
-    def __init__(self, alpha: float = 0.0) -> None:
+    def __init__(self, alpha: float = 0.0, beta: int = 3) -> None:
         self.alpha = alpha
+        self.beta = beta  # for ``assign`` where a whole job is placed at once (a Megha gang: actors/gang.py)
 
-    def configure(self, *, alpha: float = 0.0, **_) -> None:
+    def configure(self, *, alpha: float = 0.0, beta: int = 3, **_) -> None:
         self.alpha = alpha
+        self.beta = beta
 
     def choose(self, view: PartitionView, candidates: np.ndarray, stream: Stream, demand=(1,)) -> int:
         one = sole(candidates)

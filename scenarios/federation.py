@@ -39,6 +39,8 @@ POLICY = Param("policy", "random", f"worker-choice policy: {', '.join(sorted(WOR
 POLICY_OPTIONS = {
     Param("d", 2, "d-choices: draw among the D least-loaded candidates (1: greedy)", **whole_at_least(1)):
         ("d-choices",),
+    Param("beta", 3, "tebas: machines per Fitness group (Algorithm 1's beta) when a gang is placed whole",
+          **whole_at_least(1)): ("tebas",),
 }
 COMMON = (
     Param("scheduler", "megha", f"the scheduler: {', '.join(registry.SCHEDULERS)}"),
@@ -307,7 +309,7 @@ def build(fabric, params: dict):
     estimate = preflight.check(params)  # numbers, size and warnings, before anything is built
     params = {**params, "jobs": estimate.jobs}  # jobs=0 made definite: the summary's workload says how many
     scheduler = registry.get(params["scheduler"])
-    policy = get_worker_choice(params["policy"], d=int(params["d"]),
+    policy = get_worker_choice(params["policy"], d=int(params["d"]), beta=int(params["beta"]),
                                alpha=sum(machines.parse_alpha(params["alpha"])) / 2) if scheduler.takes_policy else None
     cluster, table = build_cluster(params, fabric.seed)
     total_units = sum(w.capacity[0] for w in cluster.workers())

@@ -173,3 +173,23 @@ def test_a_gang_never_runs_partially_under_any_fault_plan_the_search_generates(e
         assert job.gang
         if job.completion_us >= 0:
             assert job.committed_us >= 0
+
+
+def test_policy_tebas_places_a_gang_whole_by_algorithm_1_with_the_jobs_own_alpha(monkeypatch):
+    from fedemu.actors import gang
+    calls = []
+    real = gang.tebas.assign
+
+    def spy(fit, remain, tasks, beta=3):
+        calls.append((tuple(fit), tasks, beta))
+        return real(fit, remain, tasks, beta)
+
+    monkeypatch.setattr(gang.tebas, "assign", spy)
+    r = run(scheduler="centralized", gang=True, policy="tebas", beta=2, constraints=False, jobs=1, fanout=4,
+            machine_types="1@1.0:50,1@2.0:50", alpha="0.5", cost_model="zero")
+    rec = recorder_of(r.fabric)
+    (fit, tasks, beta), = calls
+    assert tasks == 4 and beta == 2 and max(fit) == pytest.approx(1 / (0.5 + 0.5 / 2.0))
+    speeds = {w.worker_id: w.speed for w in r.fabric.actor(r.fabric.addr("gm-0")).machines}
+    used = [rec.tasks[(0, i)].worker for i in range(4)]
+    assert len(set(used)) == 4 and all(speeds[w] == 2.0 for w in used)  # the first Fitness group, one each
