@@ -151,35 +151,47 @@ def preempted_requeued_once(rec: Recorder, cluster: Cluster, end_us: int) -> lis
     """A preempted task is queued again exactly once per preemption, and neither lost nor duplicated:
     its owner GM re-queued it at most once per preemption an LM made of it; once its job completed, its
     last execution started after its last preemption (it ran again, from scratch); and no two of its
-    executions since its first preemption overlap. Holds trivially for runs without preemptions."""
+    executions since its first preemption overlap (nor two of a task a preemption launched). Holds
+    trivially for runs without preemptions."""
     if not rec.preemptions and not rec.requeued:
         return []
     out = []
     stops: dict[tuple, list] = {}
-    for at, _, _, _, _, victims, _ in rec.preemptions:
+    since: dict[tuple, int] = {}  # victims and launched tasks: when the first preemption touched them
+    for at, _, _, _, launched, victims, _ in rec.preemptions:
         for key in victims:
             stops.setdefault(tuple(key), []).append(at)
+        for key in (*map(tuple, victims), tuple(launched)):
+            since[key] = min(since.get(key, at), at)
     runs: dict[tuple, list] = {}
     for job_id, index, _, start, end, _ in rec.other_runs:
         runs.setdefault((job_id, index), []).append((start, end if end >= 0 else end_us + 1))
-    for key in sorted(set(stops) | set(rec.requeued)):
+    for key in sorted(set(since) | set(rec.requeued)):
         subject = f"task {key[0]}.{key[1]}"
         times = sorted(stops.get(key, ()))
-        if rec.requeued.get(key, 0) > len(times):
-            out.append(Violation("preempted_requeued_once", subject, times[-1] if times else end_us,
-                                 f"queued again {rec.requeued[key]} times for {len(times)} preemption(s)"))
+        t = rec.tasks.get(key)
+        if t is None:
             continue
-        t = rec.tasks[key]
-        if rec.jobs[key[0]].completion_us >= 0 and t.start_us < times[-1]:
-            out.append(Violation("preempted_requeued_once", subject, times[-1],
-                                 "preempted, and never started again although its job completed"))
+        if times:
+            if rec.requeued.get(key, 0) > len(times):
+                out.append(Violation("preempted_requeued_once", subject, times[-1],
+                                     f"queued again {rec.requeued[key]} times for {len(times)} preemption(s)"))
+                continue
+            if rec.jobs[key[0]].completion_us >= 0 and t.start_us < times[-1]:
+                out.append(Violation("preempted_requeued_once", subject, times[-1],
+                                     "preempted, and never started again although its job completed"))
+                continue
+        elif rec.requeued.get(key, 0):
+            out.append(Violation("preempted_requeued_once", subject, end_us,
+                                 f"queued again {rec.requeued[key]} times, never preempted"))
             continue
-        spans = sorted([s for s in runs.get(key, ()) if s[0] >= times[0]]
-                       + ([(t.start_us, t.end_us if t.end_us >= 0 else end_us + 1)] if t.start_us >= times[0] else []))
+        first = since.get(key, 0)  # executions still live when the first preemption touched it, and later ones
+        spans = sorted(s for s in runs.get(key, []) + [(t.start_us, t.end_us if t.end_us >= 0 else end_us + 1)]
+                       if s[0] >= 0 and s[1] > first)
         for (s1, e1), (s2, _) in zip(spans, spans[1:]):
             if s2 < e1:
                 out.append(Violation("preempted_requeued_once", subject, s2,
-                                     f"ran twice at once after a preemption (executions from {s1} us and {s2} us)"))
+                                     f"ran twice at once around a preemption (executions from {s1} us and {s2} us)"))
                 break
     return out
 

@@ -16,8 +16,9 @@ where the paper gives no protocol):
   the victims' resources are free, each victim's owner GM is told (``Preempted``: it queues the task
   again, from scratch) and the task is launched (a repartition if the worker is another GM's). The
   change is logged with no cause, so every GM (the preemptor too) hears who holds the worker now.
-- **Faults.** The stop is asked again every ``worker_probe_timeout_s`` (``StopTask`` is idempotent), up to
-  ``worker_probe_retries`` times; then the preemption is abandoned (``PreemptFailed``) and the worker's
+- **Faults.** A repeated request for the task a stop under way will launch (a duplicate, or the GM's
+  launch retry) is not answered until the stop is. The stop is asked again every
+  ``worker_probe_timeout_s`` (``StopTask`` is idempotent), up to ``worker_probe_retries`` times; then the preemption is abandoned (``PreemptFailed``) and the worker's
   failure detection takes over its tasks. A worker that answers a probe or registers while a stop is under
   way keeps the victims in the record until the stop is answered. An LM that fails over or restarts loses
   the stop in hand: its rebuild learns from the workers what still runs, and the GMs' launch retries
@@ -50,8 +51,14 @@ class Fairness:
             out.append(tuple(row))
         return tuple(out)
 
+    def stop_pending(self, msg) -> bool:
+        """Whether ``msg`` (a launch or preemption request) is of the task a stop under way will launch:
+        a duplicate or a retry, answered when the stop is (so the task cannot also be queued again)."""
+        key = (msg.job_id, msg.index)
+        return any((e[0].job_id, e[0].index) == key for e in self.stopping.values())
+
     def on_Preempt(self, msg, src: int) -> None:
-        if self._hold(msg, src) or self._repeated(msg):
+        if self._hold(msg, src) or self._repeated(msg) or self.stop_pending(msg):
             return
         self.recorder.task_handled(msg.job_id, msg.index, self.arrived, self.now)
         w = msg.worker

@@ -292,7 +292,7 @@ class LocalManager(Fairness, Replica, Actor):
                                                     self.holders(workers)))
 
     def on_Launch(self, msg: Launch, src: int) -> None:
-        if self._hold(msg, src) or self._repeated(msg):
+        if self._hold(msg, src) or self._repeated(msg) or (self.stopping and self.stop_pending(msg)):
             return
         self.recorder.task_handled(msg.job_id, msg.index, self.arrived, self.now)
         w = msg.worker
