@@ -157,12 +157,14 @@ def clusters(scheduler: str | None = None):
     return st.fixed_dictionaries({
         "gms": st.integers(1, 3), "lms": st.integers(1, 3), "workers_per_partition": st.integers(1, 3),
         "capacity": st.sampled_from(["1", "2"]),
-        **{k: v for k, v in SHAPE_KEYS.items() if k in own}}).map(_one_of_gang_or_users)
+        **{k: v for k, v in SHAPE_KEYS.items() if k in own}})
 
 
-def _one_of_gang_or_users(shape: dict) -> dict:
-    """Gang scheduling and users (fairness) do not combine (a one-line error): a gang run has no users."""
-    return {**shape, "users": 0} if shape.get("gang") and shape.get("users") else shape
+def _one_of_gang_or_users(overrides: dict, fixed: dict) -> None:
+    """Gang scheduling and users (fairness) do not combine (a one-line error): a gang run draws no users,
+    and a run with users fixed draws no gang."""
+    if overrides.get("gang") and overrides.get("users"):
+        overrides["gang" if "users" in fixed else "users"] = False if "users" in fixed else 0
 
 
 # ---- whole runs ---------------------------------------------------------------------------------
@@ -297,6 +299,7 @@ def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events):
         drawn = {**draw(clusters(scheduler)), **draw(workloads())}
         overrides.update({k: v for k, v in drawn.items() if k in keys or k in registry.get(scheduler).param_names})
     overrides.update(fixed)
+    _one_of_gang_or_users(overrides, fixed)
     seed = draw(st.integers(0, 2**16))
     try:
         names, horizon = built(ref, seed, tuple(sorted(overrides.items())))
