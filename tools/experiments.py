@@ -73,7 +73,7 @@ def megha_2023(quick: bool) -> list[Experiment]:
 
 # ---- megha-2022 (file 002, section VI) -----------------------------------------------------------
 def megha_2022(quick: bool) -> list[Experiment]:
-    """Megha vs Sparrow allocation time; centralized vs Megha at two sizes; GMs x LMs; fairness (issue 15)."""
+    """Megha vs Sparrow allocation time; centralized vs Megha at two sizes; GMs x LMs; fairness at three sizes."""
     # quick: the paper's datacenter sizes (allocation time depends on them), the first 300 jobs only
     jobs = 300 if quick else 2000
     goog = {"workload": "trace", "trace": _trace("GOOG_subtrace.tr"), "jobs": jobs}
@@ -92,6 +92,15 @@ def megha_2022(quick: bool) -> list[Experiment]:
     for g, l in ((5, 5), (5, 20), (10, 10), (20, 10), (20, 20)):
         out.append(Experiment(f"gl-{g}x{l}", f"{g} GMs x {l} LMs, {workers:,} workers, GOOG_subtrace.tr first {jobs} jobs",
                               {**_shape(workers, g, l), **goog}, "megha", group="gms-lms"))
+    # fairness (VI-E, Figs. 10-11): the fairness scenario's set-up in the default scenario's keys
+    users = {"gms": 3, "lms": 2, "users": 4, "shares": "10,25,15,50", "constraints": False, "workload": "trace",
+             "trace": _trace("GOOG_subtrace.tr"), "jobs": 150}
+    for size in (198, 498, 1500):
+        out.append(Experiment(f"fair-{round(size, -2)}", f"fairness: 4 users 10/25/15/50 on 3 GMs x 2 LMs, {size:,} "
+                              "workers, GOOG_subtrace.tr first 150 jobs, constraints off", {**users, "workers": size},
+                              "megha", group="fairness",
+                              note="as `fedemu run fairness`; 198 and 498 workers (multiples of 6) stand in for 200 "
+                                   "and 500; the paper's Google-derived workload is not available"))
     return out
 
 

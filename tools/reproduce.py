@@ -163,6 +163,9 @@ def derived(run_dir: Path, summary: dict) -> dict:
     total = alloc.get("allocation")
     for part, key in (("fq", "framework_queueing"), ("proc", "processing"), ("comm", "communication")):
         out[f"alloc_{part}_share"] = alloc[key] / total if total and alloc.get(key) is not None else None
+    counters = summary.get("counters") or {}
+    for name in ("preemptions", "preemption_attempts", "repartitions"):  # fairness (megha-2022, Fig. 11)
+        out[name] = counters.get(name, 0)
     jobs = summary.get("jobs") or 0
     out["unschedulable_share"] = (summary.get("unschedulable") or 0) / jobs if jobs else None
     return out
