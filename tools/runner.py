@@ -103,10 +103,10 @@ def _actor_where(exc: BaseException) -> str:
     """``gm-0 at virtual time 3.000500 s (actors/front_end.py:37)``: the actor that raised, when, and
     the deepest line of fedemu's own code it raised from."""
     name, now_us = exc.fedemu_actor
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # real paths: a symlinked package too
     where, tb = "", exc.__traceback__
     while tb is not None:
-        path = tb.tb_frame.f_code.co_filename
+        path = os.path.realpath(tb.tb_frame.f_code.co_filename)
         if path.startswith(root + os.sep):
             where = f"{os.path.relpath(path, root)}:{tb.tb_lineno}"
         tb = tb.tb_next
