@@ -289,10 +289,16 @@ def main(args) -> int:
             stdout.print(build_table(mean_rows(rows), "mean over seeds", with_seed=False))
         delay_png, util_png = plot(plan, results, out)
         print(f"results: {out / 'compare.csv'}, {delay_png}, {util_png}, run folders under {out}")
+    return failed_status(failures, f"{len(failures)} of {len(plan)} runs failed (see above)")
+
+
+def failed_status(failures: list[dict], summary: str) -> int:
+    """Name each failed run on stderr; exit status 1 if one ended in a verdict (a run's failure), a
+    one-line error if all were refused as bad input, else 0."""
     for res in failures:
         print(f"fedemu: run {res['name']} failed: {res['error']}", file=sys.stderr)
     if any(not f["config"] for f in failures):
         return 1
     if failures:
-        raise ConfigError(f"{len(failures)} of {len(plan)} runs failed (see above)")
+        raise ConfigError(summary)
     return 0

@@ -422,13 +422,7 @@ def main(args) -> int:
         table.add_row(v["id"], _num(v["paper"]), _num(v["ours"]), v["verdict"])
     Console(width=max(Console().width, 120)).print(table)
     print(f"report: {out / 'report.md'} (verdicts.json, runs.csv, plots; run folders under {out / 'runs'})")
-    for res in failures:
-        print(f"fedemu: run {res['name']} failed: {res['error']}", file=sys.stderr)
-    if any(not f["config"] for f in failures):
-        return 1
-    if failures:
-        raise ConfigError(f"{len(failures)} runs failed (see above)")
-    return 0
+    return compare.failed_status(failures, f"{len(failures)} runs failed (see above)")
 
 
 def reproduce(paper: str, experiments: list[Experiment], seeds: str, out: Path, *, jobs: int = 1,
