@@ -20,7 +20,6 @@ import csv
 import hashlib
 import json
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
