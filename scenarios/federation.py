@@ -273,6 +273,9 @@ def build_workload(params: dict, seed: int, total_units: int, table):
     else:
         raise unknown_name("workload", kind, ("syn_N", "poisson", "trace"))
     if kind != "trace":
+        if int(params.get("users") or 0) and params.get("user_assign") == "trace":
+            raise ConfigError(f"user_assign=trace reads each job's user=K from a trace, but the workload is "
+                              f"{kind!r}; use workload=trace, or user_assign=round-robin or weighted")
         stream = map(fill, stream)
     if params["constraints"]:
         stream = cons.assign_task_constraints(stream, table, Stream(seed, "task-constraints"))

@@ -90,6 +90,8 @@ CASES = [
      "parameter 'gang' does not apply to scheduler 'pigeon' (it is centralized/megha's)"),
     ("gang-sparrow", _set("gang=true", base=SPARROW),
      "parameter 'gang' does not apply to scheduler 'sparrow' (it is centralized/megha's)"),
+    ("user-assign-trace-poisson", _set("users=2", "user_assign=trace"),
+     "user_assign=trace reads each job's user=K from a trace, but the workload is 'poisson'"),
     ("gang-users", _set("gang=true", "users=3"),
      "gang=true and users do not combine yet: gang jobs would bypass the users' queues"),
     ("demands-bad", _set("demands=1x2:60,2:40"), "parameter 'demands' is '1x2:60,2:40'; every demand must name"),
