@@ -44,6 +44,8 @@ class FederationRun:
             skip.add("jobs_closed")
         if not self.params.get("gang"):
             skip.add("gangs_whole")  # no job is a gang: it holds trivially
+        if not self.params.get("users"):
+            skip.add("preempted_requeued_once")  # no users, no preemption: it holds trivially
         found = check_run(self.recorder, self.cluster, end_us, skip=skip)
         if fabric is not None and not partial:  # the plug-in's checks of its live, settled actors (views, LM
             # state); a run stopped early has messages in flight, so its live state is not expected to agree
