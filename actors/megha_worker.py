@@ -124,7 +124,7 @@ class MeghaWorker(Worker):
 
     def on_TaskTimer(self, msg, src) -> None:
         key = (msg.job_id, msg.index)
-        if (key, self.arrived) in self.stopped:
+        if self.stopped and (key, self.arrived) in self.stopped:
             self.stopped.discard((key, self.arrived))  # the timer of an execution a preemption stopped
             return
         task = self.running.pop(key)

@@ -54,10 +54,16 @@ def lean(cls):
     """Journal a message's trailing fields only when they differ from their defaults: fields added later
     (Megha's users, issue 15) are absent from runs that do not use them, which keep their bytes (digests)."""
     full = cls._fedemu_fields
+    names = [f.name for f in attrs.fields(cls)]
     defaults = [f.default for f in attrs.fields(cls)]
     first = next(i for i, d in enumerate(defaults) if d is not attrs.NOTHING)
+    trailing = tuple(defaults[first:])
+    trail = _getter(names[first:])
+    head = _getter(names[:first])
 
     def fields(msg):
+        if trail(msg) == trailing:  # the common case: every trailing field at its default
+            return head(msg)
         out = full(msg)
         end = len(out)
         while end > first and out[end - 1] == defaults[end - 1]:
@@ -65,6 +71,14 @@ def lean(cls):
         return out if end == len(out) else out[:end]
     cls._fedemu_fields = staticmethod(fields)
     return cls
+
+
+def _getter(names):
+    """A function giving the tuple of the named attributes (attrgetter gives a bare value for one name)."""
+    if len(names) == 1:
+        one = operator.attrgetter(names[0])
+        return lambda m: (one(m),)
+    return operator.attrgetter(*names) if names else (lambda _m: ())
 
 
 def tag_of(msg) -> str:
