@@ -21,8 +21,10 @@ Failover (Pigeon 2019, "Master Failure Recovery"; our protocol where the paper g
   also declare itself master when both are lost (one code path for both). ``GroupMember`` is the
   membership protocol every member runs: which ``Claim`` it believes, syncs, suspicion, elections.
 - The master sends its task state to the second master every ``master_sync_s`` while the group has
-  work (less often while nothing changes); each ``Sync`` says when the next is due. The second master
-  takes over ``master_timeout_s`` after a sync that did not come (a failover), with the synced state.
+  work (less often while nothing changes), as deltas on a full state (``pigeon_sync``); each ``Sync``
+  says when the next is due. Ticks for overdue tasks in between send nothing. When a due sync has not
+  come half of ``master_timeout_s`` later, the second master pings the master (one lost sync is no
+  failure), and takes over (a failover, with the synced state) if it has not answered by the other half.
 - A distributor whose master stops answering (``Suspect``) alerts the second master and one worker; a
   member pings the master, and if it does not answer within ``master_timeout_s`` the second master
   takes over, or else, after alerting the second master and waiting as long again, the member declares
@@ -54,14 +56,15 @@ from fedemu.policies.partition_view import PartitionView
 from .front_end import Pending
 from .protocol import TaskFinished
 from .pigeon_messages import (BatchAck, Claim, Hello, Launch, MasterTick, MasterPing, Probe, RecoverTimer, Suspect,
-                              SuspectTimer, Sync, Watchdog)
+                              SuspectTimer, Sync, SyncReset, Watchdog)
+from .pigeon_sync import SyncedState, SyncSender
 
 _COUNTER = ("wfq_high", "wfq_low")
 NO_KEY = (-1, 0, 0)
 QUIET_MAX = 8  # syncs while nothing changes (their period doubles each time) before the master stops ticking
 RECOVER_ROUNDS = 3  # claims sent to a member that does not answer before a new master gives up on it
 TICK_LIMIT = 200  # ticks without a launch or a task end before a master stops ticking
-DOWN_PROBES = 8  # probes of a down worker (one per tick) before the master waits for it to say Hello
+DOWN_PROBES = 8  # probes of a down worker, one per tick; then, while tasks wait, one per backoff period
 
 
 def claim_key(c: Claim) -> tuple:
@@ -109,6 +112,7 @@ class MasterCore:
         self.h = host
         self.cfg = cfg
         self.epoch = epoch
+        self.declared_us = host.claim.declared_us  # the claim this role was declared with
         self.recorder = cfg.recorder
         self.policy = cfg.policy
         self.aware = cfg.aware
@@ -137,6 +141,7 @@ class MasterCore:
         self.mark = [(-1, 0)] * n  # the latest launch each worker should have received
         self.down: dict[int, int] = {}  # worker -> probes sent since it went down
         self.probed: dict[int, int] = {}  # worker -> when the pending probe was sent
+        self.probed_at: dict[int, int] = {}  # worker -> when the last probe was sent
         self.deadlines: list = []  # heap of (overdue at, worker, job, index)
         self.finished: set = set()
         self.seeded: set = set()  # queued tasks taken from the second master's sync (during a recovery)
@@ -146,8 +151,10 @@ class MasterCore:
         self.tick_armed = False
         self.active = False
         self.quiet = 0
+        self.sync_at = -1  # when the next sync to the second master is due (-1: none promised)
         self.idle_ticks = 0  # ticks since the last launch or task end
         self.recovering = None
+        self.sync = SyncSender()  # what changed since the last sync to the second master
 
     # ---- the group's work ------------------------------------------------------------
     def batch(self, msg, src: int) -> None:
@@ -158,6 +165,7 @@ class MasterCore:
         demand = msg.demand
         aware = self.aware
         queued, where = self.queued, self.where
+        changed = self.sync.queued
         if demand[0] < 1:
             self.unit_gate = False
         job_id = msg.job_id
@@ -168,6 +176,7 @@ class MasterCore:
                 continue
             task = Pending(job_id, index, duration, constraints, demand, now, src)
             queued[key] = (task, cls)
+            changed[key] = None
             push(cls, task, (constraints if aware else (), demand))
         self.h.send(src, BatchAck(job_id, self.cfg.group, self.epoch))
         self.activity()
@@ -182,6 +191,9 @@ class MasterCore:
             entry = self.running[local][key]
             if entry[1] >= 0 and entry[0].distributor != src:
                 self.moved.add(key)
+            self.sync.running[(local, *key)] = None
+        else:
+            self.sync.queued[key] = None
         entry[0].distributor = src
 
     def _requeue(self, task, cls: int) -> None:
@@ -189,11 +201,13 @@ class MasterCore:
         if cls < 0 or key in self.queued or key in self.where:
             return
         self.queued[key] = (task, cls)
+        self.sync.queued[key] = None
         self.fq.push(cls, task, (task.constraints if self.aware else (), task.demand))
 
     def _drop_running(self, local: int, key, relaunch: bool) -> None:
         """The task no longer holds worker ``local``: release it, and queue it again if it was lost."""
         task, cls, _, _ = self.running[local].pop(key)
+        self.sync.running[(local, *key)] = None
         if self.where.get(key) == local:
             del self.where[key]
         if relaunch and cls >= 0:  # cls -1: a task an earlier master placed, which we cannot relaunch
@@ -284,10 +298,13 @@ class MasterCore:
                     # notice, and is not relaunched if lost
                     task, _, epoch, seq = self.running[other][key]
                     self.running[other][key] = (task, -1, epoch, seq)
+                    self.sync.running[(other, *key)] = None
                 entry = self.queued.pop(key, None)
+                self.sync.queued[key] = None
                 if entry is None:  # known only by its demand: it cannot be relaunched if lost
                     entry = (Pending(key[0], key[1], 0, (), tuple(demand), self.h.now, -1), -1)
                 running[key] = (entry[0], entry[1], -1, 0)
+                self.sync.running[(local, *key)] = None
                 self.where[key] = local
         if not in_flight:
             self.mark[local] = last
@@ -342,7 +359,7 @@ class MasterCore:
         """Ask worker ``local`` for its Status (once at a time)."""
         if local in self.probed:
             return
-        self.probed[local] = self.h.now
+        self.probed[local] = self.probed_at[local] = self.h.now
         self._send_local(local, Probe(self.epoch, self.seq[local]))
 
     def _send_local(self, local: int, msg) -> None:
@@ -381,12 +398,12 @@ class MasterCore:
     # ---- recovery (a new master) -----------------------------------------------------
     def seed(self, snapshot) -> None:
         """Start from the second master's synced state (the workers' statuses correct it)."""
-        for job_id, index, duration, constraints, demand, since, dist, cls in snapshot.queued:
+        for job_id, index, duration, constraints, demand, since, dist, cls in snapshot.queued_entries():
             if demand[0] < 1:
                 self.unit_gate = False
             self._requeue(Pending(job_id, index, duration, constraints, demand, since, dist), cls)
             self.seeded.add((job_id, index))
-        for rank, job_id, index, duration, constraints, demand, dist, cls in snapshot.running:
+        for rank, job_id, index, duration, constraints, demand, dist, cls in snapshot.running_entries():
             key = (job_id, index)
             if key in self.where or key in self.queued:
                 continue
@@ -430,6 +447,7 @@ class MasterCore:
         for key, (task, _) in list(self.queued.items()):  # synced tasks whose distributor says they are done
             if key in self.seeded and task.distributor in known and key not in known[task.distributor]:
                 del self.queued[key]
+                self.sync.queued[key] = None
         self.seeded.clear()  # (a batch that came after the distributor's list is not among them)
         self.finished.clear()
         self.recorder.recovered(self.h.now - rec["since"])
@@ -460,47 +478,60 @@ class MasterCore:
                 del self.probed[local]
                 if local not in self.down:
                     self.mark_down(local)
+        backoff = None  # when the next probe of a down worker is due, while tasks wait (a partition heals)
         for local, tries in sorted(self.down.items()):
-            if local not in self.probed and tries < DOWN_PROBES:
-                self.down[local] = tries + 1
-                self.probe(local)
+            if local in self.probed:
+                continue
+            if tries >= DOWN_PROBES:
+                if not len(self.fq):
+                    continue
+                due = self.probed_at.get(local, 0) + (timeout << min(tries - DOWN_PROBES, 5))
+                if now < due:
+                    backoff = due if backoff is None else min(backoff, due)
+                    continue
+            self.down[local] = tries + 1
+            self.probe(local)
         if self.orphans:
             self._resend_orphans()
-        if self.active:
-            self.quiet = 0
-        else:
-            self.quiet += 1
-        self.active = False
         self.idle_ticks += 1
         if self.idle_ticks > TICK_LIMIT:  # no launch or end for this long: stop (a run must end)
-            self._sync(0)
+            if self.sync_at >= 0:  # the second master hears once that no sync is due
+                self.sync_at = -1
+                self._sync(0)
             return
-        nxt = []
-        if (len(self.fq) or self.where) and self.quiet < QUIET_MAX:
-            nxt.append(now + self.cfg.sync_us * (1 << min(self.quiet, 5)))
+        sync_us = self.cfg.sync_us
+        sync_at = self.sync_at
+        if (0 <= sync_at <= now) or (self.active and (sync_at < 0 or sync_at > now + sync_us)):
+            # the sync promised is due, or something changed while none (or only a distant one) was
+            if self.active:
+                self.quiet = 0
+            else:
+                self.quiet += 1
+            self.active = False
+            sync_at = -1
+            if (len(self.fq) or self.where) and self.quiet < QUIET_MAX:
+                sync_at = now + sync_us * (1 << min(self.quiet, 5))
+            self.sync_at = sync_at
+            self._sync(max(sync_at, 0))
+        nxt = [sync_at] if sync_at >= 0 else []
         if deadlines:
             nxt.append(max(deadlines[0][0], now + 1))
         if self.probed:
             nxt.append(min(self.probed.values()) + timeout)
         if self.orphans:
             nxt.append(now + timeout)
-        next_us = min(nxt) if nxt else 0
-        self._sync(next_us)
-        if next_us:
+        if backoff is not None:
+            nxt.append(backoff)
+        if nxt:
             self.tick_armed = True
-            self.h.set_timer(next_us - now, MasterTick(self.epoch))
+            self.h.set_timer(max(min(nxt), now + 1) - now, MasterTick(self.epoch))
         self._dispatch()
 
     def _sync(self, next_us: int) -> None:
         second = self.h.claim.second
         if second < 0 or second == self.h.id:
             return
-        queued = tuple((t.job_id, t.index, t.duration_us, t.constraints, t.demand, t.since_us, t.distributor, cls)
-                       for t, cls in self.queued.values())
-        running = tuple((local + 1, t.job_id, t.index, t.duration_us, t.constraints, t.demand, t.distributor, cls)
-                        for local in range(len(self.running))
-                        for (t, cls, _, _) in self.running[local].values() if cls >= 0)
-        self.h.send(second, Sync(self.epoch, queued, running, next_us))
+        self.h.send(second, self.sync.message(self, second, self.epoch, next_us))
 
     # ---- dispatch --------------------------------------------------------------------
     def _count(self, local: int, delta: int) -> None:
@@ -515,6 +546,7 @@ class MasterCore:
         accept = self.accept
         view = self.view
         queued = self.queued
+        changed = self.sync.queued
         while len(fq):
             if self.unit_gate and view.free_count == 0:
                 break
@@ -522,7 +554,9 @@ class MasterCore:
                 got = fq.take(cls, accept[cls])
                 if got is not None:
                     task = got[0]
-                    if queued.pop((task.job_id, task.index), None) is not None:  # else dropped or placed
+                    key = (task.job_id, task.index)
+                    if queued.pop(key, None) is not None:  # else dropped or placed
+                        changed[key] = None
                         self._launch(cls, task, got[1])
                     break
             else:
@@ -589,6 +623,7 @@ class MasterCore:
         self.mark[local] = (self.epoch, seq)
         key = (task.job_id, task.index)
         self.running[local][key] = (task, cls, self.epoch, seq)
+        self.sync.running[(local, *key)] = None
         self.where[key] = local
         heappush(self.deadlines, (h.now + task.duration_us + self.cfg.timeout_us, local, task.job_id, task.index))
         self._send_local(local, Launch(task.job_id, task.index, task.duration_us, task.demand, task.distributor,
@@ -619,8 +654,9 @@ class GroupMember:
         self.key = NO_KEY
         self.member_ids: list[int] = []
         self.dist_ids: list[int] = []
-        self.snapshot = None  # the latest Sync (as second master)
+        self.synced: SyncedState | None = None  # the group's state as the syncs told it (as second master)
         self.last_sync_us = -1
+        self.watch_pinged_us = -1  # when the watch pinged a master whose sync did not come (-1: not)
         self.watch_armed = False
         self.heard_master_us = -1
         self.suspecting = None  # (stage, since) while checking a suspected master
@@ -658,7 +694,7 @@ class GroupMember:
         if self.role is not None and claim.master != self.id:
             self.role = None  # a better master exists: step down
         if claim.second != self.id:
-            self.snapshot = None
+            self.synced = None
         self.heard_master_us = self.now
 
     def _broadcast(self, claim: Claim) -> None:
@@ -673,9 +709,10 @@ class GroupMember:
         if key > self.key:
             self._adopt(msg)
             self._suspicion_over()
-            if msg.master == self.id and self.role is None:
-                # a claim from before this member restarted names it master: it holds nothing, so it
-                # takes the role again in a new epoch and rebuilds from the members and distributors
+            if msg.master == self.id and (self.role is None or self.role.declared_us != msg.declared_us):
+                # a claim from before this member restarted names it master: it holds nothing of that
+                # claim (and others hold it better than the one it has since declared), so it takes the
+                # role again in a new epoch and rebuilds from the members and distributors
                 self._take_over(self.now, "election")
                 return
             self.on_master_changed()
@@ -717,22 +754,38 @@ class GroupMember:
                 self.send(src, self.claim)
             return
         self.heard_master_us = self.last_sync_us = self.now
+        self.watch_pinged_us = -1
         if self.claim.second != self.id or self.role is not None:
             return
-        self.snapshot = msg
+        state = self.synced
+        if state is None or state.epoch != msg.epoch:
+            state = self.synced = SyncedState(msg.epoch)
+        if not state.apply(msg):
+            self.send(src, SyncReset(msg.epoch))
+            self.cfg.recorder.count("syncs_reset")
         if msg.next_us and not self.watch_armed:
             self.watch_armed = True
-            self.set_timer(max(0, msg.next_us + self.cfg.timeout_us - self.now), Watchdog(msg.epoch))
+            self.set_timer(max(0, msg.next_us + self.cfg.timeout_us // 2 - self.now), Watchdog(msg.epoch))
 
     def on_Watchdog(self, msg: Watchdog, src: int) -> None:
         self.watch_armed = False
-        snap = self.snapshot
+        snap = self.synced
         if (self.role is not None or snap is None or msg.epoch != self.key[0] or self.claim.second != self.id
                 or not snap.next_us):
             return
-        due = snap.next_us + self.cfg.timeout_us
+        half = self.cfg.timeout_us // 2
+        due = snap.next_us + half
         if self.now >= due and self.last_sync_us < snap.next_us:
-            self._take_over(self.last_sync_us, "failover")
+            pinged = self.watch_pinged_us
+            if pinged < 0:  # one lost sync is no failure: ask the master, wait the other half
+                self.watch_pinged_us = self.now
+                self.send(self.claim.master, MasterPing(self.cfg.group))
+                self.watch_armed = True
+                self.set_timer(self.cfg.timeout_us - half, Watchdog(msg.epoch))
+            elif self.heard_master_us >= pinged:  # it answered: alive, the next sync re-arms the watch
+                self.watch_pinged_us = -1
+            elif self.now >= pinged + self.cfg.timeout_us - half:
+                self._take_over(self.last_sync_us, "failover")
             return
         if self.now < due:
             self.watch_armed = True
@@ -786,7 +839,7 @@ class GroupMember:
 
     def _take_over(self, since_us: int, kind: str) -> None:
         """Become master of the next epoch: claim it, rebuild from the members and distributors."""
-        snapshot = self.snapshot if kind == "failover" else None
+        snapshot = self.synced if kind == "failover" else None
         old = self.claim
         claim = Claim(self.cfg.group, self.key[0] + 1, self.now, self.rank, self.id, -1)
         self._adopt(claim)
@@ -800,7 +853,7 @@ class GroupMember:
         # the next second master: the next live worker after this one, never the failed master
         self.new_second(exclude=old.master if old is not None else -1, announce=False)
         self._broadcast(self.claim)
-        self.snapshot = None
+        self.synced = None
         self._suspicion_over()
         role.recover(since_us, kind)
         own = self.status_message()
@@ -857,6 +910,11 @@ class GroupMember:
             self._redirect(src)
             return
         self.role.outstanding(msg, src)
+
+    def on_SyncReset(self, msg: SyncReset, src: int) -> None:
+        """The second master missed a sync: the next one is the full state."""
+        if self.role is not None and msg.epoch == self.role.epoch and src == self.claim.second:
+            self.role.sync.reset = True
 
     def on_MasterTick(self, msg: MasterTick, src: int) -> None:
         if self.role is not None and msg.epoch == self.role.epoch:

@@ -101,6 +101,7 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("wfq_low", "tasks of long jobs a master dispatched"),
     ("failovers", "second masters that took over from a failed master"),
     ("master_elections", "workers that declared themselves master (both masters lost)"),
+    ("syncs_reset", "syncs a second master could not apply (one was lost before it) and asked again in full"),
     ("tasks_relaunched", "tasks a master queued again: lost with a crashed or silent worker"),
     ("batches_retried", "task batches a distributor resent (no acknowledgement from the master)"),
     ("results_retried", "task results a worker resent (no acknowledgement from the distributor)"),

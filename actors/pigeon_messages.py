@@ -3,7 +3,7 @@
 Fault-free path: a distributor sends ``TaskBatch`` (acknowledged by ``BatchAck``); the master
 ``Launch``es a task on a worker; the worker sends ``TaskFinished`` (``protocol``) to the job's
 distributor (acknowledged by ``ResultAck``, retried until then) and an ``Idle`` notice to its master.
-Recovery adds ``Sync`` (master -> second master), ``Claim`` (who is master, the election), ``Status``
+Recovery adds ``Sync`` (master -> second master, with ``SyncReset``), ``Claim`` (who is master, the election), ``Status``
 and ``Outstanding`` (what the workers run and the distributors still wait for, to rebuild a master),
 ``Probe``, ``MasterPing``, ``Suspect``, ``Refused`` and ``Hello``. Every state message from a worker carries
 ``told``, its count of such messages, so a master applies each once and sees a gap (a lost one).
@@ -122,14 +122,28 @@ class Claim:
 
 @message("pigeon.sync")
 class Sync:
-    """Master -> second master: the group's task state. ``queued``: (job, index, duration, constraints,
-    demand, since, distributor, class) per waiting task; ``running``: (worker rank, job, index, demand,
-    distributor); ``next_us``: when the next sync is due (0: none, the master is idle)."""
+    """Master -> second master: the group's task state (``pigeon_sync``). ``seq`` numbers the syncs of
+    the epoch; ``base`` is the sync this one follows (0: the full state). ``queued``: (job, index,
+    duration, constraints, demand, since, distributor, class) per waiting task that changed;
+    ``gone_queued``: (job, index) no longer waiting; ``running``: (worker rank, job, index, duration,
+    constraints, demand, distributor, class) per changed running task; ``gone_running``: (rank, job,
+    index) no longer running; ``next_us``: when the next sync is due (0: none, the master is idle)."""
 
     epoch: int
+    seq: int
+    base: int
     queued: tuple
+    gone_queued: tuple
     running: tuple
+    gone_running: tuple
     next_us: int
+
+
+@message("pigeon.sync_reset")
+class SyncReset:
+    """Second master -> master: a sync did not follow the last one I applied; send the full state."""
+
+    epoch: int
 
 
 @message("pigeon.outstanding")

@@ -1,0 +1,112 @@
+"""The delta sync of Pigeon's second master against a brute-force model: whenever the second master
+applies a sync, what it holds is exactly the master's whole state at that sync, whatever syncs were
+lost, duplicated or delivered late before it."""
+
+from __future__ import annotations
+
+import attrs
+from hypothesis import given, settings, strategies as st
+
+from fedemu.actors.pigeon_sync import SyncedState, SyncSender, _queued, _running
+
+WORKERS = 2
+
+
+@attrs.define
+class Task:
+    job_id: int
+    index: int
+    duration_us: int = 5
+    constraints: tuple = ()
+    demand: tuple = (1,)
+    since_us: int = 0
+    distributor: int = 0
+
+
+class Core:
+    """The parts of MasterCore the sync reads, changed the way MasterCore changes them."""
+
+    def __init__(self) -> None:
+        self.queued: dict = {}
+        self.running = [{} for _ in range(WORKERS)]
+        self.sync = SyncSender()
+
+    def full(self) -> tuple:
+        q = {(t.job_id, t.index): _queued(t, cls) for t, cls in self.queued.values()}
+        r = {(local + 1, t.job_id, t.index): _running(local, t, cls) for local in range(WORKERS)
+             for (t, cls, _, _) in self.running[local].values() if cls >= 0}
+        return q, r
+
+    def step(self, op: int, job: int, local: int, now: int) -> None:
+        key = (job, 0)
+        if op == 0 and key not in self.queued:  # a batch arrives, or a lost task is queued again
+            self.queued[key] = (Task(job, 0, since_us=now), job % 2)
+            self.sync.queued[key] = None
+        elif op == 1 and key in self.queued:  # dispatched
+            task, cls = self.queued.pop(key)
+            self.sync.queued[key] = None
+            self.running[local][key] = (task, cls, 0, 0)
+            self.sync.running[(local, *key)] = None
+        elif op == 2 and key in self.running[local]:  # ended or lost
+            self.running[local].pop(key)
+            self.sync.running[(local, *key)] = None
+        elif op == 3 and key in self.queued:  # handed to another distributor
+            self.queued[key][0].distributor += 1
+            self.sync.queued[key] = None
+        elif op == 4 and key in self.running[local]:  # an earlier master's copy: not relaunched
+            t, _, e, s = self.running[local][key]
+            self.running[local][key] = (t, -1, e, s)
+            self.sync.running[(local, *key)] = None
+
+
+ops = st.lists(st.tuples(st.integers(0, 5), st.integers(0, 2), st.integers(0, WORKERS - 1),
+                         st.sampled_from(["deliver", "lose", "hold", "late", "dup"])), max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops)
+def test_every_applied_sync_equals_the_masters_whole_state(steps):
+    core = Core()
+    second = SyncedState(epoch=1)
+    held = []  # syncs delayed: delivered later ("late"), out of order
+    resets = 0
+    for now, (op, job, local, fate) in enumerate(steps):
+        if op < 5:
+            core.step(op, job, local, now)
+            continue
+        msg = core.sync.message(core, second=7, epoch=1, next_us=now + 1)
+        expected = core.full()
+        deliveries = {"deliver": [msg], "lose": [], "hold": [], "late": [msg] + held, "dup": [msg, msg]}[fate]
+        if fate == "hold":
+            held.append(msg)
+        elif fate == "late":
+            held = []
+        for m in deliveries:
+            seq_before = second.seq
+            if not second.apply(m):
+                assert second.seq == seq_before  # a gap changes nothing
+                core.sync.reset = True  # the SyncReset arrives (its loss is a later gap again)
+                resets += 1
+            elif m is msg and second.seq == msg.seq:
+                assert (second.queued, second.running) == expected
+    # one more sync, delivered: the second master is whole again
+    msg = core.sync.message(core, second=7, epoch=1, next_us=0)
+    if not second.apply(msg):
+        core.sync.reset = True
+        msg = core.sync.message(core, second=7, epoch=1, next_us=0)
+        assert second.apply(msg)
+    assert (second.queued, second.running) == core.full()
+
+
+def test_a_new_second_master_gets_the_full_state_and_then_only_changes():
+    core = Core()
+    for job in range(5):
+        core.step(0, job, 0, job)
+    first = core.sync.message(core, second=7, epoch=1, next_us=1)
+    assert first.base == 0 and len(first.queued) == 5
+    core.step(1, 2, 1, 10)
+    delta = core.sync.message(core, second=7, epoch=1, next_us=2)
+    assert delta.base == first.seq and delta.gone_queued == ((2, 0),) and len(delta.running) == 1
+    assert delta.queued == ()
+    other = core.sync.message(core, second=8, epoch=1, next_us=3)  # a new second master: full again
+    assert other.base == 0 and len(other.queued) == 4 and len(other.running) == 1
