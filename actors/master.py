@@ -530,6 +530,7 @@ class MasterCore:
     def _sync(self, next_us: int) -> None:
         second = self.h.claim.second
         if second < 0 or second == self.h.id:
+            self.sync.forget()  # nobody to sync: no changes kept (the next second master gets the full state)
             return
         self.h.send(second, self.sync.message(self, second, self.epoch, next_us))
 

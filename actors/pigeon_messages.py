@@ -3,10 +3,11 @@
 Fault-free path: a distributor sends ``TaskBatch`` (acknowledged by ``BatchAck``); the master
 ``Launch``es a task on a worker; the worker sends ``TaskFinished`` (``protocol``) to the job's
 distributor (acknowledged by ``ResultAck``, retried until then) and an ``Idle`` notice to its master.
-Recovery adds ``Sync`` (master -> second master, with ``SyncReset``), ``Claim`` (who is master, the election), ``Status``
-and ``Outstanding`` (what the workers run and the distributors still wait for, to rebuild a master),
-``Probe``, ``MasterPing``, ``Suspect``, ``Refused`` and ``Hello``. Every state message from a worker carries
-``told``, its count of such messages, so a master applies each once and sees a gap (a lost one).
+Recovery adds ``Sync`` (master -> second master, with ``SyncReset``), ``Claim`` (who is master, the
+election), ``Status`` and ``Outstanding`` (what the workers run and the distributors still wait for, to
+rebuild a master), ``Probe``, ``MasterPing``, ``Suspect``, ``Refused`` and ``Hello``. Every state message
+from a worker carries ``told``, its count of such messages, so a master applies each once and sees a gap
+(a lost one).
 """
 
 from __future__ import annotations

@@ -30,13 +30,19 @@ class SyncSender:
         self.queued: dict = {}  # (job, index) -> None: changed since the last sync, in change order
         self.running: dict = {}  # (worker local, job, index) -> None
 
+    def forget(self) -> None:
+        """There is no second master: drop the changes kept, so the next one is sent the full state."""
+        self.to = -1
+        self.queued.clear()
+        self.running.clear()
+
     def message(self, core, second: int, epoch: int, next_us: int) -> Sync:
         """The next sync to ``second`` from ``core``'s queued and running tasks (``MasterCore``)."""
         queued, running = core.queued, core.running
         if self.to != second or self.reset:
             self.to, self.reset, base = second, False, 0
-            up_q = tuple(_queued(t, cls) for t, cls in queued.values())
-            up_r = tuple(_running(local, t, cls) for local in range(len(running))
+            up_q = tuple(queued_entry(t, cls) for t, cls in queued.values())
+            up_r = tuple(running_entry(local, t, cls) for local in range(len(running))
                          for (t, cls, _, _) in running[local].values() if cls >= 0)
             gone_q = gone_r = ()
         else:
@@ -47,13 +53,13 @@ class SyncSender:
                 if entry is None:
                     gone_q.append(key)
                 else:
-                    up_q.append(_queued(*entry))
+                    up_q.append(queued_entry(*entry))
             for local, job_id, index in self.running:
                 entry = running[local].get((job_id, index))
                 if entry is None or entry[1] < 0:
                     gone_r.append((local + 1, job_id, index))
                 else:
-                    up_r.append(_running(local, entry[0], entry[1]))
+                    up_r.append(running_entry(local, entry[0], entry[1]))
             up_q, gone_q, up_r, gone_r = tuple(up_q), tuple(gone_q), tuple(up_r), tuple(gone_r)
         self.queued.clear()
         self.running.clear()
@@ -61,11 +67,13 @@ class SyncSender:
         return Sync(epoch, self.seq, base, up_q, gone_q, up_r, gone_r, next_us)
 
 
-def _queued(t, cls: int) -> tuple:
+def queued_entry(t, cls: int) -> tuple:
+    """A waiting task as a sync carries it."""
     return (t.job_id, t.index, t.duration_us, t.constraints, t.demand, t.since_us, t.distributor, cls)
 
 
-def _running(local: int, t, cls: int) -> tuple:
+def running_entry(local: int, t, cls: int) -> tuple:
+    """A running task (on worker slot ``local``) as a sync carries it."""
     return (local + 1, t.job_id, t.index, t.duration_us, t.constraints, t.demand, t.distributor, cls)
 
 

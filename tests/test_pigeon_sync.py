@@ -7,7 +7,7 @@ from __future__ import annotations
 import attrs
 from hypothesis import given, settings, strategies as st
 
-from fedemu.actors.pigeon_sync import SyncedState, SyncSender, _queued, _running
+from fedemu.actors.pigeon_sync import SyncedState, SyncSender, queued_entry, running_entry
 
 WORKERS = 2
 
@@ -32,8 +32,8 @@ class Core:
         self.sync = SyncSender()
 
     def full(self) -> tuple:
-        q = {(t.job_id, t.index): _queued(t, cls) for t, cls in self.queued.values()}
-        r = {(local + 1, t.job_id, t.index): _running(local, t, cls) for local in range(WORKERS)
+        q = {(t.job_id, t.index): queued_entry(t, cls) for t, cls in self.queued.values()}
+        r = {(local + 1, t.job_id, t.index): running_entry(local, t, cls) for local in range(WORKERS)
              for (t, cls, _, _) in self.running[local].values() if cls >= 0}
         return q, r
 
@@ -110,3 +110,14 @@ def test_a_new_second_master_gets_the_full_state_and_then_only_changes():
     assert delta.queued == ()
     other = core.sync.message(core, second=8, epoch=1, next_us=3)  # a new second master: full again
     assert other.base == 0 and len(other.queued) == 4 and len(other.running) == 1
+
+
+def test_a_master_without_a_second_keeps_no_changes_and_syncs_the_next_one_in_full():
+    core = Core()
+    core.sync.message(core, second=7, epoch=1, next_us=1)
+    for job in range(5):
+        core.step(0, job, 0, job)
+    core.sync.forget()  # the group has no second master now
+    assert not core.sync.queued and not core.sync.running
+    msg = core.sync.message(core, second=7, epoch=1, next_us=2)  # the same member is second again
+    assert msg.base == 0 and len(msg.queued) == 5

@@ -36,8 +36,8 @@ from . import runner, strategies
 
 # counters of the protocol paths a search reaches (whichever a run's summary has), in display order
 PATH_COUNTERS = ("invalid_internal", "invalid_external", "repartitions", "failovers", "gm_rebuilds",
-                 "master_elections", "syncs_reset", "tasks_relaunched", "launches_retried", "duplicate_launches_suppressed",
-                 "preemption_attempts", "preemptions", "preemptions_refused", "repeated_completions",
+                 "master_elections", "syncs_reset", "tasks_relaunched", "launches_retried",
+                 "duplicate_launches_suppressed", "preemption_attempts", "preemptions", "preemptions_refused", "repeated_completions",
                  "gang_aborts", "gang_leases_expired", "gang_commits_rechecked")
 KEPT_NOTE = re.compile(r"; (the journal is kept in|`fedemu replay).*$")
 
