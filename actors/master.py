@@ -56,7 +56,7 @@ from fedemu.policies.partition_view import PartitionView
 from .front_end import Pending
 from .protocol import TaskFinished
 from .pigeon_messages import (BatchAck, Claim, Hello, Launch, MasterTick, MasterPing, Probe, RecoverTimer, Suspect,
-                              SuspectTimer, Sync, SyncReset, Watchdog)
+                              SuspectTimer, Sync, SyncReset, Watchdog, told_incarnation)
 from .pigeon_sync import SyncedState, SyncSender
 
 _COUNTER = ("wfq_high", "wfq_low")
@@ -234,6 +234,7 @@ class MasterCore:
         heard = self.heard[local]
         if msg.told <= heard:
             return
+        self._newer_incarnation(local, msg.told)
         self.heard[local] = msg.told
         key = (msg.job_id, msg.index)
         unacked = msg.unacked
@@ -265,6 +266,7 @@ class MasterCore:
         requeue what the worker lost, and never count on capacity it does not have."""
         if msg.told <= self.heard[local]:
             return
+        self._newer_incarnation(local, msg.told)
         self.heard[local] = msg.told
         self.probed.pop(local, None)
         self.down.pop(local, None)
@@ -344,8 +346,18 @@ class MasterCore:
         if self.orphans:
             self.activity()
 
+    def _newer_incarnation(self, local: int, told: int) -> None:
+        """A state message from a worker incarnation whose ``Hello`` this master did not hear (lost, or
+        still on its way): the results the old one had not seen acknowledged are resent on its behalf;
+        the gap in ``told`` then asks for its status, which requeues what it lost."""
+        if told_incarnation(told) > told_incarnation(self.heard[local]):
+            self._orphan(local)
+
     def hello(self, local: int, told: int) -> None:
-        """Worker ``local`` restarted with nothing: what it ran is lost."""
+        """Worker ``local`` restarted with nothing: what it ran is lost (a ``Hello`` no newer than what this
+        master heard from the worker is a duplicate, or comes after the new incarnation's news)."""
+        if told <= self.heard[local]:
+            return
         self._orphan(local)
         for key in sorted(self.running[local]):
             self._drop_running(local, key, relaunch=True)

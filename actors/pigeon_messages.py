@@ -7,12 +7,21 @@ Recovery adds ``Sync`` (master -> second master, with ``SyncReset``), ``Claim`` 
 election), ``Status`` and ``Outstanding`` (what the workers run and the distributors still wait for, to
 rebuild a master), ``Probe``, ``MasterPing``, ``Suspect``, ``Refused`` and ``Hello``. Every state message
 from a worker carries ``told``, its count of such messages, so a master applies each once and sees a gap
-(a lost one).
+(a lost one). ``told`` keeps the worker's incarnation in its high bits (``TOLD_SHIFT``), so it grows
+across restarts: a master that missed a restarted worker's ``Hello`` still tells the new incarnation's
+messages from the old one's late ones.
 """
 
 from __future__ import annotations
 
 from fedemu.fabric.messages import message
+
+TOLD_SHIFT = 32  # ``told`` is incarnation << TOLD_SHIFT | the incarnation's count of state messages
+
+
+def told_incarnation(told: int) -> int:
+    """The worker incarnation that sent a message numbered ``told``."""
+    return told >> TOLD_SHIFT
 
 
 @message("pigeon.tasks")
@@ -68,13 +77,15 @@ class Idle:
 @message("pigeon.refused")
 class Refused:
     """Worker -> master: the launch does not fit what the worker runs; ``running`` is (job, index, demand)
-    of each task it does run, ``last`` its latest (epoch, seq) launch."""
+    of each task it does run, ``unacked`` the tasks it finished lately (as in ``Status``), ``last`` its
+    latest (epoch, seq) launch."""
 
     job_id: int
     index: int
     running: tuple
     last: tuple
     told: int
+    unacked: tuple
 
 
 @message("pigeon.status")

@@ -5,8 +5,8 @@ a master with a stale view never over-commits it) or comes from a master of an o
 with the newer ``Claim``). A finished task's result goes to the job's distributor and is resent until
 acknowledged (``result_retry_s``, doubling, at most ``RESULT_TRIES`` times); the idle notice goes to
 the current master at once. Every state message to a master (idle notice, refusal, status) carries
-``told``, numbered per incarnation. As a group member it can be second master, alert its master's
-death and take over (``master.GroupMember``).
+``told``, numbered above every earlier incarnation's. As a group member it can be second master, alert
+its master's death and take over (``master.GroupMember``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 
 from .master import GroupMember
-from .pigeon_messages import Idle, Launch, Probe, Refused, ResultAck, ResultTimer, Status
+from .pigeon_messages import TOLD_SHIFT, Idle, Launch, Probe, Refused, ResultAck, ResultTimer, Status
 from .protocol import TaskFinished, TaskTimer
 from .worker import Worker
 
@@ -36,6 +36,7 @@ class PigeonWorker(GroupMember, Worker):
         self.result_armed = False
 
     def on_start(self) -> None:
+        self.told = self.incarnation << TOLD_SHIFT  # numbered above everything an earlier incarnation sent
         self._member_start()
 
     def told_now(self) -> int:
@@ -61,7 +62,7 @@ class PigeonWorker(GroupMember, Worker):
         demand = msg.demand
         if any(free[r] < d for r, d in enumerate(demand)):
             self.told += 1
-            self.send(src, Refused(msg.job_id, msg.index, self._running(), self.last, self.told))
+            self.send(src, Refused(msg.job_id, msg.index, self._running(), self.last, self.told, self._done()))
             return
         for r, d in enumerate(demand):
             free[r] -= d
@@ -132,10 +133,12 @@ class PigeonWorker(GroupMember, Worker):
     def _running(self) -> tuple:
         return tuple((j, i, t.demand) for (j, i), t in sorted(self.running.items()))
 
+    def _done(self) -> tuple:
+        return tuple(sorted(set(self.unacked) | set(self.recent)))
+
     def status_message(self, answers: int = 0) -> Status:
         self.told += 1
-        done = tuple(sorted(set(self.unacked) | set(self.recent)))
-        return Status(self._running(), done, self.last, self.told, answers)
+        return Status(self._running(), self._done(), self.last, self.told, answers)
 
     def on_Probe(self, msg: Probe, src: int) -> None:
         if msg.epoch < self.key[0]:
