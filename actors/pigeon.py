@@ -123,7 +123,9 @@ def master_matches_workers(fabric) -> list[Violation]:
     """Each group's current master (the live member holding the role with the best claim) sees every
     live worker it counts as up with exactly the worker's true free capacity. A worker with a message
     still on its way between the two (an idle notice, a status or a launch: their numbers differ) is
-    not compared; nor is a group whose new master is still collecting statuses."""
+    not compared, nor one whose status the master asked for with its tick armed (it saw a gap, and the
+    answer or the probe's timeout repairs the view); nor is a group whose new master is still
+    collecting statuses."""
     best: dict[int, GroupMember] = {}
     for idx in range(len(fabric.names)):
         actor = fabric.actor(idx)
@@ -140,6 +142,8 @@ def master_matches_workers(fabric) -> list[Violation]:
         for local, wid in enumerate(role.worker_ids):
             worker = fabric.actor(wid)
             if worker is None or local in role.down or role.heard[local] != worker.told or role.mark[local] != worker.last:
+                continue
+            if local in role.probed and role.tick_armed:
                 continue
             seen = tuple(int(x) for x in free[local])
             if seen != tuple(worker.free):
