@@ -12,10 +12,10 @@ shared/papers file 002, IV-B4).
 
 The empty-search memo: per task signature (constraints, demand), the value of each partition's
 ``gains`` counter when that partition last had no suitable worker. A partition whose counter has not
-moved since is not searched again for the signature. Every learnt value that changes a worker bumps
-its partition's counter; the GM's own allocations only take resources away and bump nothing. So a
-partition found empty stays empty until its counter moves: the memo never hides a match, it only
-saves searches. The same holds one level up for a whole LM (``row_gains``) and for the whole search
+moved since is not searched again for the signature. A learnt value that gives a worker more of some
+resource bumps its partition's counter; a value that only takes resources away (the worker got
+busier) bumps nothing, nor do the GM's own allocations. So a partition found empty stays empty until
+its counter moves: the memo never hides a match, it only saves searches. The same holds one level up for a whole LM (``row_gains``) and for the whole search
 (``gain_total``): a signature found nowhere costs O(1) until something anywhere changes.
 """
 
@@ -49,22 +49,25 @@ class PartitionSearch:
         self.scanned = 0  # workers examined by ``find`` since the last ``take_scanned`` (a cost model's units)
 
     def learn(self, lm: int, workers: tuple, frees: tuple) -> None:
-        """Absolute free vectors of LM ``lm``'s workers (LM-wide indices); bump the memo's counters."""
+        """Absolute free vectors of LM ``lm``'s workers (LM-wide indices); bump the memo's counters where
+        a worker gained something."""
         per = self.per_partition
         views, gains = self.views[lm], self.gains[lm]
-        changed = free_delta = 0
+        grown = free_delta = 0
         for w, free in zip(workers, frees):
             p, local = divmod(w, per)
-            delta = views[p].update(local, free)
+            view = views[p]
+            delta = view.update(local, free)
             if delta is None:
                 continue  # nothing new: no memo entry needs invalidating either
-            gains[p] += 1
-            changed += 1
             free_delta += delta
-        if changed:
-            self.total_free += free_delta
-            self.row_gains[lm] += changed
-            self.gain_total += changed
+            if view.grew:
+                gains[p] += 1
+                grown += 1
+        self.total_free += free_delta
+        if grown:
+            self.row_gains[lm] += grown
+            self.gain_total += grown
 
     def take_scanned(self) -> int:
         """Workers examined since the last call (each partition searched counts its workers)."""
@@ -109,6 +112,8 @@ class PartitionSearch:
         A partition with no worker free for the unit demand is skipped unasked, so the demand must
         cover the unit demand, or take nothing the unit demand needs (then every worker stays free
         for it): a run's tasks share one demand vector of whole numbers, so either holds."""
+        if not self.total_free:
+            return None  # no worker anywhere is free for the unit demand (an overloaded datacenter)
         memo = self.memo.get(signature)
         n_lm = self.num_lms
         if memo is None:

@@ -46,7 +46,7 @@ class PartitionView:
     __slots__ = ("n", "num_constraints", "num_resources", "worker_ids", "_local_of", "capacity", "speed",
                  "constraint_counts",
                  "constraint_vectors", "_all", "_unit_tuple", "_demands", "_masks", "_unit", "_unit_first",
-                 "_single", "_cap0", "_free0", "_free", "_flags", "_avail", "free_count")
+                 "_single", "_cap0", "_free0", "_free", "_flags", "_avail", "free_count", "grew")
 
     def __init__(
         self,
@@ -125,6 +125,7 @@ class PartitionView:
         self._flags = bytearray(ok.astype(np.uint8).tobytes())
         self._avail = bitvec.to_int(bitvec.from_indices(n, np.flatnonzero(ok)))
         self.free_count = int(ok.sum())
+        self.grew = False  # whether the last ``update`` that changed a worker gave it more of something
 
     def clone(self) -> "PartitionView":
         """An independent view of the same workers in the same state: the constraint vectors and
@@ -280,14 +281,17 @@ class PartitionView:
     def update(self, local: int, free_vector) -> int | None:
         """``set_free`` that returns what changed: None when the view already held this vector, else
         how availability changed (+1 became available, -1 became unavailable, 0 unchanged), which is
-        what a scheduler's counters and search memo need, in one call."""
+        what a scheduler's counters and search memo need, in one call. After a change, ``grew`` says
+        whether the worker gained some resource (a search memo need not look again otherwise)."""
         if self._single and len(free_vector) == 1:  # the hot one-resource case, inlined
             f = free_vector[0]
-            if f == self._free0[local]:
+            old = self._free0[local]
+            if f == old:
                 return None
             if not 0 <= f <= self._cap0[local]:
                 raise AssertionError(f"free {list(free_vector)} for worker {self.worker_ids[local]} is not within "
                                      f"0..{[self._cap0[local]]}")
+            self.grew = f > old
             self._free0[local] = f
             now = f >= self._unit_first
             if self._flags[local] == now:
@@ -299,8 +303,13 @@ class PartitionView:
                 return 1
             self.free_count -= 1
             return -1
-        if not self._single and self._free[local].tolist() == list(free_vector):
-            return None
+        if not self._single:
+            held = self._free[local].tolist()
+            if held == list(free_vector):
+                return None
+            self.grew = any(f > h for f, h in zip(free_vector, held))
+        else:
+            self.grew = free_vector[0] > self._free0[local]
         before = self._flags[local]
         self.set_free(local, free_vector)
         return self._flags[local] - before

@@ -147,3 +147,25 @@ def test_memo_skips_searches_until_something_changes():
     search.learn(1, (1,), ((1,),))  # the same value again: not a change
     asked.clear()
     assert search.find(((1,), (1,))) is None and asked == []
+
+
+def test_a_worker_getting_busier_leaves_every_empty_search_standing():
+    """Only a learnt gain moves the memo: a worker that ends up with less (busier) cannot make a
+    partition suitable, so a signature found nowhere is not searched again."""
+    asked = []
+
+    class CountingView(PartitionView):
+        def suitable(self, *args):
+            asked.append(self)
+            return super().suitable(*args)
+
+    views = [[CountingView([WorkerSpec(10 * lm + p, lm, (2,), (0,))]) for p in range(2)] for lm in range(2)]
+    search = PartitionSearch(views, 0, RandomChoice())
+    search.rng = Stream(1, "test")
+    assert search.find(((1,), (1,))) is None and len(asked) == 4  # no worker has constraint 1
+    search.learn(1, (1,), ((1,),))  # busier (2 -> 1 free), still available for the unit demand
+    search.learn(0, (0,), ((0,),))
+    asked.clear()
+    assert search.find(((1,), (1,))) is None and asked == []
+    search.learn(1, (1,), ((2,),))  # a gain: that partition is looked at again, and only it
+    assert search.find(((1,), (1,))) is None and asked == [views[1][1]]
