@@ -354,17 +354,20 @@ class MasterCore:
             self._orphan(local)
 
     def hello(self, local: int, told: int) -> None:
-        """Worker ``local`` restarted with nothing: what it ran is lost (a ``Hello`` no newer than what this
-        master heard from the worker is a duplicate, or comes after the new incarnation's news)."""
+        """Worker ``local`` restarted with nothing: what its earlier incarnation ran is lost. Launches this
+        master sent after the restart may have reached the new incarnation, so it asks for the worker's
+        status, which says which tasks to relaunch (until then the worker counts as busy with them). A
+        ``Hello`` no newer than what this master heard from the worker is a duplicate, or comes after the
+        new incarnation's news."""
         if told <= self.heard[local]:
             return
         self._orphan(local)
-        for key in sorted(self.running[local]):
-            self._drop_running(local, key, relaunch=True)
         self.heard[local] = told
         self.mark[local] = (-1, 0)
         self.probed.pop(local, None)
         self.down.pop(local, None)
+        if self.running[local]:
+            self.probe(local)
         self._known(local)
 
     def probe(self, local: int) -> None:
@@ -401,7 +404,15 @@ class MasterCore:
                 continue
             if demand[0] < 1:
                 self.unit_gate = False
-            self._requeue(Pending(job_id, index, duration, constraints, demand, self.h.now, src), HIGH if short else LOW)
+            task, cls = Pending(job_id, index, duration, constraints, demand, self.h.now, src), HIGH if short else LOW
+            local = self.where.get(key)
+            if local is not None:  # a worker holds it; known only by its demand (a worker's status said so),
+                _, held_cls, epoch, seq = self.running[local][key]  # it can now be relaunched if lost
+                if held_cls < 0:
+                    self.running[local][key] = (task, cls, epoch, seq)
+                    self.sync.running[(local, *key)] = None
+                continue
+            self._requeue(task, cls)
         if rec is not None:
             self._maybe_recovered()
         self.activity()

@@ -218,3 +218,23 @@ def test_survives_lists_the_kinds_these_tests_prove():
     for name in SCHEDULERS:
         assert set(registry.get(name).survives) == {"crash", "restart", "partition", "heal", "slow", "restore",
                                                     "loss", "dup"}
+
+
+def test_a_launch_that_reaches_a_restarted_worker_before_its_hello_is_not_run_again():
+    """w-1 restarts while master-0 launches a task on it; the launch reaches the new incarnation before
+    the worker's Hello reaches the master. The master asks the worker's status instead of taking every
+    task it had placed there for lost, so that task runs once, and w-1 is not over-committed (the fault
+    search's shrunk case in tests/regressions; before, the task was relaunched and a refusal followed)."""
+    import tomllib
+    from pathlib import Path
+
+    from fedemu.scenarios import fault_plan as fp
+    from fedemu.tools import fuzz, strategies
+
+    case = Path(__file__).parent / "regressions" / "pigeon-master-reads-a-refusal-as-a-status"
+    spec = tomllib.loads((case / "case.toml").read_text())
+    example = strategies.Example("default", spec["seed"], spec["set"], fp.load(case / "plan.toml"), "pigeon")
+    summary = fuzz.run_guarded(example).summary
+    assert set(summary["invariants"].values()) == {"ok"}
+    assert summary["faults"]["restarts"] == 1
+    assert "tasks_relaunched" not in summary["counters"]  # nothing ran on w-1's lost incarnation
