@@ -143,11 +143,11 @@ class MasterCore:
         self.probed: dict[int, int] = {}  # worker -> when the pending probe was sent
         self.probed_at: dict[int, int] = {}  # worker -> when the last probe was sent
         self.deadlines: list = []  # heap of (overdue at, worker, job, index)
-        self.finished: set = set()
+        self.finished: set = set()  # tasks workers reported done (result unacknowledged) during recovery
         self.seeded: set = set()  # queued tasks taken from the second master's sync (during a recovery)
         self.results: list[dict] = [{} for _ in range(n)]  # per worker: its finished tasks not yet acknowledged
         self.moved: set = set()  # running tasks whose job moved to another distributor
-        self.orphans: dict[tuple, list] = {}  # results of dead workers the master resends: [task, tries, sent]  # tasks workers reported done (result unacknowledged) during recovery
+        self.orphans: dict[tuple, list] = {}  # results of dead workers the master resends: [task, tries, sent]
         self.tick_armed = False
         self.active = False
         self.quiet = 0
@@ -406,8 +406,9 @@ class MasterCore:
                 self.unit_gate = False
             task, cls = Pending(job_id, index, duration, constraints, demand, self.h.now, src), HIGH if short else LOW
             local = self.where.get(key)
-            if local is not None:  # a worker holds it; known only by its demand (a worker's status said so),
-                _, held_cls, epoch, seq = self.running[local][key]  # it can now be relaunched if lost
+            if local is not None:  # a worker holds it: if a status named it (known by its demand only),
+                # the distributor's record makes it one the master can relaunch should the worker lose it
+                _, held_cls, epoch, seq = self.running[local][key]
                 if held_cls < 0:
                     self.running[local][key] = (task, cls, epoch, seq)
                     self.sync.running[(local, *key)] = None

@@ -15,8 +15,9 @@ The empty-search memo: per task signature (constraints, demand), the value of ea
 moved since is not searched again for the signature. A learnt value that gives a worker more of some
 resource bumps its partition's counter; a value that only takes resources away (the worker got
 busier) bumps nothing, nor do the GM's own allocations. So a partition found empty stays empty until
-its counter moves: the memo never hides a match, it only saves searches. The same holds one level up for a whole LM (``row_gains``) and for the whole search
-(``gain_total``): a signature found nowhere costs O(1) until something anywhere changes.
+its counter moves: the memo never hides a match, it only saves searches. The same holds one level up
+for a whole LM (``row_gains``) and for the whole search (``gain_total``): a signature found nowhere
+costs O(1) until something anywhere changes.
 """
 
 from __future__ import annotations
