@@ -88,6 +88,14 @@ class GroupConfig:
     recorder: object
     sync_us: int
     timeout_us: int
+    ids: tuple | None = None  # (member ids, distributor ids), resolved once for the whole group
+
+    def addresses(self, fabric) -> tuple:
+        """(member ids, distributor ids) in ``fabric``: every member of a large group would otherwise
+        resolve all its names itself (a million lookups per 1,000-member group, and a list each)."""
+        if self.ids is None:
+            self.ids = (tuple(map(fabric.addr, self.member_names)), tuple(map(fabric.addr, self.dist_names)))
+        return self.ids
 
 
 @attrs.frozen
@@ -677,8 +685,8 @@ class GroupMember:
         self.role: MasterCore | None = None
         self.claim: Claim | None = None
         self.key = NO_KEY
-        self.member_ids: list[int] = []
-        self.dist_ids: list[int] = []
+        self.member_ids: tuple = ()
+        self.dist_ids: tuple = ()
         self.synced: SyncedState | None = None  # the group's state as the syncs told it (as second master)
         self.last_sync_us = -1
         self.watch_pinged_us = -1  # when the watch pinged a master whose sync did not come (-1: not)
@@ -688,10 +696,8 @@ class GroupMember:
         self.suspecters: list[int] = []
 
     def _member_start(self) -> None:
-        addr = self.fabric.addr
         cfg = self.cfg
-        self.member_ids = [addr(name) for name in cfg.member_names]
-        self.dist_ids = [addr(name) for name in cfg.dist_names]
+        self.member_ids, self.dist_ids = cfg.addresses(self.fabric)
         if self.incarnation == 0:
             second = self.member_ids[1] if len(self.member_ids) > 1 else -1
             self._adopt(Claim(cfg.group, 0, 0, 0, self.member_ids[0], second))
