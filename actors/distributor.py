@@ -50,30 +50,38 @@ BACKOFF = 5  # a batch is resent after dist_retry_s, doubling per try up to 2**B
 QUIET_ROUNDS = 10  # pings or alerts of a group without news before the distributor stops asking
 
 
-def _bits(constraints) -> int:
-    mask = 0
-    for c in constraints:
-        mask |= 1 << c
-    return mask
-
-
 class ConstraintSetCounts:
-    """PigeonC's CS_i: per group, how many machines have each distinct (constraint set, capacity)."""
+    """PigeonC's CS_i: per group, how many machines have each distinct (constraint set, capacity).
+
+    ``weights`` counts a group's machines with a bit per machine: one mask per constraint (the machines
+    that have it) and one per demand (those big enough), ANDed and counted, so a new constraint set costs
+    a few big-integer operations per group rather than a pass over the group's distinct sets."""
 
     def __init__(self, groups: Sequence[Sequence]) -> None:
-        self._sets: list[list[tuple[int, tuple, int]]] = []
         self.tables: list[dict[tuple, int]] = []
+        self._masks: list[dict[int, int]] = []  # per group: constraint id -> the machines that have it
+        self._capacities: list[list[tuple]] = []  # per group: each machine's capacity, in order
         for workers in groups:
-            counts: dict[tuple, int] = {}
-            for w in workers:
-                key = (tuple(sorted(dict.fromkeys(w.constraints))), tuple(w.capacity))
-                counts[key] = counts.get(key, 0) + 1
-            self._sets.append([(_bits(cons), cap, n) for (cons, cap), n in counts.items()])
             table: dict[tuple, int] = {}
-            for (cons, _), n in counts.items():
-                table[cons] = table.get(cons, 0) + n
+            masks: dict[int, int] = {}
+            for i, w in enumerate(workers):
+                cons = tuple(sorted(dict.fromkeys(w.constraints)))
+                table[cons] = table.get(cons, 0) + 1
+                for c in cons:
+                    masks[c] = masks.get(c, 0) | (1 << i)
             self.tables.append(table)
+            self._masks.append(masks)
+            self._capacities.append([tuple(w.capacity) for w in workers])
+        self._fits: dict[tuple, list[int]] = {}  # demand -> per group: the machines with room for it
         self._cache: dict[tuple, tuple[int, ...]] = {}
+
+    def _fit(self, demand: tuple) -> list[int]:
+        fits = self._fits.get(demand)
+        if fits is None:
+            fits = self._fits[demand] = [
+                sum(1 << i for i, cap in enumerate(caps) if all(c >= d for c, d in zip(cap, demand)))
+                for caps in self._capacities]
+        return fits
 
     def weights(self, constraints: tuple, demand: tuple = (1,)) -> tuple[int, ...]:
         """count_i(C_T) for every group i: machines whose constraint set contains ``constraints``."""
@@ -81,14 +89,13 @@ class ConstraintSetCounts:
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        need = _bits(constraints)
         out = []
-        for sets in self._sets:
-            total = 0
-            for mask, cap, n in sets:
-                if mask & need == need and all(c >= d for c, d in zip(cap, demand)):
-                    total += n
-            out.append(total)
+        for fit, masks in zip(self._fit(demand), self._masks):
+            for c in constraints:
+                fit &= masks.get(c, 0)
+                if not fit:
+                    break
+            out.append(fit.bit_count())
         if len(self._cache) >= _CACHE_LIMIT:
             self._cache.clear()
         self._cache[key] = hit = tuple(out)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fedemu.actors.distributor import ConstraintSetCounts, Distributor
 from fedemu.actors.master import GroupConfig, Master
@@ -43,6 +45,25 @@ def test_constraint_set_occurrences_match_the_paper():
 ])
 def test_weights_are_counts_of_supersets(task, weights):
     assert ConstraintSetCounts([L1, L2]).weights(task) == weights
+
+
+@given(groups=st.lists(st.lists(st.tuples(st.lists(st.integers(0, 5), max_size=4), st.integers(1, 3)), max_size=8),
+                       min_size=1, max_size=3),
+       tasks=st.lists(st.tuples(st.lists(st.integers(0, 6), max_size=3), st.integers(1, 3)), min_size=1, max_size=6))
+@settings(max_examples=60, deadline=None)
+def test_weights_match_a_count_of_every_machine(groups, tasks):
+    """The bit-mask counts equal a plain count: machines holding every constraint with room for the demand."""
+    specs, wid = [], 0
+    for g, machines in enumerate(groups):
+        specs.append([])
+        for cons, cap in machines:
+            specs[-1].append(WorkerSpec(wid, g, (cap,), tuple(cons)))
+            wid += 1
+    counts = ConstraintSetCounts(specs)
+    for cons, demand in tasks + tasks:  # twice: the cached answer too
+        want = tuple(sum(1 for w in ws if set(cons) <= set(w.constraints) and w.capacity[0] >= demand)
+                     for ws in specs)
+        assert counts.weights(tuple(cons), (demand,)) == want
 
 
 def test_weights_skip_machines_too_small_for_the_demand():
