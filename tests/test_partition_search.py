@@ -122,8 +122,9 @@ SearchMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=
 test_search_against_brute_force = SearchMachine.TestCase
 
 
-def test_memo_skips_searches_until_something_changes():
-    """A signature found nowhere is not searched again (no view asked) until an update arrives."""
+def counting_search(capacity: int):
+    """A search over 2 LMs x 2 one-worker partitions (constraint 0, ``capacity`` slots) whose views
+    record every ``suitable`` call in the returned list."""
     asked = []
 
     class CountingView(PartitionView):
@@ -131,9 +132,15 @@ def test_memo_skips_searches_until_something_changes():
             asked.append(self)
             return super().suitable(*args)
 
-    views = [[CountingView([WorkerSpec(10 * lm + p, lm, (1,), (0,))]) for p in range(2)] for lm in range(2)]
+    views = [[CountingView([WorkerSpec(10 * lm + p, lm, (capacity,), (0,))]) for p in range(2)] for lm in range(2)]
     search = PartitionSearch(views, 0, RandomChoice())
     search.rng = Stream(1, "test")
+    return search, views, asked
+
+
+def test_memo_skips_searches_until_something_changes():
+    """A signature found nowhere is not searched again (no view asked) until an update arrives."""
+    search, views, asked = counting_search(1)
     assert search.find(((1,), (1,))) is None and len(asked) == 4  # no worker has constraint 1
     assert search.find(((1,), (1,))) is None and len(asked) == 4  # memo: nothing changed anywhere
     assert search.find(((0,), (1,))) == (0, 0, 0) and len(asked) == 5  # another signature searches
@@ -152,16 +159,7 @@ def test_memo_skips_searches_until_something_changes():
 def test_a_worker_getting_busier_leaves_every_empty_search_standing():
     """Only a learnt gain moves the memo: a worker that ends up with less (busier) cannot make a
     partition suitable, so a signature found nowhere is not searched again."""
-    asked = []
-
-    class CountingView(PartitionView):
-        def suitable(self, *args):
-            asked.append(self)
-            return super().suitable(*args)
-
-    views = [[CountingView([WorkerSpec(10 * lm + p, lm, (2,), (0,))]) for p in range(2)] for lm in range(2)]
-    search = PartitionSearch(views, 0, RandomChoice())
-    search.rng = Stream(1, "test")
+    search, views, asked = counting_search(2)
     assert search.find(((1,), (1,))) is None and len(asked) == 4  # no worker has constraint 1
     search.learn(1, (1,), ((1,),))  # busier (2 -> 1 free), still available for the unit demand
     search.learn(0, (0,), ((0,),))

@@ -8,6 +8,9 @@ job over once (it is the workload, not part of Pigeon's protocol).
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,7 +19,8 @@ from fedemu.actors import registry
 from fedemu.actors.master import GroupMember, MasterCore
 from fedemu.actors.pigeon import master_matches_workers
 from fedemu.actors.pigeon_messages import Suspect
-from fedemu.tools import runner
+from fedemu.scenarios import fault_plan as fp
+from fedemu.tools import fuzz, runner, strategies
 from scheduler_helpers import EventPlan as Plan
 
 S = 1_000_000
@@ -225,12 +229,6 @@ def test_a_launch_that_reaches_a_restarted_worker_before_its_hello_is_not_run_ag
     the worker's Hello reaches the master. The master asks the worker's status instead of taking every
     task it had placed there for lost, so that task runs once, and w-1 is not over-committed (the fault
     search's shrunk case in tests/regressions; before, the task was relaunched and a refusal followed)."""
-    import tomllib
-    from pathlib import Path
-
-    from fedemu.scenarios import fault_plan as fp
-    from fedemu.tools import fuzz, strategies
-
     case = Path(__file__).parent / "regressions" / "pigeon-master-reads-a-refusal-as-a-status"
     spec = tomllib.loads((case / "case.toml").read_text())
     example = strategies.Example("default", spec["seed"], spec["set"], fp.load(case / "plan.toml"), "pigeon")
