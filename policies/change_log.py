@@ -66,8 +66,7 @@ class ChangeLog:
         workers = [w for w in changed if cause[w] != gm]
         if always >= 0 and (always not in changed or cause[always] == gm):
             workers.append(always)
-        free = self.free
-        return tuple(workers), tuple(tuple(free[w]) for w in workers)
+        return tuple(workers), tuple(map(tuple, map(self.free.__getitem__, workers)))
 
     def unsent(self, gm: int) -> set[int]:
         """Workers changed past ``gm``'s confirmed cursor (what it may not know, own changes included)."""
@@ -85,9 +84,8 @@ class ChangeLog:
         start = max(self.sent[gm], self.replied[gm])
         self.replied[gm] = self.end
         cause = self.cause
-        workers = tuple(w for w in dict.fromkeys(self.changes[start - self.base:]) if cause[w] != gm)
-        free = self.free
-        return workers, tuple(tuple(free[w]) for w in workers)
+        workers = tuple([w for w in dict.fromkeys(self.changes[start - self.base:]) if cause[w] != gm])
+        return workers, tuple(map(tuple, map(self.free.__getitem__, workers)))
 
     def deltas(self) -> list[tuple[int, tuple, tuple, int, int]]:
         """(gm, workers, free tuples, prev, upto) for every GM with something new (a heartbeat), and a
@@ -105,7 +103,8 @@ class ChangeLog:
                 changed = shared.get(start)
                 if changed is None:
                     ws = tuple(dict.fromkeys(changes[start - base:]))
-                    changed = shared[start] = (ws, tuple([tuple(free[w]) for w in ws]), [cause[w] for w in ws])
+                    changed = shared[start] = (ws, tuple(map(tuple, map(free.__getitem__, ws))),
+                                               list(map(cause.__getitem__, ws)))
                 ws, fs, causes = changed
                 keep = list(map(gm.__ne__, causes))
                 workers = tuple(compress(ws, keep))

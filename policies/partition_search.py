@@ -48,15 +48,22 @@ class PartitionSearch:
         self.gain_total = 0
         self.memo: dict[tuple, list] = {}  # signature -> [gain_total, known row_gains, known gains]
         self.scanned = 0  # workers examined by ``find`` since the last ``take_scanned`` (a cost model's units)
+        # with one resource, each view's live free values: ``learn`` passes over a value its view holds
+        # already without calling it (most learnt values are: 91% of them on syn_1000)
+        self.held = [[view.free_values for view in row] for row in views] if views[0][0].free_values is not None \
+            else None
 
     def learn(self, lm: int, workers: tuple, frees: tuple) -> None:
         """Absolute free vectors of LM ``lm``'s workers (LM-wide indices); bump the memo's counters where
         a worker gained something."""
         per = self.per_partition
         views, gains = self.views[lm], self.gains[lm]
+        held = None if self.held is None else self.held[lm]
         grown = free_delta = 0
         for w, free in zip(workers, frees):
             p, local = divmod(w, per)
+            if held is not None and free[0] == held[p][local] and len(free) == 1:
+                continue  # the view holds it already (``update`` would return None)
             view = views[p]
             delta = view.update(local, free)
             if delta is None:

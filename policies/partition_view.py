@@ -149,6 +149,12 @@ class PartitionView:
         return self._free
 
     @property
+    def free_values(self) -> list | None:
+        """With one resource, the live list of free values, one per worker (read it only: it is the same
+        list for the view's whole life, so a caller may keep it); with more, None."""
+        return self._free0
+
+    @property
     def available(self) -> np.ndarray:
         """A copy of the availability bit vector: bit i set when worker i can take the unit demand."""
         return bitvec.from_int(self.n, self._avail)
@@ -320,7 +326,7 @@ class PartitionView:
         if free.shape != self.capacity.shape or (free < 0).any() or (free > self.capacity).any():
             raise AssertionError(f"free snapshot of shape {free.shape} is not within 0..capacity")
         if self._single:
-            self._free0 = free[:, 0].tolist()
+            self._free0[:] = free[:, 0].tolist()  # in place: ``free_values`` stays the live list
         else:
             self._free[:] = free
         ok = (free >= self._unit).all(axis=1)
