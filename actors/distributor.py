@@ -27,6 +27,9 @@ Faults (see ``master`` for the masters' side):
   is then handed again (``Resubmit``: a lost submission, or a distributor that crashed and forgot
   them). A handed-again job is split afresh; masters skip tasks they already queue or run and send
   their results to the new distributor too, so some tasks may run twice (counted), none is lost.
+- A result for a job the distributor neither holds nor closed (it forgot the job in a crash, and the
+  result was acknowledged by its new incarnation) is kept: when the job is handed again those tasks
+  count as done and are not sent to a master, which may no longer know of them (``results_before_job``).
 """
 
 from __future__ import annotations
@@ -153,6 +156,7 @@ class Distributor(JobFrontEnd, Actor):
         self.armed = False
         self.source: dict[int, int] = {}  # open job -> who submitted it (its owner of record)
         self.closed: dict[int, int] = {}  # closed job -> when (a lost JobDone is reported again)
+        self.early: dict[int, set] = {}  # job it does not hold -> indices of the results that came anyway
         self.index = index  # this distributor's number, as its Pong says
 
     def on_start(self) -> None:
@@ -193,9 +197,15 @@ class Distributor(JobFrontEnd, Actor):
         self.split[job.job_id] = (job, where)
         for index in range(job.num_tasks):  # the tasks pass through here: their wait and this handler's service
             self.recorder.task_handled(job.job_id, index, self.arrived, self.now)
+        done = self.early.pop(job.job_id, ())
+        for index in sorted(done):  # finished before this distributor held the job (it forgot it in a crash)
+            if self.task_done(job.job_id, index):
+                self.split.pop(job.job_id)
+                return
         per_master: list[list[int]] = [[] for _ in range(n)]
         for index, m in enumerate(where):
-            per_master[m].append(index)
+            if index not in done:
+                per_master[m].append(index)
         short = job.mean_task_us <= self.short_cutoff_us
         durations, constraints = job.durations_us, job.constraints
         now = self.now
@@ -245,6 +255,11 @@ class Distributor(JobFrontEnd, Actor):
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
         self.send(src, ResultAck(msg.job_id, msg.index))
+        if msg.job_id not in self.open_jobs and msg.job_id not in self.closed:
+            # a job this distributor forgot in a crash: the submitter hands it again, and the task is done
+            self.early.setdefault(msg.job_id, set()).add(msg.index)
+            self.recorder.count("results_before_job")
+            return
         entry = self.open_jobs.get(msg.job_id)
         if entry is not None and not entry[1][msg.index]:
             g = self.split[msg.job_id][1][msg.index]

@@ -115,6 +115,8 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("masters_suspected", "times a distributor alerted a group whose master did not answer its ping"),
     ("duplicate_launches_suppressed", "launches a worker ignored: it already runs that task"),
     ("repeated_completions", "task results a distributor had already counted (duplicates, re-executions)"),
+    ("results_before_job", "task results a distributor kept for a job it did not hold (it forgot the job in a "
+                           "crash), counted done when the job is handed to it again"),
 )
 VIOLATIONS = (("constraint_violations", "tasks placed on a machine lacking one of their constraints"),)
 
