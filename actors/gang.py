@@ -410,10 +410,13 @@ class GangGlobalManager(GlobalManager):
             self.recorder.gang_committed(job.job_id, self.now)  # (a one-LM gang: the LM records its launch)
             for lm in lms:
                 self._to_lm(lm, GangCommit(job.job_id, flight.attempt, self.gm, flight.part(lm), job.demand))
+        left = self.open_jobs.get(job.job_id)
         for i, lm, w in flight.placed:
             p = w // self.search.per_partition
             self.internal += p == self.gm
             self.external += p != self.gm
+            if left is None or left[1][i]:  # its completion came first (the vote was lost and asked again)
+                continue
             task = Pending(job.job_id, i, job.durations_us[i], job.constraints[i], job.demand, flight.since_us)
             inflight = Inflight(task, lm, w)
             inflight.attempt = flight.attempt
@@ -456,7 +459,12 @@ class GangLocalManager(LocalManager):
         gm = self.gm_ids[msg.gm]
         if key in self.holds or any((msg.job_id, i) in self.tasks or (msg.job_id, i) in self.done
                                     for i, _, _ in msg.tasks):
-            self.send(gm, GangVote(msg.job_id, msg.attempt, self.lm, True, (), ()))  # a retry: as before
+            # a retry (the vote was lost or is late): yes again, with the part's workers as they are now, so
+            # the GM's view does not count the reservation twice (values it learnt since may include it)
+            workers = tuple(sorted({w for _, w, _ in msg.tasks}))
+            self.charge("change", len(workers))
+            self.send(gm, GangVote(msg.job_id, msg.attempt, self.lm, True, workers,
+                                   tuple(tuple(self.free[w]) for w in workers)))
             return
         bad = -1 if key not in self.ended else msg.tasks[0][1]
         need: dict[int, list] = {}
