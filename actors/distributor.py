@@ -255,12 +255,12 @@ class Distributor(JobFrontEnd, Actor):
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
         self.send(src, ResultAck(msg.job_id, msg.index))
-        if msg.job_id not in self.open_jobs and msg.job_id not in self.closed:
+        entry = self.open_jobs.get(msg.job_id)
+        if entry is None and msg.job_id not in self.closed:
             # a job this distributor forgot in a crash: the submitter hands it again, and the task is done
             self.early.setdefault(msg.job_id, set()).add(msg.index)
             self.recorder.count("results_before_job")
             return
-        entry = self.open_jobs.get(msg.job_id)
         if entry is not None and not entry[1][msg.index]:
             g = self.split[msg.job_id][1][msg.index]
             self.waiting[g] -= 1
