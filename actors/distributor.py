@@ -175,7 +175,7 @@ class Distributor(JobFrontEnd, Actor):
                 self.send(src, JobDone(job.job_id, self.closed[job.job_id], ()))
             return
         self.jobs += 1
-        bad = tuple(i for i, c in enumerate(job.constraints) if not self.feasible(c, job.demand))
+        bad = self.infeasible(job)
         if bad:
             self.rejected += 1
             if src < 0:  # no owner of record (a test driving the distributor alone)

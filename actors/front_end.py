@@ -16,9 +16,18 @@ class JobFrontEnd:
         super().__init__()
         self.open_jobs: dict[int, int] = {}
 
+    def infeasible(self, job) -> tuple:
+        """The indexes of the job's tasks that no machine can ever run (each distinct constraint set is
+        checked once: a job's tasks mostly share one)."""
+        feasible, demand = self.feasible, job.demand
+        ok = {c: feasible(c, demand) for c in dict.fromkeys(job.constraints)}
+        if all(ok.values()):
+            return ()
+        return tuple(i for i, c in enumerate(job.constraints) if not ok[c])
+
     def admit(self, job) -> bool:
         """True when every task can run somewhere; else the job is recorded as unschedulable."""
-        bad = tuple(i for i, c in enumerate(job.constraints) if not self.feasible(c, job.demand))
+        bad = self.infeasible(job)
         if not bad:
             return True
         self.recorder.job_unschedulable(job.job_id, bad)

@@ -197,7 +197,7 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
         """Open the job unless it is open already (a duplicate) or can never run (reported at once)."""
         if job.job_id in self.open_jobs or job.job_id in self.adopting:
             return False
-        bad = tuple(i for i, c in enumerate(job.constraints) if not self.feasible(c, job.demand))
+        bad = self.infeasible(job)
         if bad:
             if self.fabric.event_log is not None:
                 emit(self, JOB_UNSCHEDULABLE, job=job.job_id, tasks=bad)

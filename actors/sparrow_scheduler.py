@@ -145,7 +145,7 @@ class SparrowScheduler(JobFrontEnd, Actor):
             self.recorder.count("repeated_jobs")
             self.send(src, done)
             return
-        bad = tuple(i for i, c in enumerate(job.constraints) if not self.feasible(c, job.demand))
+        bad = self.infeasible(job)
         if bad:
             if self.fabric.event_log is not None:
                 emit(self, JOB_UNSCHEDULABLE, job=job.job_id, tasks=bad)

@@ -60,6 +60,13 @@ def lean(cls):
     trailing = tuple(defaults[first:])
     trail = _getter(names[first:])
     head = _getter(names[:first])
+    if len(trailing) == 1:  # one trailing field (the usual case): no tuple to build and compare
+        last, default = operator.attrgetter(names[first]), trailing[0]
+
+        def fields_one(msg):
+            return head(msg) if last(msg) == default else full(msg)
+        cls._fedemu_fields = staticmethod(fields_one)
+        return cls
 
     def fields(msg):
         if trail(msg) == trailing:  # the common case: every trailing field at its default

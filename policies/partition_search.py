@@ -58,20 +58,29 @@ class PartitionSearch:
         a worker gained something."""
         per = self.per_partition
         views, gains = self.views[lm], self.gains[lm]
-        held = None if self.held is None else self.held[lm]
         grown = free_delta = 0
-        for w, free in zip(workers, frees):
-            p, local = divmod(w, per)
-            if held is not None and free[0] == held[p][local] and len(free) == 1:
-                continue  # the view holds it already (``update`` would return None)
-            view = views[p]
-            delta = view.update(local, free)
-            if delta is None:
-                continue  # nothing new: no memo entry needs invalidating either
-            free_delta += delta
-            if view.grew:
-                gains[p] += 1
-                grown += 1
+        if self.held is not None:  # one resource: compare with the live values, call ``update`` on a change
+            held = self.held[lm]
+            for w, free in zip(workers, frees):
+                p, local = divmod(w, per)
+                f, old = free[0], held[p][local]
+                if f == old:
+                    continue  # the view holds it already: no memo entry needs invalidating either
+                free_delta += views[p].update(local, free)
+                if f > old:
+                    gains[p] += 1
+                    grown += 1
+        else:
+            for w, free in zip(workers, frees):
+                p, local = divmod(w, per)
+                view = views[p]
+                delta = view.update(local, free)
+                if delta is None:
+                    continue  # nothing new: no memo entry needs invalidating either
+                free_delta += delta
+                if view.grew:
+                    gains[p] += 1
+                    grown += 1
         self.total_free += free_delta
         if grown:
             self.row_gains[lm] += grown
