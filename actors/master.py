@@ -157,6 +157,7 @@ class MasterCore:
         self.moved: set = set()  # running tasks whose job moved to another distributor
         self.orphans: dict[tuple, list] = {}  # results of dead workers the master resends: [task, tries, sent]
         self.tick_armed = False
+        self.tick_at = -1  # when the live tick is due: a timer for another time was superseded
         self.active = False
         self.quiet = 0
         self.sync_at = -1  # when the next sync to the second master is due (-1: none promised)
@@ -492,11 +493,21 @@ class MasterCore:
         self.active = True
         if not self.tick_armed:
             self.quiet = 0
-            self.tick_armed = True
-            self.h.set_timer(self.cfg.sync_us, MasterTick(self.epoch))
+            self._arm_tick(self.h.now + self.cfg.sync_us)
+
+    def _arm_tick(self, at: int) -> None:
+        """Tick at ``at`` unless a tick is due sooner; one set for later is superseded (``tick_at``), so
+        the master keeps one chain of ticks even when something in a tick calls ``activity``."""
+        if self.tick_armed and self.tick_at <= at:
+            return
+        self.tick_armed = True
+        self.tick_at = at
+        self.h.set_timer(at - self.h.now, MasterTick(self.epoch))
 
     def tick(self) -> None:
         """Overdue tasks and unanswered probes, then the sync to the second master and the next tick."""
+        if self.h.arrived != self.tick_at:
+            return  # superseded by a sooner tick
         self.tick_armed = False
         now = self.h.now
         timeout = self.cfg.timeout_us
@@ -555,8 +566,7 @@ class MasterCore:
         if backoff is not None:
             nxt.append(backoff)
         if nxt:
-            self.tick_armed = True
-            self.h.set_timer(max(min(nxt), now + 1) - now, MasterTick(self.epoch))
+            self._arm_tick(max(min(nxt), now + 1))
         self._dispatch()
 
     def _sync(self, next_us: int) -> None:
