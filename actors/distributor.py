@@ -27,9 +27,10 @@ Faults (see ``master`` for the masters' side):
   is then handed again (``Resubmit``: a lost submission, or a distributor that crashed and forgot
   them). A handed-again job is split afresh; masters skip tasks they already queue or run and send
   their results to the new distributor too, so some tasks may run twice (counted), none is lost.
-- A result for a job the distributor neither holds nor closed (it forgot the job in a crash, and the
-  result was acknowledged by its new incarnation) is kept: when the job is handed again those tasks
-  count as done and are not sent to a master, which may no longer know of them (``results_before_job``).
+- A result for a job the distributor neither holds nor closed (it forgot the job in a crash) is kept,
+  not acknowledged: when the job is handed again those tasks count as done and are not sent to a master,
+  which may no longer know of them (``results_before_job``). The worker resends it until the job is
+  here again, so a second crash before then loses nothing.
 """
 
 from __future__ import annotations
@@ -254,13 +255,16 @@ class Distributor(JobFrontEnd, Actor):
             self.unacked.pop((msg.job_id, g), None)
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
-        self.send(src, ResultAck(msg.job_id, msg.index))
         entry = self.open_jobs.get(msg.job_id)
         if entry is None and msg.job_id not in self.closed:
-            # a job this distributor forgot in a crash: the submitter hands it again, and the task is done
-            self.early.setdefault(msg.job_id, set()).add(msg.index)
-            self.recorder.count("results_before_job")
+            # a job this distributor forgot in a crash: the submitter hands it again, and the task is done.
+            # Not acknowledged: the worker resends it until the job is here, so a second crash loses nothing
+            early = self.early.setdefault(msg.job_id, set())
+            if msg.index not in early:
+                early.add(msg.index)
+                self.recorder.count("results_before_job")
             return
+        self.send(src, ResultAck(msg.job_id, msg.index))
         if entry is not None and not entry[1][msg.index]:
             g = self.split[msg.job_id][1][msg.index]
             self.waiting[g] -= 1
