@@ -45,6 +45,7 @@ class Param:
     help: str
     ok: Callable[[Any], bool] | None = None
     expected: str = ""
+    choices: tuple = ()  # a choice key's values (``one_of``): what a fault search draws its variants from
 
     def check(self, value) -> None:
         """Raise a ConfigError naming the key and value unless ``value`` is valid."""
@@ -79,7 +80,7 @@ def seconds_between(low: float, high: float) -> dict:
 
 def one_of(names) -> dict:
     """``ok``/``expected`` of a Param that takes one of ``names`` (text)."""
-    return {"ok": lambda v: v in names, "expected": " or ".join(names)}
+    return {"ok": lambda v: v in names, "expected": " or ".join(names), "choices": tuple(names)}
 
 
 def finite_at_least(minimum: float, strict: bool = False) -> dict:

@@ -34,7 +34,8 @@ from fedemu.scenarios.trace import read_trace
 
 from .run import FederationRun
 
-POLICY = Param("policy", "random", f"worker-choice policy: {', '.join(sorted(WORKER_CHOICE_NAMES))}")
+POLICY = Param("policy", "random", f"worker-choice policy: {', '.join(sorted(WORKER_CHOICE_NAMES))}",
+               choices=tuple(sorted(WORKER_CHOICE_NAMES)))  # checked by ``declare`` (its error names the known ones)
 # the worker-choice policies' own keys, with the policies they apply to
 POLICY_OPTIONS = {
     Param("d", 2, "d-choices: draw among the D least-loaded candidates (1: greedy)", **whole_at_least(1)):

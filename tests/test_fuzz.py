@@ -22,6 +22,7 @@ from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.faults import FAULT_KINDS
 from fedemu.fabric.journal import JournalReader
 from fedemu.scenarios import fault_plan as fp
+from fedemu.scenarios import federation as fed
 from fedemu.tools import fuzz, strategies
 from fedemu.tools.cli import main
 
@@ -106,6 +107,30 @@ def test_allowed_kinds_are_what_a_scheduler_survives_and_the_benign_ones(monkeyp
     assert strategies.allowed_kinds("megha", ["crash", "loss"]) == ("crash",)
     assert strategies.families(strategies.allowed_kinds("megha", ["crash"])) == ("slow",)  # crash needs restart
     assert strategies.allowed_kinds(None, ["dup", "heal"]) == ("heal", "dup")
+
+
+@pytest.mark.parametrize("scheduler", list(registry.SCHEDULERS))
+def test_the_search_draws_every_variant_of_a_scheduler(scheduler):
+    """Each choice key that applies (the worker-choice policy, the tie order, the scheduler's own) is drawn
+    at every value but the trace-only ones, the default first; a variant names only what differs."""
+    sched = registry.get(scheduler)
+    keys = dict(strategies._choice_keys("scenarios.default", scheduler))
+    assert {p.name for p in sched.params if p.choices} <= set(keys)
+    assert "ties" in keys and ("policy" in keys) == sched.takes_policy
+    for key, values in keys.items():
+        param = next(p for p in (*sched.params, *fed.COMMON) if p.name == key)
+        assert values[0] == param.default and sorted(values) == sorted(v for v in param.choices
+                                                                        if (key, v) not in strategies.NOT_DRAWN)
+    seen = set()
+
+    @settings(max_examples=200, derandomize=True, database=None, deadline=None)
+    @given(strategies.variants("scenarios.default", scheduler))
+    def collect(variant):
+        assert all(value != keys[key][0] for key, value in variant.items())
+        seen.update(variant.items())
+
+    collect()
+    assert seen == {(key, value) for key, values in keys.items() for value in values[1:]}
 
 
 # ---- the search in CI: a bounded, derandomized search over every scheduler -------------------------

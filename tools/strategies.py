@@ -7,7 +7,8 @@ each one first picks a non-empty subset of the fault families it may use, then d
 those. Every fault it draws ends: a crashed actor restarts, a partition heals, a slowed link is restored,
 loss and duplication go back to 0 (the property searched is "a scheduler recovers from faults that
 pass"). ``slow``/``restore`` need no recovery protocol (messages are only delayed; each link stays FIFO),
-so they are always allowed; other kinds only where the scheduler's ``survives`` lists them.
+so they are always allowed; other kinds only where the scheduler's ``survives`` lists them. Each run is
+also a variant of its scheduler: a value of every choice key that applies (``variants``).
 
     from hypothesis import given
     from fedemu.tools import strategies
@@ -160,6 +161,40 @@ def clusters(scheduler: str | None = None):
         **{k: v for k, v in SHAPE_KEYS.items() if k in own}})
 
 
+# choice values the search never draws: they need a workload it does not draw (its workloads are Poisson)
+NOT_DRAWN = {("user_assign", "trace")}
+
+
+@functools.cache
+def _choice_keys(ref: str, scheduler: str) -> tuple[tuple[str, tuple], ...]:
+    """(key, values) of every choice key (``Param.choices``) that applies to ``scheduler`` in scenario
+    ``ref`` (its ``declare``): the worker-choice policy, the tie order, the scheduler's own queue and
+    protocol choices. The default comes first, so a failure shrinks towards it."""
+    module = runner.load(ref)
+    declare = getattr(module, "declare", None)
+    if declare is None:
+        return ()
+    out = []
+    for _, declared in declare(params_mod.resolve_scenario(module, {"scheduler": scheduler}), ()):
+        for p in declared:
+            values = (p.default,) + tuple(v for v in p.choices if v != p.default and (p.name, v) not in NOT_DRAWN)
+            if p.choices and len(values) > 1:
+                out.append((p.name, values))
+    return tuple(out)
+
+
+@st.composite
+def variants(draw, ref: str, scheduler: str):
+    """A variant of ``scheduler``: one value of each of its choice keys (``_choice_keys``); only the keys
+    not at their default are returned, so a reproducer's command names what differs."""
+    out = {}
+    for key, values in _choice_keys(ref, scheduler):
+        value = draw(st.sampled_from(values))
+        if value != values[0]:
+            out[key] = value
+    return out
+
+
 def _one_of_gang_or_users(overrides: dict, fixed: dict) -> None:
     """Gang scheduling and users (fairness) do not combine (a one-line error): a gang run draws no users,
     and a run with users fixed draws no gang."""
@@ -298,6 +333,7 @@ def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events):
         overrides["scheduler"] = scheduler
         drawn = {**draw(clusters(scheduler)), **draw(workloads())}
         overrides.update({k: v for k, v in drawn.items() if k in keys or k in registry.get(scheduler).param_names})
+        overrides.update(draw(variants(ref, scheduler)))
     overrides.update(fixed)
     _one_of_gang_or_users(overrides, fixed)
     seed = draw(st.integers(0, 2**16))
