@@ -390,8 +390,14 @@ class LocalManager(Fairness, Replica, Actor):
     def _probe(self, w: int, sent: int) -> None:
         self.seq += 1
         self.probing[w] = [sent + 1, self.seq]
-        self.send(self.worker_ids[w], Probe(tuple(sorted(self.execs[w])), False))
+        self._ask(w)
         self.set_timer(self.faults.probe_timeout_us, LmTimer("probe", w, self.seq))
+
+    def _ask(self, w: int) -> None:
+        """Probe worker ``w`` for what this LM records there; an active replica names its epoch, which the
+        worker follows if it missed the takeover (no answer to ``Takeover`` before the rebuild gave up)."""
+        epoch = self.epoch if self.peer_id >= 0 and self.active else 0
+        self.send(self.worker_ids[w], Probe(tuple(sorted(self.execs[w])), False, epoch))
 
     def on_LmTimer(self, msg: LmTimer, src: int) -> None:
         w = msg.worker
@@ -412,7 +418,7 @@ class LocalManager(Fairness, Replica, Actor):
                 self._hand_back(w)
                 self.down_asks[w] = self.down_asks.get(w, 0) + 1
                 if self.down_asks[w] <= RETRIES:
-                    self.send(self.worker_ids[w], Probe(tuple(sorted(self.execs[w])), False))
+                    self._ask(w)
                     self.set_timer(backoff(self.faults.down_timeout_us, self.down_asks[w]), msg)
         elif msg.what == "rebuild" and self.rebuilding:
             if msg.nonce < self.faults.probe_retries:

@@ -167,13 +167,16 @@ class JobTasks:
     done: tuple
 
 
+@lean
 @message("megha.probe")
 class Probe:
     """LM -> worker: what do you run, and which of ``keys`` ((job, index) pairs) have you finished?
-    ``everything``: list every finished task (a restarted LM rebuilding its state)."""
+    ``everything``: list every finished task (a restarted LM rebuilding its state). ``epoch``: an active
+    replica's epoch (``lm_standby``; 0 otherwise), so a worker whose ``Takeover`` was lost follows it."""
 
     keys: tuple
     everything: bool
+    epoch: int = 0
 
 
 @message("megha.worker_status")

@@ -140,4 +140,6 @@ class MeghaWorker(Worker):
             self.send(dst, done)
 
     def on_Probe(self, msg: Probe, src: int) -> None:
+        if msg.epoch > self.epoch and len(self.lms) > 1:  # a takeover whose announcement it missed: follow it
+            self.epoch, self.lm_id = msg.epoch, src
         self.send(src, self._status(None if msg.everything else msg.keys))

@@ -112,7 +112,8 @@ def test_allowed_kinds_are_what_a_scheduler_survives_and_the_benign_ones(monkeyp
 @pytest.mark.parametrize("scheduler", list(registry.SCHEDULERS))
 def test_the_search_draws_every_variant_of_a_scheduler(scheduler):
     """Each choice key that applies (the worker-choice policy, the tie order, the scheduler's own) is drawn
-    at every value but the trace-only ones, the default first; a variant names only what differs."""
+    at every value but the trace-only ones, the default first, and the scheduler's timeouts at each scale;
+    a variant names only what differs."""
     sched = registry.get(scheduler)
     keys = dict(strategies._choice_keys("scenarios.default", scheduler))
     assert {p.name for p in sched.params if p.choices} <= set(keys)
@@ -126,11 +127,17 @@ def test_the_search_draws_every_variant_of_a_scheduler(scheduler):
     @settings(max_examples=200, derandomize=True, database=None, deadline=None)
     @given(strategies.variants("scenarios.default", scheduler))
     def collect(variant):
-        assert all(value != keys[key][0] for key, value in variant.items())
+        assert all(value != keys[key][0] for key, value in variant.items() if key in keys)
+        scaled = {p.name in variant for p in strategies._timing_keys(scheduler)}
+        assert len(scaled) == 1  # all scaled, or none
         seen.update(variant.items())
 
     collect()
-    assert seen == {(key, value) for key, values in keys.items() for value in values[1:]}
+    assert {(k, v) for k, v in seen if k in keys} == {(key, value) for key, values in keys.items() for value in values[1:]}
+    timing = strategies._timing_keys(scheduler)  # scaled together, never alone
+    assert {p.name for p in timing} >= {"resubmit_s"}
+    assert {(k, v) for k, v in seen if k not in keys} == {(p.name, round(p.default * scale, 9)) for p in timing
+                                                         for scale in strategies.TIMING_SCALES[1:]}
 
 
 # ---- the search in CI: a bounded, derandomized search over every scheduler -------------------------
@@ -215,10 +222,10 @@ def test_the_search_finds_a_planted_bug_shrinks_it_and_its_folder_reproduces_it(
                           out=out)
     failure = outcome.failure
     assert failure is not None, "the search missed the planted bug"
-    # shrunk to one duplication window (dup and its restore), plus at most one more event: which local
-    # minimum the shrinker reaches depends on every key the search draws before the plan (a 1 us slow link
-    # that decides the order of the launch and its duplicate was one)
-    assert failure.example.events <= 4, fp.to_toml(failure.example.plan)
+    # shrunk to one duplication window (dup and its restore), plus at most two more events: which local
+    # minimum the shrinker reaches depends on every key the search draws before the plan (1 us slow links
+    # that decide the order of the launch and its duplicate were one; with the variants drawn, two such)
+    assert failure.example.events <= 6, fp.to_toml(failure.example.plan)
     assert {e.kind for e in failure.example.plan.faults(failure.example.names, 0)} <= {"dup", "slow", "restore"}
     assert failure.verdict.startswith("failed: ") and "planted.py" in failure.verdict
     folder = failure.folder

@@ -130,7 +130,8 @@ def fault_plans(names, horizon_us: int, kinds=FAULT_KINDS, *, max_events: int = 
 
 # ---- workloads and clusters (``--set`` overrides of the federation scenario) -------------------------
 def workloads():
-    """A handful of small Poisson jobs: count, fanout, durations, load, constraints, network jitter."""
+    """A handful of small Poisson jobs: count, fanout, durations, load, constraints, network jitter, and
+    the cutoff between short and long jobs."""
     return st.fixed_dictionaries({
         "workload": st.just("poisson"),
         "jobs": st.integers(1, 8),
@@ -140,6 +141,8 @@ def workloads():
         "load": st.sampled_from([0.3, 0.8, 1.0]),
         "constraints": st.booleans(),
         "jitter_ms": st.sampled_from([0.0, 0.0, 0.2, 0.5]),  # at most the default 0.5 ms latency
+        # the default makes every drawn job short; 0.5 s makes some long (Pigeon's long queue, reserved workers)
+        "short_cutoff_s": st.sampled_from([90.5811, 0.5]),
     })
 
 
@@ -147,13 +150,15 @@ def workloads():
 SHAPE_KEYS = {"masters": st.sampled_from([0, 1]), "lm_standby": st.booleans(), "gang": st.booleans(),
               "distributors": st.integers(1, 3), "schedulers": st.integers(1, 3),
               "probe_ratio": st.sampled_from([1.0, 2.0, 3.0]),
-              "users": st.sampled_from([0, 2, 3])}  # Megha's users: with 2 or 3, fairness preempts under contention
+              "users": st.sampled_from([0, 2, 3]),
+              "fqw": st.sampled_from([0, 1, float("inf")]),  # Pigeon's weight of short over long: 20, 1, strict
+              "reserved_fraction": st.sampled_from([0.02, 0.0, 0.4])}  # Megha's users: with 2 or 3, fairness preempts under contention
 
 
 def clusters(scheduler: str | None = None):
     """A small cluster: 1-3 partitions of 1-3 clusters of 1-3 workers each, 1 or 2 slots per worker,
-    and small values of ``scheduler``'s own shape keys (Megha's standby LMs and users, Pigeon's masters and
-    distributors, Sparrow's schedulers and probe ratio)."""
+    and small values of ``scheduler``'s own shape keys (Megha's standby LMs and users, Pigeon's masters,
+    distributors, fair-queue weight and reserved workers, Sparrow's schedulers and probe ratio)."""
     own = registry.get(scheduler).param_names if scheduler else ()
     return st.fixed_dictionaries({
         "gms": st.integers(1, 3), "lms": st.integers(1, 3), "workers_per_partition": st.integers(1, 3),
@@ -183,15 +188,32 @@ def _choice_keys(ref: str, scheduler: str) -> tuple[tuple[str, tuple], ...]:
     return tuple(out)
 
 
+# a scheduler's timeouts and periods (its own ``*_s`` keys) are scaled together by one of these: shorter
+# ones fire while answers are still on their way, so retries, takeovers and resends race the originals
+TIMING_SCALES = (1, 0.1, 0.01)
+
+
+def _timing_keys(scheduler: str) -> tuple:
+    """``scheduler``'s own timeouts and periods: its keys in seconds with a positive default."""
+    return tuple(p for p in registry.get(scheduler).params
+                 if p.name.endswith("_s") and isinstance(p.default, float) and p.default > 0)
+
+
 @st.composite
 def variants(draw, ref: str, scheduler: str):
-    """A variant of ``scheduler``: one value of each of its choice keys (``_choice_keys``); only the keys
-    not at their default are returned, so a reproducer's command names what differs."""
+    """A variant of ``scheduler``: one value of each of its choice keys (``_choice_keys``), and its timing
+    keys scaled together by one of TIMING_SCALES (so their order stays the default's). Only the keys not
+    at their default are returned, so a reproducer's command names what differs."""
     out = {}
     for key, values in _choice_keys(ref, scheduler):
         value = draw(st.sampled_from(values))
         if value != values[0]:
             out[key] = value
+    scale = draw(st.sampled_from(TIMING_SCALES))
+    if scale != 1:
+        for p in _timing_keys(scheduler):
+            out[p.name] = round(p.default * scale, 9)
+            p.check(out[p.name])
     return out
 
 
