@@ -317,6 +317,7 @@ class MasterCore:
                 running[key] = (entry[0], entry[1], -1, 0)
                 self.sync.running[(local, *key)] = None
                 self.where[key] = local
+                self._expect_end(local, key, entry[0].duration_us)
         if not in_flight:
             self.mark[local] = last
         self._known(local)
@@ -443,7 +444,14 @@ class MasterCore:
             local = rank - 1
             self.running[local][key] = (Pending(job_id, index, duration, constraints, demand, 0, dist), cls, -1, 0)
             self.where[key] = local
+            self._expect_end(local, key, duration)
             self._refresh(local)
+
+    def _expect_end(self, local: int, key, duration_us: int) -> None:
+        """A task runs on ``local`` that this master did not launch (synced, or named by a status): probe
+        the worker if it still runs it a whole duration and a timeout from now, as for its own launches,
+        so that a lost idle notice (the worker's last) is found."""
+        heappush(self.deadlines, (self.h.now + duration_us + self.cfg.timeout_us, local, key[0], key[1]))
 
     def recover(self, since_us: int, kind: str) -> None:
         """Ask every other member and every distributor (the claim was just sent); dispatch waits."""
