@@ -19,7 +19,8 @@ Faults (see ``master`` for the masters' side):
 - While the distributor waits for tasks of a group and has not heard from its master for a period, it
   pings it; a ping unanswered for a period makes it alert the second master and one worker of the
   group (``Suspect``; a different worker each round). The period doubles while nothing changes (at most
-  ``QUIET_ROUNDS`` rounds), so a run with nothing left to do ends.
+  ``QUIET_ROUNDS`` rounds), so a run with nothing left to do ends; each ping of the submitter about a job
+  still open here then buys one more round (a new master whose claims were all lost is found).
 - On a better ``Claim`` (a new master) it sends the new master every task of the group it still waits
   for (``Outstanding``, resent until acknowledged) and its unacknowledged batches.
 - The submitter is each job's owner of record (``submitter``): a distributor reports a job done or
@@ -228,12 +229,29 @@ class Distributor(JobFrontEnd, Actor):
         """The submitter asks about the jobs it handed here: the closed ones are reported again, the
         ones this distributor does not hold are named (they will be handed again)."""
         unknown = []
+        held = False
         for job_id in msg.jobs:
             if job_id in self.closed:
                 self.send(src, JobDone(job_id, self.closed[job_id], ()))
             elif job_id not in self.open_jobs:
                 unknown.append(job_id)
+            else:
+                held = True
         self.send(src, Pong(self.index, tuple(unknown)))
+        if held:
+            self._ask_quiet_groups()
+
+    def _ask_quiet_groups(self) -> None:
+        """A job here is still open and its owner asks after it: every group this distributor waits on
+        is watched again, one that stopped asking (QUIET_ROUNDS without news) for one more round, so a
+        master change it missed (every claim lost) is learnt, at the pace of the submitter's pings."""
+        watch = False
+        for g, waiting in enumerate(self.waiting):
+            if waiting:
+                self.rounds[g] = min(self.rounds[g], QUIET_ROUNDS - 1)
+                watch = True
+        if watch:
+            self._arm()
 
     def close_job(self, job_id: int) -> None:
         """The job's last task is done: tell its owner of record (the submitter), which records it."""
@@ -270,6 +288,8 @@ class Distributor(JobFrontEnd, Actor):
             self.waiting[g] -= 1
             self.rounds[g] = 0
             self.heard[g] = max(self.heard[g], self.now)
+            if self.waiting[g]:
+                self._arm()  # the watch of the group starts again if it had gone quiet
         if self.task_done(msg.job_id, msg.index):
             job, where = self.split.pop(msg.job_id)
             for g in sorted(set(where)):
