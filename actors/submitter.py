@@ -19,6 +19,8 @@ job is lost when a front end fails, and a job that two front ends both finish is
   or a front end that died for good is noticed, and how late an idle GM looks for overdue launches.)
 - a front end that misses ``PING_MISSES`` pings in a row is taken for down: its open jobs go to the
   other front ends (``Resubmit``) and it gets no new ones until it answers again.
+- while every front end is down it pings each period for ``GIVE_UP_ROUNDS`` rounds, then with the period
+  doubling ``GIVE_UP_DOUBLINGS`` times, then stops, so a run whose front ends all died for good ends.
 The cost is one ping and one answer per front end with open jobs per period.
 """
 
@@ -32,7 +34,9 @@ from .protocol import SubmitNext
 
 PING_MISSES = 3  # pings in a row a front end may miss before it is taken for down
 PING_BACKOFF = 8  # a front end that keeps answering clean is pinged at most this many periods apart
-GIVE_UP_ROUNDS = 30  # ping rounds with every front end down before the submitter stops trying
+GIVE_UP_ROUNDS = 30  # ping rounds with every front end down before the submitter slows down
+GIVE_UP_DOUBLINGS = 10  # then rounds whose period doubles each time, before it stops trying (a run whose
+# front ends all died for good must end): an outage of every front end up to about 2,000 periods is survived
 
 
 @message("submit.job_done")
@@ -181,9 +185,10 @@ class Submitter(Actor):
             else:
                 self.missed[t] = 0  # nothing old enough to ask about
         self.hopeless = self.hopeless + 1 if all(self.down) else 0
-        if self.hopeless <= GIVE_UP_ROUNDS:
+        slow = self.hopeless - GIVE_UP_ROUNDS
+        if slow <= GIVE_UP_DOUBLINGS:
             self.ticking = True
-            self.set_timer(self.resubmit_us, PingTick())
+            self.set_timer(self.resubmit_us << max(slow, 0), PingTick())
 
     def _taken_down(self, t: int) -> None:
         """Front end ``t`` stopped answering: its open jobs go to the others."""
