@@ -154,7 +154,7 @@ class MasterCore:
         self.finished: set = set()  # tasks workers reported done (result unacknowledged) during recovery
         self.seeded: set = set()  # queued tasks taken from the second master's sync (during a recovery)
         self.results: list[dict] = [{} for _ in range(n)]  # per worker: its finished tasks not yet acknowledged
-        self.moved: set = set()  # running tasks whose job moved to another distributor
+        self.moved: dict = {}  # running task -> the distributor its job moved to (its result goes there too)
         self.orphans: dict[tuple, list] = {}  # results of dead workers the master resends: [task, tries, sent]
         self.tick_armed = False
         self.tick_at = -1  # when the live tick is due: a timer for another time was superseded
@@ -198,8 +198,8 @@ class MasterCore:
         if entry is None:
             local = self.where[key]
             entry = self.running[local][key]
-            if entry[1] >= 0 and entry[0].distributor != src:
-                self.moved.add(key)
+            if entry[0].distributor != src:  # (also a task an earlier master placed: its worker tells
+                self.moved[key] = src         # a distributor this master does not know)
             self.sync.running[(local, *key)] = None
         else:
             self.sync.queued[key] = None
@@ -220,6 +220,7 @@ class MasterCore:
         if self.where.get(key) == local:
             del self.where[key]
         if relaunch and cls >= 0:  # cls -1: a task an earlier master placed, which we cannot relaunch
+            self.moved.pop(key, None)  # its new launch names the distributor it moved to
             self.recorder.count("tasks_relaunched")
             if self.h.fabric.event_log is not None:
                 emit(self.h, RELAUNCH, job=key[0], task=key[1], worker=self.cfg.member_names[local + 1])
@@ -254,10 +255,7 @@ class MasterCore:
         if entry is not None:
             if key in unacked:
                 results[key] = entry[0]
-            if key in self.moved:  # the worker told the old distributor: tell the new one too
-                self.moved.discard(key)
-                self.orphans.setdefault(key, [entry[0], 0, 0])
-                self._resend_orphans()
+            self._tell_moved(key, entry[0])
             self._drop_running(local, key, relaunch=False)
             self.idle_ticks = 0
             view = self.view
@@ -300,6 +298,8 @@ class MasterCore:
                 self._drop_running(local, key, relaunch=False)
                 self._requeue(task, cls)
                 continue
+            if key in done:
+                self._tell_moved(key, task)
             self._drop_running(local, key, relaunch=key not in done)
         for key, demand in reported.items():
             if key not in running:  # placed by an earlier master: it holds the worker all the same
@@ -339,6 +339,15 @@ class MasterCore:
             if task.distributor >= 0 and key not in self.orphans:
                 self.orphans[key] = [task, 0, 0]
         self._resend_orphans()
+
+    def _tell_moved(self, key, task: Pending) -> None:
+        """Task ``key`` ended (an idle notice, or a status naming it done): if its job moved to another
+        distributor while it ran, the worker told the old one, so the master tells the new one."""
+        dist = self.moved.pop(key, None)
+        if dist is not None:
+            self.orphans.setdefault(key, [Pending(key[0], key[1], task.duration_us, task.constraints, task.demand,
+                                                  task.since_us, dist), 0, 0])
+            self._resend_orphans()
 
     def _resend_orphans(self) -> None:
         now = self.h.now
@@ -418,10 +427,15 @@ class MasterCore:
             local = self.where.get(key)
             if local is not None:  # a worker holds it: if a status named it (known by its demand only),
                 # the distributor's record makes it one the master can relaunch should the worker lose it
-                _, held_cls, epoch, seq = self.running[local][key]
+                held, held_cls, epoch, seq = self.running[local][key]
                 if held_cls < 0:
                     self.running[local][key] = (task, cls, epoch, seq)
                     self.sync.running[(local, *key)] = None
+                    if held.distributor != src:  # its worker tells whoever an earlier master named
+                        self.moved[key] = src
+                    continue
+            if key in self.queued or local is not None:
+                self._repoint(key, src)  # its result goes to this distributor, which holds the job now
                 continue
             self._requeue(task, cls)
         if rec is not None:

@@ -150,9 +150,9 @@ def workloads():
 SHAPE_KEYS = {"masters": st.sampled_from([0, 1]), "lm_standby": st.booleans(), "gang": st.booleans(),
               "distributors": st.integers(1, 3), "schedulers": st.integers(1, 3),
               "probe_ratio": st.sampled_from([1.0, 2.0, 3.0]),
-              "users": st.sampled_from([0, 2, 3]),
+              "users": st.sampled_from([0, 2, 3]),  # Megha's users: with 2 or 3, fairness preempts under contention
               "fqw": st.sampled_from([0, 1, float("inf")]),  # Pigeon's weight of short over long: 20, 1, strict
-              "reserved_fraction": st.sampled_from([0.02, 0.0, 0.4])}  # Megha's users: with 2 or 3, fairness preempts under contention
+              "reserved_fraction": st.sampled_from([0.02, 0.0, 0.4])}  # 0.4 leaves a long-job worker in any group
 
 
 def clusters(scheduler: str | None = None):
