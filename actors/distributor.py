@@ -19,8 +19,9 @@ Faults (see ``master`` for the masters' side):
 - While the distributor waits for tasks of a group and has not heard from its master for a period, it
   pings it; a ping unanswered for a period makes it alert the second master and one worker of the
   group (``Suspect``; a different worker each round). The period doubles while nothing changes (at most
-  ``QUIET_ROUNDS`` rounds), so a run with nothing left to do ends; each ping of the submitter about a job
-  still open here then buys one more round (a new master whose claims were all lost is found).
+  ``QUIET_ROUNDS`` rounds), so a run with nothing left to do ends; while the master left the last ping
+  unanswered, each ping of the submitter about a job still open here buys one more round (a new master
+  whose claims were all lost is found).
 - On a better ``Claim`` (a new master) it sends the new master every task of the group it still waits
   for (``Outstanding``, resent until acknowledged) and its unacknowledged batches.
 - The submitter is each job's owner of record (``submitter``): a distributor reports a job done or
@@ -243,11 +244,12 @@ class Distributor(JobFrontEnd, Actor):
 
     def _ask_quiet_groups(self) -> None:
         """A job here is still open and its owner asks after it: every group this distributor waits on
-        is watched again, one that stopped asking (QUIET_ROUNDS without news) for one more round, so a
-        master change it missed (every claim lost) is learnt, at the pace of the submitter's pings."""
+        whose master left its last ping unanswered is watched again (one that stopped asking after
+        QUIET_ROUNDS for one more round), so a master change it missed (every claim lost) is learnt, at
+        the pace of the submitter's pings. A master that answers (a long task) is left alone."""
         watch = False
         for g, waiting in enumerate(self.waiting):
-            if waiting:
+            if waiting and self.pinged[g] >= 0:
                 self.rounds[g] = min(self.rounds[g], QUIET_ROUNDS - 1)
                 watch = True
         if watch:
@@ -288,8 +290,8 @@ class Distributor(JobFrontEnd, Actor):
             self.waiting[g] -= 1
             self.rounds[g] = 0
             self.heard[g] = max(self.heard[g], self.now)
-            if self.waiting[g]:
-                self._arm()  # the watch of the group starts again if it had gone quiet
+            if self.waiting[g] and self.pinged[g] >= 0:
+                self._arm()  # its master was silent: the watch of the group starts again if it had gone quiet
         if self.task_done(msg.job_id, msg.index):
             job, where = self.split.pop(msg.job_id)
             for g in sorted(set(where)):
