@@ -55,8 +55,8 @@ from fedemu.policies.partition_view import PartitionView
 
 from .front_end import Pending
 from .protocol import TaskFinished
-from .pigeon_messages import (BatchAck, Claim, Hello, Launch, MasterTick, MasterPing, Probe, RecoverTimer, Suspect,
-                              SuspectTimer, Sync, SyncReset, Watchdog, told_incarnation)
+from .pigeon_messages import (RESULT_KEEP_US, BatchAck, Claim, Hello, Launch, MasterTick, MasterPing, Probe,
+                              RecoverTimer, Suspect, SuspectTimer, Sync, SyncReset, Watchdog, told_incarnation)
 from .pigeon_sync import SyncedState, SyncSender
 
 _COUNTER = ("wfq_high", "wfq_low")
@@ -155,7 +155,7 @@ class MasterCore:
         self.seeded: set = set()  # queued tasks taken from the second master's sync (during a recovery)
         self.results: list[dict] = [{} for _ in range(n)]  # per worker: its finished tasks not yet acknowledged
         self.moved: dict = {}  # running task -> the distributor its job moved to (its result goes there too)
-        self.orphans: dict[tuple, list] = {}  # results of dead workers the master resends: [task, tries, sent]
+        self.orphans: dict[tuple, list] = {}  # results the master resends: [task, tries, sent, first send]
         self.tick_armed = False
         self.tick_at = -1  # when the live tick is due: a timer for another time was superseded
         self.active = False
@@ -337,7 +337,7 @@ class MasterCore:
         self.results[local] = {}
         for key, task in results.items():
             if task.distributor >= 0 and key not in self.orphans:
-                self.orphans[key] = [task, 0, 0]
+                self.orphans[key] = [task, 0, 0, -1]
         self._resend_orphans()
 
     def _tell_moved(self, key, task: Pending) -> None:
@@ -346,22 +346,24 @@ class MasterCore:
         dist = self.moved.pop(key, None)
         if dist is not None:
             self.orphans.setdefault(key, [Pending(key[0], key[1], task.duration_us, task.constraints, task.demand,
-                                                  task.since_us, dist), 0, 0])
+                                                  task.since_us, dist), 0, 0, -1])
             self._resend_orphans()
 
     def _resend_orphans(self) -> None:
         now = self.h.now
         for key, entry in list(self.orphans.items()):
-            task, tries, sent = entry
+            task, tries, sent, first = entry
             if tries and now - sent < self.cfg.timeout_us:
                 continue
-            if tries >= RECOVER_ROUNDS * 4:
+            if tries >= RECOVER_ROUNDS * 4 and now - first >= RESULT_KEEP_US:
                 del self.orphans[key]
                 self.recorder.count("results_abandoned")
                 continue
             self.h.send(task.distributor, TaskFinished(task.job_id, task.index, task.demand, self.cfg.group))
             self.recorder.count("results_resent_by_master")
             entry[1], entry[2] = tries + 1, now
+            if first < 0:
+                entry[3] = now
         if self.orphans:
             self.activity()
 

@@ -17,6 +17,9 @@ from __future__ import annotations
 from fedemu.fabric.messages import message
 
 TOLD_SHIFT = 32  # ``told`` is incarnation << TOLD_SHIFT | the incarnation's count of state messages
+RESULT_KEEP_US = 300 * 10**6  # an unacknowledged result (a worker's, or one a master resends for a dead
+# worker) is given up only after its tries and this long from its first send, whatever the retry period:
+# a partition shorter than this loses no result; a distributor dead for good is given up after it
 
 
 def told_incarnation(told: int) -> int:

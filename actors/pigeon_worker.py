@@ -3,7 +3,8 @@
 It runs what its master ``Launch``es, unless the task does not fit what it really runs (``Refused``:
 a master with a stale view never over-commits it) or comes from a master of an older epoch (answered
 with the newer ``Claim``). A finished task's result goes to the job's distributor and is resent until
-acknowledged (``result_retry_s``, doubling, at most ``RESULT_TRIES`` times); the idle notice goes to
+acknowledged (``result_retry_s``, doubling up to 64 times it; given up after ``RESULT_TRIES`` sends and
+``RESULT_KEEP_US`` from the first, so a partition shorter than that loses none); the idle notice goes to
 the current master at once. Every state message to a master (idle notice, refusal, status) carries
 ``told``, numbered above every earlier incarnation's. As a group member it can be second master, alert
 its master's death and take over (``master.GroupMember``).
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections import deque
 
 from .master import GroupMember
-from .pigeon_messages import TOLD_SHIFT, Idle, Launch, Probe, Refused, ResultAck, ResultTimer, Status
+from .pigeon_messages import RESULT_KEEP_US, TOLD_SHIFT, Idle, Launch, Probe, Refused, ResultAck, ResultTimer, Status
 from .protocol import TaskFinished, TaskTimer
 from .worker import Worker
 
@@ -79,7 +80,7 @@ class PigeonWorker(GroupMember, Worker):
         self.recorder.task_finished(msg.job_id, msg.index, self.now, task.demand[0], self.spec.worker_id)
         result = TaskFinished(msg.job_id, msg.index, task.demand, self.cfg.group)
         self.send(task.distributor, result)
-        self.unacked[key] = [result, task.distributor, 1, self.now]
+        self.unacked[key] = [result, task.distributor, 1, self.now, self.now]
         self.recent.append(key)
         if not self.result_armed:
             self.result_armed = True
@@ -94,7 +95,7 @@ class PigeonWorker(GroupMember, Worker):
         the distributor the launch names, until acknowledged."""
         result = TaskFinished(launch.job_id, launch.index, launch.demand, self.cfg.group)
         self.send(launch.distributor, result)
-        self.unacked[key] = [result, launch.distributor, 1, self.now]
+        self.unacked[key] = [result, launch.distributor, 1, self.now, self.now]
         self.recorder.count("results_retried")
         if not self.result_armed:
             self.result_armed = True
@@ -112,12 +113,12 @@ class PigeonWorker(GroupMember, Worker):
         base = self.result_retry_us
         wait = []
         for key, entry in list(self.unacked.items()):
-            result, dst, tries, sent = entry
+            result, dst, tries, sent, first = entry
             due = sent + base * (1 << min(tries - 1, 6))
             if now < due:
                 wait.append(due)
                 continue
-            if tries >= RESULT_TRIES:
+            if tries >= RESULT_TRIES and now - first >= RESULT_KEEP_US:
                 del self.unacked[key]
                 self.recorder.count("results_abandoned")
                 continue
