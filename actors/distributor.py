@@ -23,7 +23,9 @@ Faults (see ``master`` for the masters' side):
   unanswered, each ping of the submitter about a job still open here buys one more round (a new master
   whose claims were all lost is found).
 - On a better ``Claim`` (a new master) it sends the new master every task of the group it still waits
-  for (``Outstanding``, resent until acknowledged) and its unacknowledged batches.
+  for (``Outstanding``, resent until acknowledged, doubling as batches are) and its unacknowledged
+  batches. A job handed here again that waits on a group with no news for ``RECONCILE_ROUNDS`` pings
+  sends its master the same list (the master queues what it neither holds nor knows finished).
 - The submitter is each job's owner of record (``submitter``): a distributor reports a job done or
   rejected with ``JobDone`` and answers the submitter's pings with the jobs it does not hold, which it
   is then handed again (``Resubmit``: a lost submission, or a distributor that crashed and forgot
@@ -51,9 +53,9 @@ from .protocol import TaskFinished
 from .submitter import JobDone, Pong
 
 _CACHE_LIMIT = 4096
-BATCH_TRIES = 12  # sends of an Outstanding list a new master has not acknowledged
 BACKOFF = 5  # a batch is resent after dist_retry_s, doubling per try up to 2**BACKOFF times it; never dropped
 QUIET_ROUNDS = 10  # pings or alerts of a group without news before the distributor stops asking
+RECONCILE_ROUNDS = 2  # pings without news before a job handed here again is reconciled with the master
 
 
 class ConstraintSetCounts:
@@ -153,13 +155,16 @@ class Distributor(JobFrontEnd, Actor):
         self.pinged = [-1] * n  # when an unanswered ping went out (-1: none)
         self.rounds = [0] * n  # pings / alerts since the master last spoke
         self.waiting = [0] * n  # tasks sent to each group whose result has not come
-        self.recover = [0] * n  # sends left of an Outstanding list the group's new master has not acknowledged
+        self.recover = [0] * n  # sends of an Outstanding list the group's master has not acknowledged (0: none due)
+        self.recover_at = [0] * n  # when it was last sent
         self.split: dict[int, tuple] = {}  # open job -> (job, group of each task)
         self.unacked: dict[tuple, list] = {}  # (job, group) -> [batch, tries, sent at]
         self.armed = False
         self.source: dict[int, int] = {}  # open job -> who submitted it (its owner of record)
         self.closed: dict[int, int] = {}  # closed job -> when (a lost JobDone is reported again)
         self.early: dict[int, set] = {}  # job it does not hold -> indices of the results that came anyway
+        self.handed_again: set = set()  # open jobs the submitter handed here again (another front end had them)
+        self.reconciled = [False] * n  # an Outstanding list went to the group since its last news
         self.index = index  # this distributor's number, as its Pong says
 
     def on_start(self) -> None:
@@ -225,6 +230,8 @@ class Distributor(JobFrontEnd, Actor):
         """A job the submitter hands again (this distributor forgot it, or another one went down)."""
         self.recorder.count("jobs_redistributed")
         self.on_Job(msg.job, src)
+        if msg.job.job_id in self.open_jobs:
+            self.handed_again.add(msg.job.job_id)
 
     def on_Ping(self, msg, src: int) -> None:
         """The submitter asks about the jobs it handed here: the closed ones are reported again, the
@@ -262,6 +269,7 @@ class Distributor(JobFrontEnd, Actor):
             super().close_job(job_id)
             return
         self.closed[job_id] = self.now
+        self.handed_again.discard(job_id)
         self.send(src, JobDone(job_id, self.now, ()))
 
     def on_BatchAck(self, msg: BatchAck, src: int) -> None:
@@ -289,6 +297,7 @@ class Distributor(JobFrontEnd, Actor):
             g = self.split[msg.job_id][1][msg.index]
             self.waiting[g] -= 1
             self.rounds[g] = 0
+            self.reconciled[g] = False
             self.heard[g] = max(self.heard[g], self.now)
             if self.waiting[g] and self.pinged[g] >= 0:
                 self._arm()  # its master was silent: the watch of the group starts again if it had gone quiet
@@ -305,7 +314,7 @@ class Distributor(JobFrontEnd, Actor):
             self.claims[g], self.keys[g] = msg, key
             self.master_ids[g] = msg.master
             self._heard(g)
-            self.recover[g] = BATCH_TRIES
+            self.recover[g] = 0
             self._send_outstanding(g)
             now = self.now
             for (job_id, group), entry in sorted(self.unacked.items()):
@@ -332,7 +341,10 @@ class Distributor(JobFrontEnd, Actor):
         self.pinged[g] = -1
 
     def _send_outstanding(self, g: int) -> None:
-        self.recover[g] -= 1
+        """Send group ``g``'s master the tasks this distributor still waits for there; resent (doubling, as
+        batches are) until acknowledged, never given up while the group may come back."""
+        self.recover[g] += 1
+        self.recover_at[g] = self.now
         tasks = []
         for job_id, (job, where) in self.split.items():
             done = self.open_jobs[job_id][1]
@@ -365,7 +377,8 @@ class Distributor(JobFrontEnd, Actor):
             busy = True
         for g in range(len(self.master_ids)):
             if self.recover[g]:
-                self._send_outstanding(g)
+                if now - self.recover_at[g] >= period << min(self.recover[g] - 1, BACKOFF):
+                    self._send_outstanding(g)
                 busy = True
             if not self.waiting[g] or self.rounds[g] >= QUIET_ROUNDS:
                 continue
@@ -378,8 +391,31 @@ class Distributor(JobFrontEnd, Actor):
                 self.rounds[g] += 1
                 self.pinged[g] = self.heard[g] = now
                 self.send(self.master_ids[g], MasterPing(g))
+                if self.rounds[g] >= RECONCILE_ROUNDS and not self.reconciled[g] and self._waits_on_handed_again(g):
+                    self._reconcile(g)
         if busy:
             self._arm()
+
+    def _waits_on_handed_again(self, g: int) -> bool:
+        """Whether a job handed here again still waits for a task of group ``g``."""
+        for job_id in self.handed_again:
+            entry = self.open_jobs.get(job_id)
+            split = self.split.get(job_id)
+            if entry is not None and split is not None and any(
+                    m == g and not entry[1][i] for i, m in enumerate(split[1])):
+                return True
+        return False
+
+    def _reconcile(self, g: int) -> None:
+        """A job handed here again waits on group ``g`` with no news: send its master the tasks still
+        awaited (``Outstanding``, resent until acknowledged). It queues those it neither holds nor knows
+        finished and tells this distributor of those it holds: a task that ran for the job's earlier
+        front end (its result went there, and the record that it moved was lost with a master) runs
+        again rather than never being heard of. Never in a run without faults: no job is handed again."""
+        self.reconciled[g] = True
+        self.recorder.count("groups_reconciled")
+        self.recover[g] = 0
+        self._send_outstanding(g)
 
     def _alert(self, g: int) -> None:
         """Group g's master did not answer: ping it again, and alert its second master and one worker."""
