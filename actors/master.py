@@ -757,7 +757,9 @@ class GroupMember:
         self.claim = claim
         self.key = claim_key(claim)
         if self.role is not None and claim.master != self.id:
-            self.role = None  # a better master exists: step down
+            self.role = None  # a better master exists: step down, and tell the distributors who it is (its
+            for dst in self.dist_ids:  # own claims to one may all have been lost, and that distributor,
+                self.send(dst, claim)  # hearing this master answer, would wait for it for good)
         if claim.second != self.id:
             self.synced = None
         self.heard_master_us = self.now
