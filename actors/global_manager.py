@@ -269,6 +269,8 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
         """The submitter asks about the jobs it handed here: answer those this GM does not hold."""
         unknown = tuple(j for j in msg.jobs if j not in self.open_jobs and j not in self.adopting)
         self.send(src, Pong(self.gm, unknown))
+        if self.rebuilding and self.snapshot_asks > REQUEST_TRIES:
+            self._ask_snapshots()  # its asks ran out before an LM answered (a long outage): ask once more per ping
         self._check_due()
 
     # ---- messages from LMs -------------------------------------------------------------
