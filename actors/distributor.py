@@ -164,7 +164,6 @@ class Distributor(JobFrontEnd, Actor):
         self.closed: dict[int, int] = {}  # closed job -> when (a lost JobDone is reported again)
         self.early: dict[int, set] = {}  # job it does not hold -> indices of the results that came anyway
         self.handed_again: set = set()  # open jobs the submitter handed here again (another front end had them)
-        self.reconciled = [False] * n  # an Outstanding list went to the group since its last news
         self.index = index  # this distributor's number, as its Pong says
 
     def on_start(self) -> None:
@@ -251,12 +250,13 @@ class Distributor(JobFrontEnd, Actor):
 
     def _ask_quiet_groups(self) -> None:
         """A job here is still open and its owner asks after it: every group this distributor waits on
-        whose master left its last ping unanswered is watched again (one that stopped asking after
-        QUIET_ROUNDS for one more round), so a master change it missed (every claim lost) is learnt, at
-        the pace of the submitter's pings. A master that answers (a long task) is left alone."""
+        whose master left its last ping unanswered, or that a job handed here again waits on, is watched
+        again (one that stopped asking after QUIET_ROUNDS for one more round), so a master change it
+        missed (every claim lost) is learnt and such a job is reconciled, at the pace of the submitter's
+        pings. A master that answers while a long task runs is left alone (as in a run without faults)."""
         watch = False
         for g, waiting in enumerate(self.waiting):
-            if waiting and self.pinged[g] >= 0:
+            if waiting and (self.pinged[g] >= 0 or (self.handed_again and self._waits_on_handed_again(g))):
                 self.rounds[g] = min(self.rounds[g], QUIET_ROUNDS - 1)
                 watch = True
         if watch:
@@ -297,10 +297,9 @@ class Distributor(JobFrontEnd, Actor):
             g = self.split[msg.job_id][1][msg.index]
             self.waiting[g] -= 1
             self.rounds[g] = 0
-            self.reconciled[g] = False
             self.heard[g] = max(self.heard[g], self.now)
-            if self.waiting[g] and self.pinged[g] >= 0:
-                self._arm()  # its master was silent: the watch of the group starts again if it had gone quiet
+            if self.waiting[g] and (self.pinged[g] >= 0 or self.handed_again):
+                self._arm()  # its master was silent, or faults moved jobs here: the watch starts again
         if self.task_done(msg.job_id, msg.index):
             job, where = self.split.pop(msg.job_id)
             for g in sorted(set(where)):
@@ -391,7 +390,7 @@ class Distributor(JobFrontEnd, Actor):
                 self.rounds[g] += 1
                 self.pinged[g] = self.heard[g] = now
                 self.send(self.master_ids[g], MasterPing(g))
-                if self.rounds[g] >= RECONCILE_ROUNDS and not self.reconciled[g] and self._waits_on_handed_again(g):
+                if self.rounds[g] >= RECONCILE_ROUNDS and not self.recover[g] and self._waits_on_handed_again(g):
                     self._reconcile(g)
         if busy:
             self._arm()
@@ -411,8 +410,9 @@ class Distributor(JobFrontEnd, Actor):
         awaited (``Outstanding``, resent until acknowledged). It queues those it neither holds nor knows
         finished and tells this distributor of those it holds: a task that ran for the job's earlier
         front end (its result went there, and the record that it moved was lost with a master) runs
-        again rather than never being heard of. Never in a run without faults: no job is handed again."""
-        self.reconciled[g] = True
+        again rather than never being heard of. Repeated at each later ping round without news (a task
+        still running at the first may end with its result sent elsewhere). Never in a run without
+        faults: no job is handed again."""
         self.recorder.count("groups_reconciled")
         self.recover[g] = 0
         self._send_outstanding(g)

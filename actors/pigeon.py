@@ -114,7 +114,8 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("duplicate_jobs_ignored", "job submissions a distributor had already received (a duplicated message)"),
     ("masters_suspected", "times a distributor alerted a group whose master did not answer its ping"),
     ("groups_reconciled", "times a distributor sent a group's master the tasks a job handed to it again still "
-                          "waits for, after two pings without news (the master queues those it does not hold)"),
+                          "waits for, at each ping round without news from the second on (the master queues those "
+                          "it does not hold)"),
     ("duplicate_launches_suppressed", "launches a worker ignored: it already runs that task"),
     ("repeated_completions", "task results a distributor had already counted (duplicates, re-executions)"),
     ("results_before_job", "task results a distributor kept for a job it did not hold (it forgot the job in a "
