@@ -21,11 +21,12 @@ Faults (see ``master`` for the masters' side):
   group (``Suspect``; a different worker each round). The period doubles while nothing changes (at most
   ``QUIET_ROUNDS`` rounds), so a run with nothing left to do ends; while the master left the last ping
   unanswered, each ping of the submitter about a job still open here buys one more round (a new master
-  whose claims were all lost is found).
+  whose claims were all lost is found), and a result restarts the watch.
 - On a better ``Claim`` (a new master) it sends the new master every task of the group it still waits
   for (``Outstanding``, resent until acknowledged, doubling as batches are) and its unacknowledged
   batches. A job handed here again that waits on a group with no news for ``RECONCILE_ROUNDS`` pings
-  sends its master the same list (the master queues what it neither holds nor knows finished).
+  sends its master the same list, again at each later round (the master queues what it neither holds
+  nor knows finished); such a group's watch also restarts on a result or a ping of the submitter.
 - The submitter is each job's owner of record (``submitter``): a distributor reports a job done or
   rejected with ``JobDone`` and answers the submitter's pings with the jobs it does not hold, which it
   is then handed again (``Resubmit``: a lost submission, or a distributor that crashed and forgot
