@@ -1,7 +1,7 @@
 """The scheduler plug-in interface: what a scheduler declares, and what it builds its actors from.
 
-A scheduler is one ``Scheduler`` value in its own module (``actors/megha.py``, ``pigeon.py``,
-``sparrow.py``), listed once in ``actors/registry.py``. It declares its ``--set`` keys (``Param``),
+A scheduler is one ``Scheduler`` value in the ``plugin`` module of its own package (``actors/megha/``,
+``pigeon/``, ``sparrow/``), listed once in ``actors/registry.py``. It declares its ``--set`` keys (``Param``),
 the counters it keeps and its traits; ``build(ctx)`` adds its actors to ``ctx.fabric`` and returns the
 names of the front ends that jobs are submitted to. Actors address each other by these names, resolved
 to actor ids by the fabric when each actor starts, never by id arithmetic.

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from fedemu.fabric.errors import unknown_name
 
-from . import megha, pigeon, sparrow
+from .megha.plugin import CENTRALIZED, MEGHA
+from .pigeon.plugin import PIGEON, PIGEONC
 from .plugin import Scheduler
+from .sparrow.plugin import SPARROW
 
-SCHEDULERS: dict[str, Scheduler] = {s.name: s for s in (
-    megha.CENTRALIZED, megha.MEGHA, pigeon.PIGEON, pigeon.PIGEONC, sparrow.SPARROW)}
+SCHEDULERS: dict[str, Scheduler] = {s.name: s for s in (CENTRALIZED, MEGHA, PIGEON, PIGEONC, SPARROW)}
 
 
 def get(name: str) -> Scheduler:

@@ -14,7 +14,7 @@
 Where it applies: every scheduler that takes a worker-choice policy (Megha GMs inside the partition
 search, centralized, PigeonC masters) places one task at a time, so ``TebasChoice`` is what they run.
 ``assign`` (whole-job placement) runs where a job's tasks are placed together: a Megha or centralized GM
-placing a gang (``--set gang=true``, actors/gang.py) whose tasks share one constraint set, with the job's
+placing a gang (``--set gang=true``, actors/megha/gang.py) whose tasks share one constraint set, with the job's
 own alpha and ``--set beta``.
 
 Alpha: the schedulers match queued tasks by (constraints, demand), not per job, so the choice uses the
@@ -99,7 +99,7 @@ class TebasChoice:
 
     def __init__(self, alpha: float = 0.0, beta: int = 3) -> None:
         self.alpha = alpha
-        self.beta = beta  # for ``assign`` where a whole job is placed at once (a Megha gang: actors/gang.py)
+        self.beta = beta  # for ``assign`` where a whole job is placed at once (a Megha gang: actors/megha/gang.py)
 
     def configure(self, *, alpha: float = 0.0, beta: int = 3, **_) -> None:
         self.alpha = alpha

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import attrs
 
-from fedemu.actors import megha, registry
+from fedemu.actors import registry
+from fedemu.actors.common.submitter import Submitter
+from fedemu.actors.megha import plugin as megha
 from fedemu.actors.plugin import COST_MODELS, DEFAULT_COST_MODEL, Context
-from fedemu.actors.submitter import Submitter
 from fedemu.fabric import costs
 from fedemu.fabric.errors import ConfigError, unknown_name
 from fedemu.fabric.network import Latency, Link
@@ -232,7 +233,7 @@ def job_filler(params: dict, seed: int):
                           "every job's demand")
     low, high = machines.parse_alpha(params["alpha"])
     mixes, alphas = Stream(seed, "demands"), Stream(seed, "alpha")
-    gang = bool(params.get("gang"))  # Megha's key (actors/gang.py): every job all-or-nothing
+    gang = bool(params.get("gang"))  # Megha's key (actors/megha/gang.py): every job all-or-nothing
 
     def fill(job, given=frozenset()):
         changes = {}

@@ -4,7 +4,7 @@ Three machine types (``machine_types``): half are 4 cpu x 16 GB at speed 1, 30% 
 20% 16 x 64 at speed 2.5, shuffled into every partition. Each job draws its demand per task from
 ``demands`` (60% 1 cpu x 2 GB, 30% 2 x 4, 10% 4 x 8) and its parallel fraction alpha from U(0.3, 0.9)
 (TEBAS's Amdahl run time: duration x ((1 - alpha) + alpha / k_n)). Every job is a gang (``gang``): its
-tasks are held on every LM involved and start together or not at all (actors/gang.py); the GMs place
+tasks are held on every LM involved and start together or not at all (actors/megha/gang.py); the GMs place
 with the ``tebas`` policy (highest Fitness, then RemainCap). 600 Poisson jobs of 8 tasks (1 s mean) offered
 at 90% of the cpus as slots (one cpu per task; the demands and speeds make the real load differ), no task
 constraints, 3 GMs x 4 LMs x 25 workers, 0.5 ms links.

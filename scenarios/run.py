@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from fedemu.actors import megha, registry
-from fedemu.actors.invariants import check_run
+from fedemu.actors import registry
+from fedemu.actors.common.invariants import check_run
+from fedemu.actors.megha import plugin as megha
 from fedemu.model import US_PER_S
 from fedemu.policies import fair_measure
 

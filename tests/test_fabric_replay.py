@@ -410,7 +410,7 @@ def test_formatter_lines_for_each_record_type():
 def test_registered_messages_print_field_names_and_times_in_seconds():
     """A ``*_us`` field is shown in seconds under its name without ``_us``; a field count that no longer
     matches the class (a journal from older code) falls back to the plain list."""
-    from fedemu.actors.megha_messages import Launch
+    from fedemu.actors.megha.messages import Launch
 
     fmt = Formatter(["gm-0", "lm-0"])
     rec = (SEND, 0, 0, 1, 1, 300, "megha.launch", (0, 0, 42800, (1,), 12, 0, False, 7))

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fedemu.actors.invariants import preempted_requeued_once
+from fedemu.actors.common.invariants import preempted_requeued_once
 from fedemu.fabric.errors import ConfigError, TraceError
 from fedemu.model import Job, Recorder
 from fedemu.scenarios.trace import count_trace, read_trace

@@ -1,4 +1,4 @@
-"""Gang scheduling (``--set gang=true``, actors/gang.py): all-or-nothing jobs in Megha and centralized.
+"""Gang scheduling (``--set gang=true``, actors/megha/gang.py): all-or-nothing jobs in Megha and centralized.
 
 A one-LM gang (centralized) is one local decision; a gang spanning LMs is reserved on each, then
 committed or released. Faults: a GM that dies mid-reservation leaves holds that the LMs' leases let go;
@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from fedemu.actors.gang import GangLocalManager, whole_fit
-from fedemu.actors.invariants import gangs_whole
+from fedemu.actors.common.invariants import gangs_whole
+from fedemu.actors.megha.gang import GangLocalManager, whole_fit
 from fedemu.fabric.errors import ConfigError
 from fedemu.model import Cluster, ClusterSpec, Job, Recorder, WorkerSpec
 from fedemu.scenarios import fault_plan
@@ -176,7 +176,7 @@ def test_a_gang_never_runs_partially_under_any_fault_plan_the_search_generates(e
 
 
 def test_policy_tebas_places_a_gang_whole_by_algorithm_1_with_the_jobs_own_alpha(monkeypatch):
-    from fedemu.actors import gang
+    from fedemu.actors.megha import gang
     calls = []
     real = gang.tebas.assign
 

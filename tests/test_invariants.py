@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedemu.actors import registry
-from fedemu.actors.invariants import CHECKS, capacity_respected, check_run
+from fedemu.actors.common.invariants import CHECKS, capacity_respected, check_run
 from fedemu.model import Cluster, ClusterSpec, Job, Recorder, WorkerSpec
 from fedemu.tools import runner
 
@@ -144,7 +144,7 @@ def test_an_actor_that_raises_mid_run_ends_in_one_line_naming_it_and_when(tmp_pa
     """A bug planted in the workers (job 3's first task raises when it ends): the run fails with one
     line naming the actor, the virtual time and the line of code, exit 1; its journal replays to the
     same end. FEDEMU_TRACEBACK=1 would show the traceback instead."""
-    from fedemu.actors.megha_worker import MeghaWorker as Worker  # the default scenario's (Megha's) workers
+    from fedemu.actors.megha.worker import MeghaWorker as Worker  # the default scenario's (Megha's) workers
     from fedemu.tools.cli import main
 
     original = Worker.on_TaskTimer

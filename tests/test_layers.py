@@ -3,6 +3,8 @@
 Every import of the project's own code, at module level or inside a function, is read from the
 source (no import is executed) and must name a layer at or below the importer's own. Project code
 is imported as ``fedemu.<layer>``, never by the bare folder name (that would load a second copy).
+Inside ``actors/``, the shared base (``actors/common/``) imports no scheduler's package, and no
+scheduler's package imports another's.
 """
 
 from __future__ import annotations
@@ -11,6 +13,11 @@ import ast
 from pathlib import Path
 
 import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
+    tomllib = None
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("fabric", "model", "policies", "actors", "scenarios", "tools")
@@ -25,7 +32,7 @@ def _layer_of(path: Path) -> str:
 
 def _sources():
     for folder in ("fabric", "policies", "actors", "scenarios", "tools"):
-        yield from sorted((ROOT / folder).glob("*.py"))
+        yield from sorted((ROOT / folder).rglob("*.py"))
     yield from (ROOT / name for name in ("model.py", "__init__.py", "__main__.py"))
 
 
@@ -50,16 +57,26 @@ def _imports(path: Path):
                 yield node.lineno, module
 
 
+def _actor_package(rel: Path) -> str | None:
+    """The package inside ``actors/`` a file is in (``common``, a scheduler's), or None (``actors/*.py``)."""
+    return rel.parts[1] if len(rel.parts) > 2 and rel.parts[0] == "actors" else None
+
+
 def _violations(path: Path) -> list[str]:
     own = RANK[_layer_of(path)]
+    rel = path.relative_to(ROOT)
+    package = _actor_package(rel)
     out = []
     for line, module in _imports(path):
         parts = module.split(".")
         if parts[0] in LAYERS:
-            out.append(f"{path.relative_to(ROOT)}:{line}: imports {module!r}; write fedemu.{module}")
+            out.append(f"{rel}:{line}: imports {module!r}; write fedemu.{module}")
         elif parts[0] == "fedemu" and len(parts) > 1 and parts[1] in RANK:
             if RANK[parts[1]] > own:
-                out.append(f"{path.relative_to(ROOT)}:{line}: {_layer_of(path)} imports {module}, a higher layer")
+                out.append(f"{rel}:{line}: {_layer_of(path)} imports {module}, a higher layer")
+            elif package is not None and parts[1] == "actors" and len(parts) > 2 and \
+                    (ROOT / "actors" / parts[2]).is_dir() and parts[2] not in (package, "common"):
+                out.append(f"{rel}:{line}: actors/{package} imports {module}, a scheduler's package not its own")
     return out
 
 
@@ -78,3 +95,30 @@ def test_the_checker_catches_an_upward_import(tmp_path, monkeypatch):
     assert len(found) == 3
     assert "imports 'fabric.kernel'" in found[0]
     assert "policies imports fedemu.actors" in found[1] and "policies imports fedemu.tools," in found[2]
+
+
+def test_the_checker_catches_a_package_that_reaches_into_another(tmp_path, monkeypatch):
+    """The shared base importing a scheduler's package, or one scheduler's package importing another's,
+    is reported; a scheduler's package importing the base, the plug-in interface or itself is not."""
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    for sub in ("common", "alpha", "beta"):
+        (tmp_path / "actors" / sub).mkdir(parents=True)
+    base = tmp_path / "actors" / "common" / "bad.py"
+    base.write_text("from ..alpha import plugin\n")
+    alpha = tmp_path / "actors" / "alpha" / "mixed.py"
+    alpha.write_text("from ..common.worker import Worker\nfrom ..plugin import Scheduler\nfrom .messages import M\n"
+                     "from fedemu.actors.beta.node import Node\n")
+    assert [v.split(": ", 1)[1] for v in _violations(base)] == [
+        "actors/common imports fedemu.actors.alpha, a scheduler's package not its own"]
+    assert [v.split(": ", 1)[1] for v in _violations(alpha)] == [
+        "actors/alpha imports fedemu.actors.beta.node, a scheduler's package not its own"]
+
+
+def test_every_package_is_installed():
+    """pyproject.toml lists every folder with an ``__init__.py`` (a fresh ``pip install`` finds them all)."""
+    if tomllib is None:  # pragma: no cover
+        pytest.skip("tomllib needs Python 3.11")
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {"fedemu"} | {"fedemu." + ".".join(p.parent.relative_to(ROOT).parts)
+                          for layer in LAYERS[:1] + LAYERS[2:] for p in (ROOT / layer).rglob("__init__.py")}
+    assert listed == found

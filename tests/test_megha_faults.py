@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fedemu.actors.global_manager import GlobalManager
-from fedemu.actors.local_manager import LocalManager
-from fedemu.actors.megha import CENTRALIZED, MEGHA, lm_matches_workers, one_active_lm, views_converge
-from fedemu.actors.megha_messages import RETRIES
+from fedemu.actors.megha.global_manager import GlobalManager
+from fedemu.actors.megha.local_manager import LocalManager
+from fedemu.actors.megha.messages import RETRIES
+from fedemu.actors.megha.plugin import CENTRALIZED, MEGHA, lm_matches_workers, one_active_lm, views_converge
 from fedemu.scenarios import fault_plan
 from fedemu.tools.runner import execute
 from scheduler_helpers import recorder_of

@@ -4,7 +4,7 @@ lost, and no change at all without faults. Every run must end with every invaria
 
 from __future__ import annotations
 
-from fedemu.actors.megha_worker import MeghaWorker
+from fedemu.actors.megha.worker import MeghaWorker
 from fedemu.tools.runner import execute
 
 from test_megha_faults import counters, crash, run

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from fedemu.actors.distributor import split_evenly
-from fedemu.actors.pigeon import fair_queue_weight, groups_of, reserved_count
+from fedemu.actors.pigeon.distributor import split_evenly
+from fedemu.actors.pigeon.plugin import fair_queue_weight, groups_of, reserved_count
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.rand import Stream
 from fedemu.model import US_PER_S as US

@@ -7,7 +7,7 @@ from __future__ import annotations
 import attrs
 from hypothesis import given, settings, strategies as st
 
-from fedemu.actors.pigeon_sync import SyncedState, SyncSender, queued_entry, running_entry
+from fedemu.actors.pigeon.sync import SyncedState, SyncSender, queued_entry, running_entry
 
 WORKERS = 2
 

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedemu.actors.distributor import ConstraintSetCounts, Distributor
-from fedemu.actors.master import GroupConfig, Master
-from fedemu.actors.pigeon_messages import BatchAck, TaskBatch
-from fedemu.actors.pigeon_worker import PigeonWorker
+from fedemu.actors.pigeon.distributor import ConstraintSetCounts, Distributor
+from fedemu.actors.pigeon.master import GroupConfig, Master
+from fedemu.actors.pigeon.messages import BatchAck, TaskBatch
+from fedemu.actors.pigeon.worker import PigeonWorker
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.kernel import Fabric

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedemu.actors import megha, registry
+from fedemu.actors import registry
+from fedemu.actors.megha import plugin as megha
 from fedemu.actors.plugin import Scheduler
 from fedemu.fabric.errors import ConfigError
 from fedemu.scenarios import default, federation

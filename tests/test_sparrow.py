@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fedemu.actors.sparrow_scheduler import probe_targets
+from fedemu.actors.sparrow.scheduler import probe_targets
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.rand import Stream
 from fedemu.tools.runner import execute

@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fedemu.actors import registry
-from fedemu.actors.protocol import TaskFinished
-from fedemu.actors.sparrow_messages import Assign, Cancel, GetTask, Probe, ResultAck
-from fedemu.actors.sparrow_node import SparrowNode, node_books_balance, nodes_not_stuck
-from fedemu.actors.sparrow_scheduler import SparrowScheduler
+from fedemu.actors.common.protocol import TaskFinished
+from fedemu.actors.sparrow.messages import Assign, Cancel, GetTask, Probe, ResultAck
+from fedemu.actors.sparrow.node import SparrowNode, node_books_balance, nodes_not_stuck
+from fedemu.actors.sparrow.scheduler import SparrowScheduler
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.errors import RunViolation
 from fedemu.tools import runner, strategies

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedemu.actors.front_end import Pending
-from fedemu.actors.global_manager import GlobalManager, Inflight
-from fedemu.actors.megha_messages import LaunchFailed
+from fedemu.actors.common.front_end import Pending
+from fedemu.actors.megha.global_manager import GlobalManager, Inflight
+from fedemu.actors.megha.messages import LaunchFailed
 from fedemu.fabric import ties
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.journal import DELIVER, SEND

@@ -20,13 +20,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from fedemu.actors.distributor import DistributorStatistics
-from fedemu.actors.global_manager import GlobalManagerStatistics
-from fedemu.actors.local_manager import LocalManagerStatistics
-from fedemu.actors.master import MasterStatistics
-from fedemu.actors.sparrow_node import SparrowNodeStatistics
-from fedemu.actors.sparrow_scheduler import SparrowSchedulerStatistics
-from fedemu.actors.worker import WorkerStatistics
+from fedemu.actors.common.worker import WorkerStatistics
+from fedemu.actors.megha.global_manager import GlobalManagerStatistics
+from fedemu.actors.megha.local_manager import LocalManagerStatistics
+from fedemu.actors.pigeon.distributor import DistributorStatistics
+from fedemu.actors.pigeon.master import MasterStatistics
+from fedemu.actors.sparrow.node import SparrowNodeStatistics
+from fedemu.actors.sparrow.scheduler import SparrowSchedulerStatistics
 from fedemu.fabric.kernel import FabricStatistics
 from fedemu.tools import runner, tui
 from fedemu.tools import tui_panels as panels

@@ -1,6 +1,6 @@
 """Where a run's time goes: cProfile's own time per function, summed by the part of the code it is in.
 
-The parts are the project's layers and units (``fabric/kernel.py``, ``actors/local_manager.py``, ...),
+The parts are the project's layers and units (``fabric/kernel.py``, ``actors/megha/local_manager.py``, ...),
 trio, and the rest (``C builtins``: built-in functions and methods, such as msgpack's packer and dict
 methods; ``stdlib``; other packages by name). The profiler slows function calls, so the split is a
 guide to where to look, not a measurement of the run's speed (the bench's wall time is that).

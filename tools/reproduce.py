@@ -34,7 +34,12 @@ from .experiments import PAPERS, SCARCITY_LEVELS, Experiment
 
 CLAIMS_DIR = Path(__file__).with_name("claims")
 PACKAGE = Path(__file__).resolve().parents[1]
-SOURCE_DIRS = ("", "actors", "actors/costs", "fabric", "policies", "scenarios", "tools")  # not the claims
+LAYER_DIRS = ("actors", "fabric", "policies", "scenarios", "tools")
+# the folders of fedemu's own code and data: the root, each layer and every folder in it (a scheduler's
+# package, the cost models), but not the claims, the report side's data
+SOURCE_DIRS = ("",) + tuple(sorted(
+    str(d.relative_to(PACKAGE)) for layer in LAYER_DIRS for d in (PACKAGE / layer, *(PACKAGE / layer).rglob("*"))
+    if d.is_dir() and d.name not in ("claims", "__pycache__")))
 # the modules that only plan runs and read their results (the overrides they choose are part of each key)
 REPORT_SIDE = frozenset({"tools/reproduce.py", "tools/verdict.py", "tools/experiments.py", "tools/pool.py"})
 MARKER = "reproduce.json"

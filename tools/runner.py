@@ -100,7 +100,7 @@ def _where(exc: BaseException, path: str) -> str:
 
 
 def _actor_where(exc: BaseException) -> str:
-    """``gm-0 at virtual time 3.000500 s (actors/front_end.py:37)``: the actor that raised, when, and
+    """``gm-0 at virtual time 3.000500 s (actors/common/front_end.py:37)``: the actor that raised, when, and
     the deepest line of fedemu's own code it raised from."""
     name, now_us = exc.fedemu_actor
     root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # real paths: a symlinked package too

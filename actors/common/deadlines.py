@@ -1,9 +1,9 @@
 """Many timeouts behind one fabric timer: what lets Sparrow time out every request, result and probe
 round without an event per timeout.
 
-An actor adds ``(due_us, key)`` pairs; one ``Tick`` timer is armed for the earliest, never sooner than
-``quantum_us`` after the previous one, so a burst of timeouts costs one event and a timeout fires at most
-``quantum_us`` late. Entries are never removed early: the owner checks, when a key comes due, whether it
+An actor adds ``(due_us, key)`` pairs; one timer (carrying the owner's ``tick`` message) is armed for the
+earliest, never sooner than ``quantum_us`` after the previous one, so a burst of timeouts costs one event and
+a timeout fires at most ``quantum_us`` late. Entries are never removed early: the owner checks, when a key comes due, whether it
 still matters (a request answered meanwhile is skipped), which keeps adding O(log n) and cancelling free.
 """
 
@@ -11,21 +11,18 @@ from __future__ import annotations
 
 import heapq
 
-from .sparrow_messages import Tick
-
-TICK = Tick()
-
 
 class Deadlines:
-    """The timeouts of one actor incarnation (``actor``: its Actor, whose timers carry ``Tick``)."""
+    """The timeouts of one actor incarnation (``actor``: its Actor, whose timers carry ``tick``)."""
 
-    __slots__ = ("actor", "quantum_us", "heap", "armed", "seq")
+    __slots__ = ("actor", "quantum_us", "tick", "heap", "armed", "seq")
 
-    def __init__(self, actor, quantum_us: int) -> None:
+    def __init__(self, actor, quantum_us: int, tick) -> None:
         self.actor = actor
         self.quantum_us = quantum_us
+        self.tick = tick
         self.heap: list = []  # (due_us, seq, key): seq keeps equal times in insertion order
-        self.armed = -1  # when the pending Tick fires (-1: none pending)
+        self.armed = -1  # when the pending tick fires (-1: none pending)
         self.seq = 0
 
     def __len__(self) -> int:
@@ -36,10 +33,10 @@ class Deadlines:
         self.seq += 1
         heapq.heappush(self.heap, (due_us, self.seq, key))
         if self.armed < 0 or due_us + self.quantum_us < self.armed:
-            self._arm(due_us)  # sooner than the pending Tick by more than a quantum
+            self._arm(due_us)  # sooner than the pending tick by more than a quantum
 
     def due(self) -> list:
-        """On a ``Tick``: the keys due by now, in due order; re-arms for the next one."""
+        """On a tick: the keys due by now, in due order; re-arms for the next one."""
         now = self.actor.now
         if now >= self.armed:
             self.armed = -1
@@ -57,4 +54,4 @@ class Deadlines:
         if 0 <= self.armed <= at:
             return
         self.armed = at
-        self.actor.set_timer(at - now, TICK)
+        self.actor.set_timer(at - now, self.tick)

@@ -1,7 +1,6 @@
 """Messages shared by the schedulers: job submission, task launch on workers, completion.
 
-Scheduler-specific messages live beside their actors (``megha_messages``, ``pigeon_messages``,
-``sparrow_messages``). Every message is a frozen attrs class registered with a stable tag.
+Scheduler-specific messages live beside their actors (each scheduler package's ``messages``). Every message is a frozen attrs class registered with a stable tag.
 """
 
 from __future__ import annotations

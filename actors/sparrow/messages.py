@@ -96,4 +96,7 @@ class TaskStatus:
 
 @message("sparrow.tick")
 class Tick:
-    """A scheduler's or node's own timer: some of its timeouts are due."""
+    """A scheduler's or node's own timer: some of its timeouts are due (``common.deadlines``)."""
+
+
+TICK = Tick()  # the one instance both carry (it has no fields)

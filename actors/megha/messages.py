@@ -196,7 +196,7 @@ class Registered:
     epoch: int
 
 
-# ---- active-standby LMs (``lm_standby``): see ``lm_standby`` -------------------------------------
+# ---- active-standby LMs (``lm_standby``): see ``standby`` -------------------------------------
 @message("megha.lm_beat")
 class LmBeat:
     """Active LM -> its standby: alive in ``epoch``; the next beat comes by ``next_us`` (0: none is due,

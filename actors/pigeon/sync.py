@@ -15,7 +15,7 @@ running (rank, job, index, duration, constraints, demand, distributor, class) by
 
 from __future__ import annotations
 
-from .pigeon_messages import Sync
+from .messages import Sync
 
 
 class SyncSender:

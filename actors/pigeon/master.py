@@ -21,7 +21,7 @@ Failover (Pigeon 2019, "Master Failure Recovery"; our protocol where the paper g
   also declare itself master when both are lost (one code path for both). ``GroupMember`` is the
   membership protocol every member runs: which ``Claim`` it believes, syncs, suspicion, elections.
 - The master sends its task state to the second master every ``master_sync_s`` while the group has
-  work (less often while nothing changes), as deltas on a full state (``pigeon_sync``); each ``Sync``
+  work (less often while nothing changes), as deltas on a full state (``sync``); each ``Sync``
   says when the next is due. Ticks for overdue tasks in between send nothing. When a due sync has not
   come half of ``master_timeout_s`` later, the second master pings the master (one lost sync is no
   failure), and takes over (a failover, with the synced state) if it has not answered by the other half.
@@ -53,11 +53,11 @@ from fedemu.fabric.log import FAILOVER, RELAUNCH, RESERVED_PLACED, TASK_PLACED, 
 from fedemu.policies.fair_queue import HIGH, LOW, FairQueue
 from fedemu.policies.partition_view import PartitionView
 
-from .front_end import Pending
-from .protocol import TaskFinished
-from .pigeon_messages import (RESULT_KEEP_US, BatchAck, Claim, Hello, Launch, MasterTick, MasterPing, Probe,
+from ..common.front_end import Pending
+from ..common.protocol import TaskFinished
+from .messages import (RESULT_KEEP_US, BatchAck, Claim, Hello, Launch, MasterTick, MasterPing, Probe,
                               RecoverTimer, Suspect, SuspectTimer, Sync, SyncReset, Watchdog, told_incarnation)
-from .pigeon_sync import SyncedState, SyncSender
+from .sync import SyncedState, SyncSender
 
 _COUNTER = ("wfq_high", "wfq_low")
 NO_KEY = (-1, 0, 0)

@@ -19,10 +19,10 @@ had finished already. A stopped execution's timer still fires, and is recognised
 
 from __future__ import annotations
 
-from .megha_messages import (RETRIES, Fenced, Probe, Registered, Stopped, Takeover, WorkerRegisterTimer, WorkerStatus,
+from ..common.protocol import RunTask, TaskFinished, TaskTimer
+from ..common.worker import Worker
+from .messages import (RETRIES, Fenced, Probe, Registered, Stopped, Takeover, WorkerRegisterTimer, WorkerStatus,
                              backoff)
-from .protocol import RunTask, TaskFinished, TaskTimer
-from .worker import Worker
 
 
 class MeghaWorker(Worker):

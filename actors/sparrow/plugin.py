@@ -5,7 +5,7 @@ Actors, in this order: ``sparrow-<i>``, then ``w-<worker id>`` in cluster order.
 late binding, so the worker-choice ``policy`` does not apply to it.
 
 Faults: lost, duplicated or delayed messages, partitions and node crashes (with or without restart) are
-recovered by timeouts at the schedulers and nodes (``sparrow_scheduler``, ``sparrow_node``); a fault-free
+recovered by timeouts at the schedulers and nodes (``scheduler``, ``node``); a fault-free
 run pays one ``ResultAck`` per task and a few timer events per actor.
 """
 
@@ -15,9 +15,9 @@ from fedemu.fabric.faults import FAULT_KINDS
 from fedemu.model import Param, finite_at_least, seconds_between, seconds_to_us, whole_at_least
 from fedemu.policies.partition_view import PartitionView
 
-from .plugin import FRONT_END_COUNTERS, Context, Scheduler
-from .sparrow_node import SparrowNode, node_books_balance, nodes_not_stuck
-from .sparrow_scheduler import SparrowScheduler
+from ..plugin import FRONT_END_COUNTERS, Context, Scheduler
+from .node import SparrowNode, node_books_balance, nodes_not_stuck
+from .scheduler import SparrowScheduler
 
 PARAMS = (
     Param("schedulers", 3, "Sparrow schedulers (front ends jobs are submitted to)", **whole_at_least(1)),

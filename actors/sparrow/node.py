@@ -30,11 +30,11 @@ from collections import deque
 
 import attrs
 
-from .invariants import Violation
-from .protocol import RunTask, TaskFinished
-from .sparrow_deadlines import Deadlines
-from .sparrow_messages import Assign, Cancel, GetTask, Probe, Reject, ResultAck, TaskQuery, TaskStatus
-from .worker import Worker
+from ..common.deadlines import Deadlines
+from ..common.invariants import Violation
+from ..common.protocol import RunTask, TaskFinished
+from ..common.worker import Worker
+from .messages import TICK, Assign, Cancel, GetTask, Probe, Reject, ResultAck, TaskQuery, TaskStatus
 
 REQUEST_BITS = 32  # a request number is (incarnation << REQUEST_BITS) | sequence
 
@@ -64,7 +64,7 @@ class SparrowNode(Worker):
         self.request_timeout_us = request_timeout_us
         self.request_retries = request_retries
         self.sequence = 0
-        self.deadlines = Deadlines(self, 1)
+        self.deadlines = Deadlines(self, 1, TICK)
 
     # ---- probes and late binding ----------------------------------------------------------
     def on_Probe(self, msg: Probe, src: int) -> None:

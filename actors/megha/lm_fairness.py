@@ -30,7 +30,7 @@ from __future__ import annotations
 from fedemu.fabric.log import PREEMPT_REFUSED, PREEMPTION, emit
 from fedemu.policies.change_log import NO_CAUSE
 
-from .megha_messages import LmTimer, PreemptFailed, Preempted, StopTask
+from .messages import LmTimer, PreemptFailed, Preempted, StopTask
 
 
 class Fairness:

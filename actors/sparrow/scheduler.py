@@ -44,11 +44,11 @@ import attrs
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.log import JOB_UNSCHEDULABLE, LATE_BIND_CANCEL, RELAUNCH, emit
 
-from .front_end import JobFrontEnd
-from .protocol import TaskFinished
-from .sparrow_deadlines import Deadlines
-from .sparrow_messages import Assign, Cancel, GetTask, Probe, Reject, ResultAck, TaskQuery, TaskStatus
-from .submitter import JobDone, Ping, Pong, Resubmit
+from ..common.deadlines import Deadlines
+from ..common.front_end import JobFrontEnd
+from ..common.protocol import TaskFinished
+from ..common.submitter import JobDone, Ping, Pong, Resubmit
+from .messages import TICK, Assign, Cancel, GetTask, Probe, Reject, ResultAck, TaskQuery, TaskStatus
 
 _CACHE_LIMIT = 4096
 PROBE, RESULT = 0, 1  # the kinds of a scheduler's timeouts: (PROBE, job, due) and (RESULT, job, index, node, request)
@@ -122,7 +122,7 @@ class SparrowScheduler(JobFrontEnd, Actor):
         self.pools: dict[tuple, object] = {}
         self.probes = self.requests = self.assigns = self.cancels = 0
         self.pick = None
-        self.deadlines = Deadlines(self, max(1, min(probe_timeout_us, result_grace_us) // 4))
+        self.deadlines = Deadlines(self, max(1, min(probe_timeout_us, result_grace_us) // 4), TICK)
 
     def on_start(self) -> None:
         self.node_ids = [self.fabric.addr(name) for name in self.node_names]

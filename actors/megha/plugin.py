@@ -5,7 +5,7 @@ one cluster, with one GM and one LM. Actors, in this order: ``gm-<g>``, ``lm-<c>
 
 Both survive crashes and restarts of any actor, partitions, slow links, message loss and duplication
 (``survives``); the recovery protocols are described in ``global_manager``, ``local_manager``,
-``megha_worker`` and ``submitter``. Two end-of-run checks look at the live actors: every live LM's free
+``worker`` and ``common.submitter``. Two end-of-run checks look at the live actors: every live LM's free
 vectors equal its live workers' true free capacity (``lm_matches_workers``), and every live GM's view
 equals the LMs' state once each LM's unacknowledged changes are applied (``views_converge``).
 """
@@ -22,15 +22,15 @@ from fedemu.model import Param, finite_at_least, one_of, seconds_between, second
 from fedemu.policies.fair_share import Shares
 from fedemu.policies.partition_view import PartitionView
 
+from ..common.invariants import Violation
+from ..plugin import FRONT_END_COUNTERS, Context, Scheduler
 from .gang import GANG_COUNTERS, GangGlobalManager, GangLocalManager
-from .gm_fairness import FairConfig
 from .global_manager import GlobalManager
-from .invariants import Violation
-from .lm_standby import StandbyTimes
+from .gm_fairness import FairConfig
 from .local_manager import FaultTimes, LocalManager
-from .megha_messages import RETRIES
-from .megha_worker import MeghaWorker
-from .plugin import FRONT_END_COUNTERS, Context, Scheduler
+from .messages import RETRIES
+from .standby import StandbyTimes
+from .worker import MeghaWorker
 
 
 GM_QUEUES = ("fifo", "fewest-remaining")
@@ -60,13 +60,13 @@ PARAMS = (
           "the LM's changes that GM has not seen; the workshop paper) or 'failures' (only invalid launches are)",
           **one_of(("delta", "failures"))),
     Param("lm_standby", False, "give each LM a standby replica (lm-<c>-standby) that takes over when the active "
-          "stops answering (2022 paper, IV-D; see actors/lm_standby.py)"),
+          "stops answering (2022 paper, IV-D; see actors/megha/standby.py)"),
     Param("lm_beat_s", 1.0, "with lm_standby: an active LM with work in hand beats to its standby this often",
           **seconds_between(1e-6, 1e7)),
     Param("lm_takeover_s", 1.0, "with lm_standby: a standby takes over when its ping of an overdue active is not "
           "answered within this long", **seconds_between(1e-6, 1e7)),
     Param("gang", False, "gang scheduling: every job is all-or-nothing; a GM reserves its tasks on every LM "
-          "involved and commits once all hold (see actors/gang.py)"),
+          "involved and commits once all hold (see actors/megha/gang.py)"),
     Param("gang_lease_s", 2.0, "with gang: an LM lets go of a gang's hold that saw neither a commit nor a "
           "release this long", **seconds_between(1e-6, 1e7)),
     Param("gm_queue", GM_QUEUES[0], "a GM's queue: fifo (oldest task first; the workshop paper's rescheduling "
@@ -76,7 +76,7 @@ PARAMS = (
           "the queue) or front (ahead of it)", **one_of(FAILED_LAUNCH)),
     Param("job_to_gm", JOB_TO_GM[0], "how a job picks its GM: round-robin, or task-count (its number of tasks "
           "modulo the number of GMs); with users, a job goes to its user's GM", **one_of(JOB_TO_GM)),
-    # global fairness (2022 paper IV-C, issue 15; actors/gm_fairness.py and lm_fairness.py)
+    # global fairness (2022 paper IV-C, issue 15; actors/megha/gm_fairness.py and lm_fairness.py)
     Param("users", 0, "users, each with a queue and a share of the datacenter (global fairness); 0: no users",
           **whole_at_least(0)),
     Param("shares", "", "with users: each user's share in percent, e.g. 10,25,15,50 (each > 0, summing to at most "

@@ -31,7 +31,7 @@ import attrs
 
 from fedemu.policies.change_log import ChangeLog
 
-from .megha_messages import RETRIES, Fenced, Join, Joined, LmBeat, LmPing, LmTimer, Takeover, backoff
+from .messages import RETRIES, Fenced, Join, Joined, LmBeat, LmPing, LmTimer, Takeover, backoff
 
 
 @attrs.frozen

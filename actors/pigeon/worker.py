@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections import deque
 
+from ..common.protocol import TaskFinished, TaskTimer
+from ..common.worker import Worker
 from .master import GroupMember
-from .pigeon_messages import RESULT_KEEP_US, TOLD_SHIFT, Idle, Launch, Probe, Refused, ResultAck, ResultTimer, Status
-from .protocol import TaskFinished, TaskTimer
-from .worker import Worker
+from .messages import RESULT_KEEP_US, TOLD_SHIFT, Idle, Launch, Probe, Refused, ResultAck, ResultTimer, Status
 
 RESULT_TRIES = 12  # sends of one result before the worker gives up on its distributor
 RECENT = 64  # finished tasks a status reports as done (a lost idle notice is then not run again)

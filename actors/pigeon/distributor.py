@@ -47,11 +47,11 @@ import attrs
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.log import JOB_UNSCHEDULABLE, emit
 
-from .front_end import JobFrontEnd
+from ..common.front_end import JobFrontEnd
+from ..common.protocol import TaskFinished
+from ..common.submitter import JobDone, Pong
 from .master import NO_KEY, claim_key
-from .pigeon_messages import BatchAck, Claim, DistTick, MasterPing, Outstanding, ResultAck, Suspect, TaskBatch
-from .protocol import TaskFinished
-from .submitter import JobDone, Pong
+from .messages import BatchAck, Claim, DistTick, MasterPing, Outstanding, ResultAck, Suspect, TaskBatch
 
 _CACHE_LIMIT = 4096
 BACKOFF = 5  # a batch is resent after dist_retry_s, doubling per try up to 2**BACKOFF times it; never dropped

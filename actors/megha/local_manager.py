@@ -46,12 +46,12 @@ from fedemu.fabric.actor import Actor
 from fedemu.fabric.log import LAUNCH_INVALID, RELAUNCH, REPARTITION, emit
 from fedemu.policies.change_log import NO_CAUSE, ChangeLog
 
+from ..common.protocol import RunTask, TaskFinished
 from .lm_fairness import Fairness
-from .lm_standby import Replica, StandbyTimes
-from .megha_messages import (RETRIES, AdoptJob, Heartbeat, HeartbeatAck, HeartbeatTick, JobTasks, Launch,
+from .messages import (RETRIES, AdoptJob, Heartbeat, HeartbeatAck, HeartbeatTick, JobTasks, Launch,
                              LaunchAccepted, LaunchFailed, LaunchOk, LmTimer, Probe, Registered, Snapshot,
                              SnapshotRequest, Takeover, TaskCompleted, TaskLost, WorkerStatus, backoff)
-from .protocol import RunTask, TaskFinished
+from .standby import Replica, StandbyTimes
 
 HEARTBEAT_RESENDS = 30  # quiet ticks in a row the LM keeps ticking for an unconfirmed delta (beacons)
 
@@ -145,7 +145,7 @@ class LocalManager(Fairness, Replica, Actor):
         self.heartbeats = 0
         self.armed = False
         self.tick_at = 0
-        # active-standby (see lm_standby): without a peer this LM is always active, its epoch its incarnation
+        # active-standby (see standby): without a peer this LM is always active, its epoch its incarnation
         self.peer_name = peer_name
         self.replica = replica
         self.standby = standby

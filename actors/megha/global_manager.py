@@ -40,7 +40,7 @@ Faults (2022 paper, IV, high availability; our timers where it gives none):
 - A heartbeat that went missing (a gap in its log positions, or an unacknowledged beacon after the
   last one of a burst: see ``policies.change_log``) makes the GM ask that LM for a snapshot
   (``view_resyncs``).
-- Active-standby LMs (``lm_standby``, see ``lm_standby``): every request goes to both replicas; the GM
+- Active-standby LMs (``lm_standby``, see ``standby``): every request goes to both replicas; the GM
   follows the replica of the latest epoch a heartbeat or snapshot came from, and answers one from an
   older epoch with ``Fenced``.
 """
@@ -57,12 +57,12 @@ from fedemu.fabric.log import JOB_UNSCHEDULABLE, LAUNCH_REQUEUED, emit
 from fedemu.policies.fair_queue import HIGH, FairQueue
 from fedemu.policies.partition_search import PartitionSearch
 
-from .front_end import JobFrontEnd, Pending
+from ..common.front_end import JobFrontEnd, Pending
+from ..common.submitter import JobDone, Ping, Pong
 from .gm_fairness import GmFairness
-from .megha_messages import (RETRIES, AdoptJob, Fenced, GmTimer, Heartbeat, HeartbeatAck, JobTasks, Launch,
+from .messages import (RETRIES, AdoptJob, Fenced, GmTimer, Heartbeat, HeartbeatAck, JobTasks, Launch,
                              LaunchAccepted, LaunchFailed, LaunchOk, Snapshot, SnapshotRequest, TaskCompleted,
                              TaskLost, backoff)
-from .submitter import JobDone, Ping, Pong
 
 LAUNCH_ASKS = 3  # unanswered asks of one launch before it is queued again
 REQUEST_TRIES = RETRIES  # asks of a snapshot or of a job's tasks (backing off) before the GM goes on without

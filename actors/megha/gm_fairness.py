@@ -34,7 +34,7 @@ import attrs
 from fedemu.policies.fair_queue import HIGH, FairQueue
 from fedemu.policies.fair_share import Shares, choose_victims, dominant, preempt_order
 
-from .megha_messages import Preempt
+from .messages import Preempt
 
 PREEMPT_TRIES = 3  # refused preemption requests in a row before a GM waits for a heartbeat
 

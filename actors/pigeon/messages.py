@@ -137,7 +137,7 @@ class Claim:
 
 @message("pigeon.sync")
 class Sync:
-    """Master -> second master: the group's task state (``pigeon_sync``). ``seq`` numbers the syncs of
+    """Master -> second master: the group's task state (``sync``). ``seq`` numbers the syncs of
     the epoch; ``base`` is the sync this one follows (0: the full state). ``queued``: (job, index,
     duration, constraints, demand, since, distributor, class) per waiting task that changed;
     ``gone_queued``: (job, index) no longer waiting; ``running``: (worker rank, job, index, duration,

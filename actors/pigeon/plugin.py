@@ -12,7 +12,7 @@ Choices where the papers are silent:
   (ranks 1..n, cluster order); its first second master is its first worker.
 - Faults: masters fail over to a second master and, when both are lost, elect a worker
   (``actors.master``); distributors retry batches and workers retry results until acknowledged;
-  workers refuse launches that do not fit (``actors.pigeon_worker``). Timeouts and periods are the
+  workers refuse launches that do not fit (``worker``). Timeouts and periods are the
   ``--set`` keys below; the paper gives none, so the defaults are ours: a 1 s sync and retry period and a
   3 s master timeout (three missed syncs), a 0.5 s result retry.
 """
@@ -25,11 +25,11 @@ from fedemu.fabric.errors import ConfigError
 from fedemu.model import Param, seconds_between, seconds_to_us, whole_at_least
 from fedemu.policies.fair_queue import check_weight
 
+from ..common.invariants import Violation
+from ..plugin import FRONT_END_COUNTERS, Context, Scheduler
 from .distributor import ConstraintSetCounts, Distributor
-from .invariants import Violation
 from .master import GroupConfig, GroupMember, Master
-from .pigeon_worker import PigeonWorker
-from .plugin import FRONT_END_COUNTERS, Context, Scheduler
+from .worker import PigeonWorker
 
 PAPER_FQW = 20
 

@@ -42,11 +42,11 @@ from fedemu.fabric.messages import message
 from fedemu.policies import tebas
 from fedemu.policies.change_log import NO_CAUSE
 
-from .front_end import Pending
+from ..common.front_end import Pending
+from ..common.submitter import JobDone
 from .global_manager import REQUEST_TRIES, GlobalManager, Inflight
 from .local_manager import LocalManager
-from .megha_messages import LaunchAccepted, LaunchFailed, TaskCompleted, backoff
-from .submitter import JobDone
+from .messages import LaunchAccepted, LaunchFailed, TaskCompleted, backoff
 
 
 # ---- messages -------------------------------------------------------------------------------------
