@@ -1,0 +1,160 @@
+"""A journal read as a timeline: each message's arrival (or drop) joined to its send, timer fires and
+faults, in the order the fabric recorded them, named from the journal's header.
+
+Only the journal is read: no scenario is imported (a journal is data). The built-in schedulers'
+message classes are registered so fields have names and nested messages decode; a message of an
+unknown class keeps its plain values.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from fedemu.fabric import messages
+from fedemu.fabric.journal import DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, JournalReader
+from fedemu.fabric.replay import Formatter
+
+OUTSIDE = -1  # the sender of messages the scenario injects
+
+
+@attrs.frozen
+class Message:
+    """One arrival of a message at ``at_us`` (``outcome`` "deliver" or "duplicate", the second copy of
+    a duplicated one), or its drop (``outcome`` the cause: "loss" at the send, "partition", "dead")."""
+
+    index: int  # the journal record of the arrival or drop
+    at_us: int
+    src: int
+    seq: int
+    dst: int
+    kind: str
+    sent_us: int
+    values: tuple
+    outcome: str
+    sent_index: int  # the journal record of the send
+
+    @property
+    def dropped(self) -> bool:
+        return self.outcome not in ("deliver", "duplicate")
+
+
+@attrs.frozen
+class Fire:
+    """A timer of ``actor`` that fired at ``at_us`` (set at ``set_us``)."""
+
+    index: int
+    at_us: int
+    actor: int
+    seq: int
+    kind: str
+    set_us: int
+    values: tuple
+
+
+@attrs.frozen
+class FaultEvent:
+    """A fault applied at ``at_us``: ``target`` as the plan named it (actor names), ``value`` its factor or
+    probability."""
+
+    index: int
+    at_us: int
+    kind: str
+    target: tuple
+    value: float
+
+
+def _register_messages() -> None:
+    """Register the built-in schedulers' message classes (field names, nested messages)."""
+    from fedemu.actors import registry  # noqa: F401 - importing it registers every scheduler's messages
+
+
+class Timeline:
+    """A journal opened for reading: ``names``, ``header``; ``events()`` once; then ``footer``."""
+
+    def __init__(self, path) -> None:
+        _register_messages()
+        self.path = path
+        self.reader = JournalReader(path)
+        names = self.reader.header.get("actors", [])
+        self.names: list[str] = list(names) if isinstance(names, (list, tuple)) else []
+        self.formatter = Formatter(self.names)
+        self.sent = 0
+
+    @property
+    def header(self) -> dict:
+        return self.reader.header
+
+    @property
+    def footer(self) -> dict:
+        return self.reader.footer or {}
+
+    def name(self, idx: int) -> str:
+        return self.formatter.name(idx)
+
+    def label(self, kind: str, values: tuple) -> str:
+        """``kind name=value ...`` (times in seconds) for a message or timer."""
+        return f"{kind}{self.formatter.fields(kind, values)}"
+
+    def events(self):
+        """Yield Message, Fire and FaultEvent in journal order; the digest is checked at the end (a
+        damaged journal raises JournalError there or where the damage is)."""
+        sends: dict[tuple[int, int], tuple] = {}  # (src, seq) -> (sent_us, dst, kind, values, record)
+        timers: dict[tuple[int, int], tuple] = {}  # (actor, seq) -> (set_us, kind, values), pending
+        last_key, last = None, None  # the message that arrived or dropped last: a duplicate copy follows it
+        try:
+            for index, _, rec in self.reader.records():
+                code = rec[0]
+                if code == SEND:
+                    sends[(rec[2], rec[3])] = (rec[1], rec[4], rec[6], rec[7], index)
+                    self.sent += 1
+                elif code in (DELIVER, DROP):
+                    key = (rec[2], rec[3])
+                    if code == DROP and rec[5] == "stale-timer":
+                        timers.pop(key, None)
+                        continue
+                    sent = sends.pop(key, None)
+                    if sent is None:
+                        sent = last if key == last_key else None
+                    if sent is None:  # a send before the journal began cannot be: a damaged journal
+                        continue
+                    last_key, last = key, sent
+                    outcome = ("duplicate" if rec[5] else "deliver") if code == DELIVER else rec[5]
+                    yield Message(index, rec[1], rec[2], rec[3], sent[1], sent[2], sent[0], sent[3], outcome, sent[4])
+                elif code == TIMER_SET:
+                    timers[(rec[2], rec[3])] = (rec[1], rec[5], rec[6])
+                elif code == TIMER_FIRE:
+                    set_ = timers.pop((rec[2], rec[3]), None)
+                    if set_ is not None:
+                        yield Fire(index, rec[1], rec[2], rec[3], set_[1], set_[0], set_[2])
+                elif code == FAULT:
+                    yield FaultEvent(index, rec[1], rec[3], rec[4], rec[5])
+        finally:
+            self.reader.close()
+
+    def job_of(self, kind: str, values: tuple) -> set[int]:
+        """The jobs a message or timer is about: every ``job_id`` among its fields and the messages
+        nested in them (a resubmitted Job); empty when its class is unknown."""
+        try:
+            msg = messages.decode(kind, values)
+        except Exception:  # noqa: BLE001 - an unknown class or changed fields: no job known
+            return set()
+        found: set[int] = set()
+        _jobs(msg, found, 0)
+        return found
+
+
+def _jobs(obj, found: set[int], depth: int) -> None:
+    if depth > 4:
+        return
+    if attrs.has(type(obj)):
+        job = getattr(obj, "job_id", None)
+        if isinstance(job, int) and not isinstance(job, bool):
+            found.add(job)
+        for field in attrs.fields(type(obj)):
+            value = getattr(obj, field.name)
+            if attrs.has(type(value)) or isinstance(value, tuple):
+                _jobs(value, found, depth + 1)
+    elif isinstance(obj, tuple):
+        for item in obj:
+            if attrs.has(type(item)):
+                _jobs(item, found, depth + 1)
