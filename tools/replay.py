@@ -22,14 +22,15 @@ def _checked_header(header: dict) -> dict:
     return header
 
 
-def rerun(header: dict, journal_path) -> runner.RunResult:
-    """Run again the scenario a journal header describes, recording to ``journal_path``.
+def rerun(header: dict, journal_path, progress=None) -> runner.RunResult:
+    """Run again the scenario a journal header describes, recording to ``journal_path`` (None: not
+    recorded), ``progress`` called between windows as ``runner.execute`` says.
 
     Its parameters go through the scenario's own validation (an unknown or mistyped key is a
     ConfigError). A run that fails raises as the recorded one did, its journal kept (see runner)."""
     _checked_header(header)
     return runner.execute(header["scenario"], seed=header["seed"], overrides=header["params"],
-                          journal_path=journal_path, faults=runner.recorded_faults(header))
+                          journal_path=journal_path, faults=runner.recorded_faults(header), progress=progress)
 
 
 def ending(footer: dict | None) -> str:

@@ -1,0 +1,167 @@
+"""What a trace needs that a journal does not hold: when each handler's service started and ended under a
+cost model, how long each component's queue was, and the actors' own statistics (queues, free
+capacity), all read from a re-run of the journal's run, as ``fedemu replay --tui`` does.
+
+The probe only reads: it wraps the fabric's ``on_served`` hook (``fabric.service``) and samples the
+actors' ``statistics()`` between windows through the progress hook, so the re-run is the same run
+(its digest is compared with the journal's footer: a re-run that differs gives nothing).
+
+A served entry is told apart from the others that arrived at its actor at the same time by its rank
+among them: a server handles its arrivals in order (FIFO) and a crash loses a suffix of them, so the
+r-th service of arrivals at time T is the r-th arrival at T (``trace_events`` matches it to the
+journal's records).
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from fedemu.fabric.errors import FedemuError
+
+from . import roles
+
+POINTS = 2000  # counter samples over the window, at most
+PER_ACTOR = 8  # a role with at most this many actors has counters per actor, else one per role
+
+
+@attrs.define
+class Observed:
+    """The probe's findings: ``served[(actor, arrived, rank)] = (start, end)``; ``counters`` maps a
+    (track name, group) to [(time, {field: value})] samples; ``note`` says why something is missing."""
+
+    served: dict = attrs.field(factory=dict)
+    counters: dict = attrs.field(factory=dict)
+    grid: list = attrs.field(factory=list)
+    note: str = ""
+    ok: bool = False
+
+
+def _numbers(stat) -> dict[str, int]:
+    """The whole-number fields of a statistics record, tuples of up to four of them as ``name[i]``."""
+    out = {}
+    for field in attrs.fields(type(stat)) if attrs.has(type(stat)) else ():
+        value = getattr(stat, field.name)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int):
+            out[field.name] = value
+        elif isinstance(value, tuple) and 0 < len(value) <= 4 and all(type(v) is int for v in value):
+            out.update({f"{field.name}[{i}]": v for i, v in enumerate(value)})
+    return out
+
+
+class Probe:
+    """The progress hook of the re-run (called between windows, ``every`` = 1)."""
+
+    every = 1
+
+    def __init__(self, names: list[str], lo: int, hi: int) -> None:
+        self.names = names
+        self.lo, self.hi = lo, hi
+        self.period = max(1, math.ceil((hi - lo) / POINTS))
+        self.grid = list(range(lo, hi + 1, self.period))
+        self.next = 0  # the next grid point to sample
+        groups: dict[str, list[int]] = {}
+        for i, name in enumerate(names):
+            groups.setdefault(roles.group_of(name), []).append(i)
+        self.groups = groups
+        self.observed = Observed(grid=self.grid)
+        self.fabric = None
+        self._last: dict[int, tuple[int, int]] = {}  # actor -> (last arrived, rank of it)
+        self._queue: dict[int, list[int]] = {}  # server -> per grid point: entries waiting there
+        self._busy: dict[int, list[int]] = {}  # server -> per grid cell: microseconds of service in it
+
+    def __call__(self, fabric, run) -> None:
+        if self.fabric is None:
+            self.fabric = fabric
+            inner = fabric.on_served
+            fabric.on_served = self._served if inner is None else (
+                lambda actor, arrived, start, end: (inner(actor, arrived, start, end), self._served(
+                    actor, arrived, start, end)))
+        while self.next < len(self.grid) and fabric.now >= self.grid[self.next]:
+            self._sample(fabric, self.grid[self.next])
+            self.next += 1
+
+    def _served(self, actor, arrived: int, start: int, end: int) -> None:
+        if end < 0:
+            return
+        idx = actor.id
+        last = self._last.get(idx)
+        rank = last[1] + 1 if last is not None and last[0] == arrived else 0
+        self._last[idx] = (arrived, rank)
+        if self.lo <= arrived <= self.hi:
+            self.observed.served[(idx, arrived, rank)] = (start, end)
+        if end <= self.lo or arrived > self.hi:
+            return
+        period, lo, n = self.period, self.lo, len(self.grid)
+        queue = self._queue.setdefault(idx, [0] * (n + 1))
+        first, stop = max(0, -(-(arrived - lo) // period)), min(n, -(-(start - lo) // period))
+        if first < stop:  # waiting at the grid points in [arrived, start): a difference array
+            queue[first] += 1
+            queue[stop] -= 1
+        busy = self._busy.setdefault(idx, [0] * n)
+        cell = max(0, (start - lo) // period)
+        while cell < n and lo + cell * period < end:
+            a, b = lo + cell * period, lo + (cell + 1) * period
+            busy[cell] += max(0, min(end, b) - max(start, a))
+            cell += 1
+
+    def _sample(self, fabric, at: int) -> None:
+        """Every statistics record's numbers at grid point ``at``: per actor for small roles, summed
+        (with ``up``: actors alive and ``idle``: those running nothing) for the others."""
+        counters = self.observed.counters
+        for group, members in self.groups.items():
+            stats = [(i, fabric.actor(i)) for i in members]
+            stats = [(i, a.statistics()) for i, a in stats if a is not None and hasattr(a, "statistics")]
+            if len(members) <= PER_ACTOR:
+                for i, stat in stats:
+                    counters.setdefault((self.names[i], group), []).append((at, _numbers(stat)))
+                continue
+            total: dict[str, int] = {"up": sum(fabric.actor(i) is not None for i in members)}
+            idle = 0
+            for _, stat in stats:
+                for key, value in _numbers(stat).items():
+                    total[key] = total.get(key, 0) + value
+                idle += getattr(stat, "running", 1) == 0
+            if any(hasattr(s, "running") for _, s in stats):
+                total["idle"] = idle
+            counters.setdefault((group, group), []).append((at, total))
+
+    def finish(self) -> None:
+        """Turn the servers' difference arrays into queue and busy samples (per server, at every grid point)."""
+        counters = self.observed.counters
+        for idx in sorted(set(self._queue) | set(self._busy)):
+            queue, busy = self._queue.get(idx), self._busy.get(idx)
+            samples, waiting = [], 0
+            for n, at in enumerate(self.grid):
+                waiting += queue[n] if queue else 0
+                values = {"queue": waiting}
+                if busy:
+                    values["busy_percent"] = round(100 * busy[n] / self.period)
+                samples.append((at, values))
+            counters[(f"{self.names[idx]} service", roles.group_of(self.names[idx]))] = samples
+
+
+def observe(header: dict, expected_digest: str | None, lo: int, hi: int, rerun) -> Observed:
+    """Re-run the journal's run with a probe (``rerun(header, progress)`` runs it and returns its
+    digest); the observations are kept only when the digest matches ``expected_digest``."""
+    names = list(header.get("actors", []))
+    probe = Probe(names, lo, hi)
+    try:
+        digest = rerun(header, probe)
+    except FedemuError as exc:
+        if probe.fabric is None:  # it could not start (e.g. the scenario is not known here)
+            return Observed(note=f"no service times or actor counters: the run cannot be re-run ({exc})")
+        digest = probe.fabric.journal.digest  # it ended with its verdict, as the recorded one may have
+    except Exception:  # noqa: BLE001 - the run failed as the recorded one did: its digest says whether
+        if probe.fabric is None:
+            raise
+        digest = probe.fabric.journal.digest
+    if digest != expected_digest:
+        return Observed(note=f"no service times or actor counters: the re-run's digest {digest} is not the "
+                        f"journal's {expected_digest} (recorded by other code?)")
+    probe.finish()
+    probe.observed.ok = True
+    return probe.observed
