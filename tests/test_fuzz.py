@@ -26,6 +26,8 @@ from fedemu.scenarios import federation as fed
 from fedemu.tools import fuzz, strategies
 from fedemu.tools.cli import main
 
+import mermaid_grammar
+
 NAMES = ["gm-0", "gm-1", "lm-0", "lm-1", "w-0", "w-1", "w-2", "submitter"]
 QUICK = settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
@@ -231,7 +233,15 @@ def test_the_search_finds_a_planted_bug_shrinks_it_and_its_folder_reproduces_it(
     folder = failure.folder
     assert folder == out / "failure-1" and failure.reproduced
     assert {p.name for p in folder.iterdir()} == {"plan.toml", "command.txt", "messages.log", "messages.txt",
-                                                   "verdict.txt"}
+                                                   "diagram.md", "verdict.txt"}
+    # its diagram shows the planted fault: duplication turned on, a launch to a worker arriving twice, the end
+    statements = mermaid_grammar.parse((folder / "diagram.md").read_text())
+    notes = [mermaid_grammar.decode(s[3]) for s in statements if s[0] == "note"]
+    lanes = {s[1]: s[2] for s in statements if s[0] == "participant"}
+    assert any(n.endswith("FAULT dup 1 on every link") for n in notes), notes
+    assert any(s[0] == "message" and s[2] == "-->>" and lanes[s[3]].startswith("w-") and " worker.run " in s[4]
+               and s[4].endswith("(duplicate copy)") for s in statements), statements
+    assert notes[-1] == f"run ended: {failure.verdict.rsplit('raised ', 1)[1]}"
     verdict = (folder / "verdict.txt").read_text().splitlines()
     assert verdict[0] == failure.verdict and verdict[1] == f"digest: {failure.digest}"
     assert fp.load(folder / "plan.toml").faults(failure.example.names, 0) == failure.example.plan.faults(

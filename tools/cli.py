@@ -139,7 +139,11 @@ def _cmd_replay(args) -> int:
     from . import replay
 
     filters = [opt for opt, value in (("--actor", args.actor), ("--kind", args.kind), ("--from", args.t_from),
-                                      ("--to", args.t_to)) if value is not None]
+                                      ("--to", args.t_to), ("--job", args.job)) if value is not None]
+    drawn = [opt for opt, value in (("--diagram", args.diagram), ("--trace", args.trace)) if value is not None]
+    if drawn and (args.verify or args.tui or args.show):
+        mode = "--verify" if args.verify else "--tui" if args.tui else "--show"
+        raise ConfigError(f"{drawn[0]} writes a file, {mode} does something else: give one of them")
     if args.tui:
         from .tui import pace_option, replay_live
 
@@ -152,7 +156,25 @@ def _cmd_replay(args) -> int:
         if filters:
             raise ConfigError(f"{', '.join(filters)} filter the records shown; --verify compares them all")
         return replay.verify(args.log)
+    if args.diagram is not None or args.trace is not None:
+        return _draw(args)
+    if args.job is not None:
+        raise ConfigError("--job filters a diagram or a trace: add --diagram FILE or --trace FILE.json")
     return replay.show(args.log, actor=args.actor, kind=args.kind, t_from=args.t_from, t_to=args.t_to)
+
+
+def _draw(args) -> int:
+    """``--diagram FILE`` and ``--trace FILE.json``: the journal drawn, with the filters given."""
+    from . import diagram, trace_events
+
+    given = dict(t_from=args.t_from, t_to=args.t_to, actor=args.actor, job=args.job, kind=args.kind)
+    outdir.check_file(args.diagram, "--diagram")
+    outdir.check_file(args.trace, "--trace")
+    if args.diagram is not None:
+        print(diagram.write(args.log, args.diagram, **given))
+    if args.trace is not None:
+        print(trace_events.write(args.log, args.trace, **given))
+    return 0
 
 
 def _cmd_bench(args) -> int:
@@ -319,10 +341,22 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--verify", action="store_true", help="re-run from the header and compare")
     mode.add_argument("--show", action="store_true", help="print records, filtered by the options below "
                       "(the default)")
-    rp.add_argument("--actor", help="show: records involving this actor (a name from the header, e.g. gm-0)")
-    rp.add_argument("--kind", help="show: record type (send, deliver, drop, timer, fire, fault) or message kind")
+    rp.add_argument("--actor", help="show: records involving this actor (a name from the header, e.g. gm-0); "
+                    "--diagram/--trace: messages to or from any of these comma-separated actors or roles (gm, lm, "
+                    "worker, master, dist, sparrow, manager)")
+    rp.add_argument("--kind", help="show: record type (send, deliver, drop, timer, fire, fault) or message kind; "
+                    "--diagram/--trace: comma-separated message or timer kinds (patterns such as megha.*) or "
+                    "deliver, drop, fire")
     rp.add_argument("--from", dest="t_from", metavar="SECONDS", type=_seconds, help="show: from this virtual time")
     rp.add_argument("--to", dest="t_to", metavar="SECONDS", type=_seconds, help="show: up to this virtual time")
+    rp.add_argument("--job", metavar="N", help="--diagram/--trace: only messages and timers about job N (those with "
+                    "a job_id field, or carrying the job)")
+    rp.add_argument("--diagram", metavar="FILE", help="draw the run (or the part the filters pick) as a space-time "
+                    "diagram: FILE.md a Mermaid sequence diagram, FILE.svg a picture, FILE.html a page with it; "
+                    "refused beyond a few hundred messages (see docs/diagrams.md)")
+    rp.add_argument("--trace", metavar="FILE.json", help="write the run as a Chrome trace-event file for Perfetto "
+                    "or chrome://tracing: actors as tracks, messages as flows, faults, handler service times and "
+                    "counters (see docs/diagrams.md)")
     mode.add_argument("--tui", action="store_true", help="the live view of the recorded run (re-run from the "
                       "header: the journal holds messages, not actor state; digest checked at the end)")
     rp.add_argument("--seek", metavar="SECONDS", type=lambda t: float(_seconds(t)), help="--tui: run at full speed to this virtual time, "

@@ -4,8 +4,9 @@ Each example (``tools.strategies.examples``) is one scheduler on a small cluster
 fault plan, run through ``tools.runner.execute``. A run whose verdict is broken (RunViolation) or that
 failed (an actor raised) is a violation: hypothesis shrinks it to a minimal example, and the search
 writes ``OUT/failure-K/`` with the plan (``plan.toml``, the ``--faults`` format), the ``fedemu run``
-command that reproduces it (``command.txt``), the journal (``messages.log``, replayable, and its
-printout ``messages.txt``) and the verdict with the journal's digest (``verdict.txt``). The hypothesis
+command that reproduces it (``command.txt``), the journal (``messages.log``, replayable, its printout
+``messages.txt`` and its space-time diagram ``diagram.md``, the last ``drawing.MAX_ROWS`` messages and
+timer fires of a longer run) and the verdict with the journal's digest (``verdict.txt``). The hypothesis
 example database lives in ``OUT/.hypothesis``, so a failure found once is tried first the next time.
 """
 
@@ -262,8 +263,8 @@ def _next_folder(out: Path) -> Path:
 
 def write_failure(out: Path, failure: Failure) -> Failure:
     """Write ``failure-K/``: plan.toml, command.txt, then run that command (in this process, journaled)
-    for messages.log, messages.txt and verdict.txt (the line it printed and the journal's digest)."""
-    from . import cli, replay
+    for messages.log, messages.txt, diagram.md and verdict.txt (the line it printed and the journal's digest)."""
+    from . import cli, diagram, replay
 
     folder = _next_folder(out)
     folder.mkdir(parents=True)
@@ -299,6 +300,7 @@ def write_failure(out: Path, failure: Failure) -> Failure:
         with contextlib.redirect_stdout(said):
             replay.show(journal)
         (folder / "messages.txt").write_text(said.getvalue())
+        diagram.write(journal, folder / "diagram.md", tail=True)
     reproduced = status == 1 and again == failure.verdict
     text = [failure.verdict, f"digest: {digest}", f"scheduler: {example.scheduler or '-'}",
             f"fault events: {example.events}"]
