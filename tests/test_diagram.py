@@ -284,3 +284,16 @@ def test_any_text_is_escaped_into_valid_mermaid(text):
 def test_the_grammar_check_rejects_what_mermaid_would(bad):
     with pytest.raises(AssertionError):
         parse(f"```mermaid\nsequenceDiagram\n    participant a0 as x\n{bad}\n```\n")
+
+
+def test_the_docs_hold_a_real_failover_diagram():
+    """docs/diagrams.md: its diagram passes the grammar check and draws what its text explains."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "diagrams.md").read_text()
+    statements = parse(text)
+    lines = [decode(s[4] if s[0] == "message" else s[3]) for s in statements if s[0] in ("message", "note")]
+    for want in ("FAULT crash gm-1", "FAULT restart gm-1", "job job_id=52", "DROPPED (dead)",
+                 "submit.resubmit job=Job(job_id=52", "megha.adopt_job job_id=52", "megha.launch_failed job_id=52"):
+        assert any(want in line for line in lines), want
+    assert "fedemu replay failover.log --diagram failover.md --job 52 --to 3.04" in text

@@ -15,6 +15,7 @@ journal's records).
 from __future__ import annotations
 
 import math
+import operator
 
 import attrs
 
@@ -24,6 +25,7 @@ from . import roles
 
 POINTS = 2000  # counter samples over the window, at most
 PER_ACTOR = 8  # a role with at most this many actors has counters per actor, else one per role
+READS = 200_000  # statistics records read per role over a trace, at most
 
 
 @attrs.define
@@ -38,17 +40,34 @@ class Observed:
     ok: bool = False
 
 
+_PLANS: dict[type, tuple] = {}  # statistics class -> (getter, [(field, width)]), width 0: a whole number
+
+
 def _numbers(stat) -> dict[str, int]:
-    """The whole-number fields of a statistics record, tuples of up to four of them as ``name[i]``."""
+    """The whole-number fields of a statistics record, tuples of up to four of them as ``name[i]`` (which
+    fields those are is learnt once per class, from its first record)."""
+    cls = type(stat)
+    plan = _PLANS.get(cls)
+    if plan is None:
+        fields = []
+        for field in attrs.fields(cls) if attrs.has(cls) else ():
+            value = getattr(stat, field.name)
+            if type(value) is int:
+                fields.append((field.name, 0))
+            elif isinstance(value, tuple) and 0 < len(value) <= 4 and all(type(v) is int for v in value):
+                fields.append((field.name, len(value)))
+        getter = operator.attrgetter(*(f for f, _ in fields)) if len(fields) > 1 else (
+            (lambda s, name=fields[0][0]: (getattr(s, name),)) if fields else (lambda s: ()))
+        plan = _PLANS[cls] = (getter, fields)
+    getter, fields = plan
     out = {}
-    for field in attrs.fields(type(stat)) if attrs.has(type(stat)) else ():
-        value = getattr(stat, field.name)
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, int):
-            out[field.name] = value
-        elif isinstance(value, tuple) and 0 < len(value) <= 4 and all(type(v) is int for v in value):
-            out.update({f"{field.name}[{i}]": v for i, v in enumerate(value)})
+    for (name, width), value in zip(fields, getter(stat)):
+        if width == 0:
+            if type(value) is int:
+                out[name] = value
+        elif isinstance(value, tuple) and len(value) == width:
+            for i, v in enumerate(value):
+                out[f"{name}[{i}]"] = v
     return out
 
 
@@ -81,7 +100,7 @@ class Probe:
                 lambda actor, arrived, start, end: (inner(actor, arrived, start, end), self._served(
                     actor, arrived, start, end)))
         while self.next < len(self.grid) and fabric.now >= self.grid[self.next]:
-            self._sample(fabric, self.grid[self.next])
+            self._sample(fabric, self.next)
             self.next += 1
 
     def _served(self, actor, arrived: int, start: int, end: int) -> None:
@@ -108,25 +127,26 @@ class Probe:
             busy[cell] += max(0, min(end, b) - max(start, a))
             cell += 1
 
-    def _sample(self, fabric, at: int) -> None:
-        """Every statistics record's numbers at grid point ``at``: per actor for small roles, summed
-        (with ``up``: actors alive and ``idle``: those running nothing) for the others."""
-        counters = self.observed.counters
+    def _sample(self, fabric, n: int) -> None:
+        """Every statistics record's numbers at grid point ``n``: per actor for small roles, summed (with
+        ``up``: actors alive and ``idle``: those running nothing) for the others, whose reads are bounded
+        by READS (a role of many actors is sampled at every k-th grid point)."""
+        counters, at = self.observed.counters, self.grid[n]
         for group, members in self.groups.items():
-            stats = [(i, fabric.actor(i)) for i in members]
-            stats = [(i, a.statistics()) for i, a in stats if a is not None and hasattr(a, "statistics")]
+            if n % max(1, math.ceil(len(members) * len(self.grid) / READS)):
+                continue
+            live = [(i, a) for i, a in zip(members, map(fabric.actor, members)) if a is not None]
+            stats = [(i, a.statistics()) for i, a in live if hasattr(a, "statistics")]
             if len(members) <= PER_ACTOR:
                 for i, stat in stats:
                     counters.setdefault((self.names[i], group), []).append((at, _numbers(stat)))
                 continue
-            total: dict[str, int] = {"up": sum(fabric.actor(i) is not None for i in members)}
-            idle = 0
+            total: dict[str, int] = {"up": len(live)}
             for _, stat in stats:
                 for key, value in _numbers(stat).items():
                     total[key] = total.get(key, 0) + value
-                idle += getattr(stat, "running", 1) == 0
-            if any(hasattr(s, "running") for _, s in stats):
-                total["idle"] = idle
+            if stats and hasattr(stats[0][1], "running"):
+                total["idle"] = sum(getattr(s, "running", 1) == 0 for _, s in stats)
             counters.setdefault((group, group), []).append((at, total))
 
     def finish(self) -> None:
