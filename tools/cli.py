@@ -347,8 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--kind", help="show: record type (send, deliver, drop, timer, fire, fault) or message kind; "
                     "--diagram/--trace: comma-separated message or timer kinds (patterns such as megha.*) or "
                     "deliver, drop, fire")
-    rp.add_argument("--from", dest="t_from", metavar="SECONDS", type=_seconds, help="show: from this virtual time")
-    rp.add_argument("--to", dest="t_to", metavar="SECONDS", type=_seconds, help="show: up to this virtual time")
+    rp.add_argument("--from", dest="t_from", metavar="SECONDS", type=_seconds,
+                    help="show, --diagram, --trace: from this virtual time")
+    rp.add_argument("--to", dest="t_to", metavar="SECONDS", type=_seconds,
+                    help="show, --diagram, --trace: up to this virtual time")
     rp.add_argument("--job", metavar="N", help="--diagram/--trace: only messages and timers about job N (those with "
                     "a job_id field, or carrying the job)")
     rp.add_argument("--diagram", metavar="FILE", help="draw the run (or the part the filters pick) as a space-time "
