@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .drawing import Drawing
 from .fault_state import describe
-from .timeline import OUTSIDE, FaultEvent, Fire, Message
+from .timeline import OUTSIDE, Fire, Message
 
 LABEL_CHARS = 100  # a label's longest text; the rest is cut (messages.txt has every field)
 _ENTITIES = {"#": "#35;", ";": "#59;", "<": "#lt;", ">": "#gt;", "`": "'"}

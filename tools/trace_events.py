@@ -129,7 +129,8 @@ def _events(timeline: Timeline, sel: Selection, observed, every: int, lo: int, h
     served = observed.served
     out: list[dict] = []
     flows: dict[tuple[int, int], int] = {}  # (src, seq) -> flow id of the send drawn
-    ranks: dict[tuple[int, int], int] = {}  # (actor, time) -> arrivals there so far (the mailbox order)
+    ranks: dict[tuple[int, int], int] = {}  # (server, time) -> arrivals there so far (the mailbox order)
+    servers = {key[0] for key in served}
     faults: list[FaultEvent] = []
     state = FaultState()
     grid = observed.grid or list(range(lo, hi + 1, max(1, math.ceil((hi - lo) / trace_probe.POINTS))))
@@ -149,10 +150,10 @@ def _events(timeline: Timeline, sel: Selection, observed, every: int, lo: int, h
                 faults.append(ev)
             continue
         actor = ev.dst if isinstance(ev, Message) else ev.actor
-        rank_key = (actor, ev.at_us)
-        rank = ranks.get(rank_key, 0) if isinstance(ev, Fire) or not ev.dropped else None
-        if rank is not None:
-            ranks[rank_key] = rank + 1
+        rank = None  # the arrival's place among those at its server at its time (a drop never arrives)
+        if actor in servers and lo <= ev.at_us <= hi and (isinstance(ev, Fire) or not ev.dropped):
+            rank = ranks.get((actor, ev.at_us), 0)
+            ranks[(actor, ev.at_us)] = rank + 1
         if isinstance(ev, Message) and (ev.src, ev.seq) != last_key:  # its first arrival or drop
             flight[cell(ev.sent_us)] += 1
             flight[cell(ev.at_us)] -= 1
