@@ -297,3 +297,5 @@ def test_the_docs_hold_a_real_failover_diagram():
                  "submit.resubmit job=Job(job_id=52", "megha.adopt_job job_id=52", "megha.launch_failed job_id=52"):
         assert any(want in line for line in lines), want
     assert "fedemu replay failover.log --diagram failover.md --job 52 --to 3.04" in text
+    svg = ElementTree.parse(Path(__file__).resolve().parent.parent / "docs" / "diagrams-failover.svg").getroot()
+    assert "filters: --to 3.04 --job 52" in "".join(svg.itertext())
