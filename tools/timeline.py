@@ -1,12 +1,15 @@
 """A journal read as a timeline: each message's arrival (or drop) joined to its send, timer fires and
 faults, in the order the fabric recorded them, named from the journal's header.
 
-Only the journal is read: no scenario is imported (a journal is data). The built-in schedulers'
-message classes are registered so fields have names and nested messages decode; a message of an
-unknown class keeps its plain values.
+Only the journal is read: no file it names is imported (a journal is data). The message classes of
+the built-in schedulers and scenarios are registered, so fields have names and nested messages
+decode; a message of an unknown class keeps its plain values.
 """
 
 from __future__ import annotations
+
+import importlib
+import re
 
 import attrs
 
@@ -63,18 +66,27 @@ class FaultEvent:
     value: float
 
 
-def _register_messages() -> None:
-    """Register the built-in schedulers' message classes (field names, nested messages)."""
+def _register_messages(header: dict) -> None:
+    """Register the message classes of the built-in schedulers, and of the recorded scenario when it is
+    one of the project's own (``scenarios.demo``): field names, nested messages. A file the header
+    names is never imported (a journal is data); its messages keep their plain values."""
     from fedemu.actors import registry  # noqa: F401 - importing it registers every scheduler's messages
+
+    scenario = header.get("scenario")
+    if isinstance(scenario, str) and re.fullmatch(r"scenarios\.[a-z_][a-z0-9_]*", scenario):
+        try:
+            importlib.import_module(f"fedemu.{scenario}")
+        except ImportError:  # a scenario this version does not have: plain values
+            pass
 
 
 class Timeline:
     """A journal opened for reading: ``names``, ``header``; ``events()`` once; then ``footer``."""
 
     def __init__(self, path) -> None:
-        _register_messages()
         self.path = path
         self.reader = JournalReader(path)
+        _register_messages(self.reader.header)
         names = self.reader.header.get("actors", [])
         self.names: list[str] = list(names) if isinstance(names, (list, tuple)) else []
         self.formatter = Formatter(self.names)
