@@ -299,3 +299,18 @@ def test_the_docs_hold_a_real_failover_diagram():
     assert "fedemu replay failover.log --diagram failover.md --job 52 --to 3.04" in text
     svg = ElementTree.parse(Path(__file__).resolve().parent.parent / "docs" / "diagrams-failover.svg").getroot()
     assert "filters: --to 3.04 --job 52" in "".join(svg.itertext())
+
+
+def test_a_journal_is_data_no_file_it_names_is_imported(tmp_path):
+    """A user's scenario file named by a journal is never imported to draw it (here it would raise); a
+    built-in scenario's messages get their field names."""
+    scenario = tmp_path / "mine.py"
+    scenario.write_text("from fedemu.scenarios.demo import PARAMS, build  # noqa: F401\n")
+    runner.execute(str(scenario), seed=2, overrides={"duration_ms": 60.0}, journal_path=tmp_path / "mine.log")
+    scenario.write_text("raise RuntimeError('a journal must not import me')\n")
+    diagram.write(tmp_path / "mine.log", tmp_path / "mine.md", kind="demo.ping")
+    labels = [decode(s[4]) for s in parse((tmp_path / "mine.md").read_text()) if s[0] == "message"]
+    assert labels and all(re.fullmatch(r"\d+\.\d{6} demo\.ping n=\d+", label) for label in labels), labels[:3]
+    runner.execute("demo", seed=2, overrides={"duration_ms": 60.0}, journal_path=tmp_path / "demo.log")
+    diagram.write(tmp_path / "demo.log", tmp_path / "demo.md", kind="demo.ping")
+    assert "demo.ping n=1" in (tmp_path / "demo.md").read_text()
