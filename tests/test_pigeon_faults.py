@@ -16,9 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fedemu.actors import registry
-from fedemu.actors.pigeon.master import GroupMember, MasterCore
+from fedemu.actors.pigeon.membership import GroupMember
 from fedemu.actors.pigeon.messages import Suspect
 from fedemu.actors.pigeon.plugin import master_matches_workers
+from fedemu.actors.pigeon.role import MasterCore
 from fedemu.scenarios import fault_plan as fp
 from fedemu.tools import fuzz, runner, strategies
 from scheduler_helpers import EventPlan as Plan
@@ -172,7 +173,7 @@ def test_the_check_finds_a_master_that_miscounts_a_worker():
     assert master_matches_workers(fabric) == []
     master = fabric.actor(fabric.addr("master-2"))
     role: MasterCore = master.role
-    role.view.allocate(3, (1,))
+    role.dispatch.view.allocate(3, (1,))
     (v,) = master_matches_workers(fabric)
     assert v.invariant == "master_matches_workers" and v.subject == role.cfg.member_names[4]
     assert "sees (0,) free, the worker has (1,)" in v.detail

@@ -24,7 +24,8 @@ class Task:
 
 
 class Core:
-    """The parts of MasterCore the sync reads, changed the way MasterCore changes them."""
+    """The parts of the master role the sync reads (its dispatch's queued tasks, what runs where), changed
+    the way the role changes them."""
 
     def __init__(self) -> None:
         self.queued: dict = {}
@@ -74,7 +75,7 @@ def test_every_applied_sync_equals_the_masters_whole_state(steps):
         if op < 5:
             core.step(op, job, local, now)
             continue
-        msg = core.sync.message(core, second=7, epoch=1, next_us=now + 1)
+        msg = core.sync.message(core.queued, core.running, second=7, epoch=1, next_us=now + 1)
         expected = core.full()
         deliveries = {"deliver": [msg], "lose": [], "hold": [], "late": [msg] + held, "dup": [msg, msg]}[fate]
         if fate == "hold":
@@ -90,10 +91,10 @@ def test_every_applied_sync_equals_the_masters_whole_state(steps):
             elif m is msg and second.seq == msg.seq:
                 assert (second.queued, second.running) == expected
     # one more sync, delivered: the second master is whole again
-    msg = core.sync.message(core, second=7, epoch=1, next_us=0)
+    msg = core.sync.message(core.queued, core.running, second=7, epoch=1, next_us=0)
     if not second.apply(msg):
         core.sync.reset = True
-        msg = core.sync.message(core, second=7, epoch=1, next_us=0)
+        msg = core.sync.message(core.queued, core.running, second=7, epoch=1, next_us=0)
         assert second.apply(msg)
     assert (second.queued, second.running) == core.full()
 
@@ -102,22 +103,22 @@ def test_a_new_second_master_gets_the_full_state_and_then_only_changes():
     core = Core()
     for job in range(5):
         core.step(0, job, 0, job)
-    first = core.sync.message(core, second=7, epoch=1, next_us=1)
+    first = core.sync.message(core.queued, core.running, second=7, epoch=1, next_us=1)
     assert first.base == 0 and len(first.queued) == 5
     core.step(1, 2, 1, 10)
-    delta = core.sync.message(core, second=7, epoch=1, next_us=2)
+    delta = core.sync.message(core.queued, core.running, second=7, epoch=1, next_us=2)
     assert delta.base == first.seq and delta.gone_queued == ((2, 0),) and len(delta.running) == 1
     assert delta.queued == ()
-    other = core.sync.message(core, second=8, epoch=1, next_us=3)  # a new second master: full again
+    other = core.sync.message(core.queued, core.running, second=8, epoch=1, next_us=3)  # a new second master: full again
     assert other.base == 0 and len(other.queued) == 4 and len(other.running) == 1
 
 
 def test_a_master_without_a_second_keeps_no_changes_and_syncs_the_next_one_in_full():
     core = Core()
-    core.sync.message(core, second=7, epoch=1, next_us=1)
+    core.sync.message(core.queued, core.running, second=7, epoch=1, next_us=1)
     for job in range(5):
         core.step(0, job, 0, job)
     core.sync.forget()  # the group has no second master now
     assert not core.sync.queued and not core.sync.running
-    msg = core.sync.message(core, second=7, epoch=1, next_us=2)  # the same member is second again
+    msg = core.sync.message(core.queued, core.running, second=7, epoch=1, next_us=2)  # the same member is second again
     assert msg.base == 0 and len(msg.queued) == 5

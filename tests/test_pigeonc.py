@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedemu.actors.pigeon.distributor import ConstraintSetCounts, Distributor
-from fedemu.actors.pigeon.master import GroupConfig, Master
+from fedemu.actors.pigeon.group import GroupConfig
+from fedemu.actors.pigeon.master import Master
 from fedemu.actors.pigeon.messages import BatchAck, TaskBatch
 from fedemu.actors.pigeon.worker import PigeonWorker
 from fedemu.fabric.actor import Actor
@@ -131,12 +132,12 @@ def test_pigeonc_respects_constraints_end_to_end(policy):
 def test_defaults_fqw_20_and_no_reserved_workers():
     r = execute("default", overrides={"scheduler": "pigeonc", "jobs": 10})
     master = r.fabric.actor(r.fabric.addr("master-0")).role
-    assert master.fq.weight == 20 and master.reserved == 0
+    assert master.dispatch.fq.weight == 20 and master.dispatch.reserved == 0
     with pytest.raises(ConfigError, match="parameter 'reserved_fraction' does not apply to scheduler 'pigeonc'"):
         execute("default", overrides={"scheduler": "pigeonc", "jobs": 10, "reserved_fraction": 0.1})
     r = execute("default", overrides={"scheduler": "pigeon", "jobs": 10, "reserved_fraction": 0.1})
     master = r.fabric.actor(r.fabric.addr("master-0")).role
-    assert master.fq.weight == 20 and master.reserved == 8  # round(0.1 * 75)
+    assert master.dispatch.fq.weight == 20 and master.dispatch.reserved == 8  # round(0.1 * 75)
 
 
 @message("test.pigeonc.go")

@@ -50,7 +50,7 @@ from fedemu.fabric.log import JOB_UNSCHEDULABLE, emit
 from ..common.front_end import JobFrontEnd
 from ..common.protocol import TaskFinished
 from ..common.submitter import JobDone, Pong
-from .master import NO_KEY, claim_key
+from .group import NO_KEY, claim_key
 from .messages import BatchAck, Claim, DistTick, MasterPing, Outstanding, ResultAck, Suspect, TaskBatch
 
 _CACHE_LIMIT = 4096

@@ -28,7 +28,9 @@ from fedemu.policies.fair_queue import check_weight
 from ..common.invariants import Violation
 from ..plugin import FRONT_END_COUNTERS, Context, Scheduler
 from .distributor import ConstraintSetCounts, Distributor
-from .master import GroupConfig, GroupMember, Master
+from .group import GroupConfig
+from .master import Master
+from .membership import GroupMember
 from .worker import PigeonWorker
 
 PAPER_FQW = 20
@@ -141,9 +143,9 @@ def master_matches_workers(fabric) -> list[Violation]:
     out = []
     for g in sorted(best):
         role = best[g].role
-        if role.recovering is not None:
+        if role.rebuild is not None:
             continue
-        free = role.view.free
+        free = role.dispatch.view.free
         for local, wid in enumerate(role.worker_ids):
             worker = fabric.actor(wid)
             if worker is None or local in role.down or role.heard[local] != worker.told or role.mark[local] != worker.last:

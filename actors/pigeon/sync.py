@@ -36,9 +36,9 @@ class SyncSender:
         self.queued.clear()
         self.running.clear()
 
-    def message(self, core, second: int, epoch: int, next_us: int) -> Sync:
-        """The next sync to ``second`` from ``core``'s queued and running tasks (``MasterCore``)."""
-        queued, running = core.queued, core.running
+    def message(self, queued: dict, running: list, second: int, epoch: int, next_us: int) -> Sync:
+        """The next sync to ``second`` from the master's ``queued`` tasks ((job, index) -> (task, class))
+        and ``running`` ones (per worker slot: (job, index) -> (task, class, epoch, seq))."""
         if self.to != second or self.reset:
             self.to, self.reset, base = second, False, 0
             up_q = tuple(queued_entry(t, cls) for t, cls in queued.values())

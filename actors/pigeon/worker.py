@@ -16,7 +16,7 @@ from collections import deque
 
 from ..common.protocol import TaskFinished, TaskTimer
 from ..common.worker import Worker
-from .master import GroupMember
+from .membership import GroupMember
 from .messages import RESULT_KEEP_US, TOLD_SHIFT, Idle, Launch, Probe, Refused, ResultAck, ResultTimer, Status
 
 RESULT_TRIES = 12  # sends of one result before the worker gives up on its distributor

@@ -1,0 +1,171 @@
+"""One Pigeon / PigeonC group's two WFQ queues, the view of its workers, and the matching of queued
+tasks to idle workers: the schedulers' own algorithm, which the master role (``master``) drives.
+
+Tasks of short jobs are HIGH, of long jobs LOW (``policies.fair_queue``, weight W). Pigeon (2019, 2.2)
+reserves the last ``reserved`` workers of the group for HIGH tasks; a HIGH task takes an idle
+low-priority worker first, else an idle reserved one; a LOW task only an idle low-priority worker.
+PigeonC (2023, 4.2) has no reserved workers and matches constraints with the same bit-vector
+PartitionView and worker-choice policy as Megha.
+
+Choices where the papers are silent:
+- The two idle lists are the view's availability bit vector split by the reserved mask; the worker-choice
+  policy (random / min-constraints) picks the member of a list.
+- Arrivals and idle notices both run one dispatch pass: while some queued task fits an idle worker,
+  serve the class WFQ prefers, else the other. After a pass no queued task fits any idle worker.
+- PigeonC serves the oldest task of a class that fits some idle worker; Pigeon is FIFO per class.
+- Pigeon ignores constraints, as published; a task placed on a machine lacking one of its constraints
+  is counted as ``constraint_violations``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fedemu.fabric.log import RESERVED_PLACED, TASK_PLACED, emit
+from fedemu.policies.fair_queue import HIGH, FairQueue
+from fedemu.policies.partition_view import PartitionView
+
+_COUNTER = ("wfq_high", "wfq_low")
+
+
+class Dispatch:
+    """The queues and the view of one master role (``host``: the actor holding it, which it charges
+    and logs through); ``queued`` holds every task waiting, by (job, index), in arrival order."""
+
+    def __init__(self, host, cfg, choice) -> None:
+        workers = cfg.workers
+        n = len(workers)
+        self.h = host
+        self.member_names = cfg.member_names
+        self.recorder = cfg.recorder
+        self.policy = cfg.policy
+        self.aware = cfg.aware
+        self.view = PartitionView(workers, num_resources=cfg.num_resources)
+        self.reserved = cfg.reserved
+        self.is_low = np.ones(n, dtype=bool)
+        if cfg.reserved:
+            self.is_low[n - cfg.reserved:] = False
+        self.worker_bits = [sum(1 << c for c in dict.fromkeys(w.constraints)) for w in workers]
+        self.worker_cons = [tuple(dict.fromkeys(w.constraints)) for w in workers]
+        self.cons_free = [0] * self.view.num_constraints  # idle workers providing each constraint id
+        for local in range(n):
+            if self.view.is_available(local):
+                self._count(local, 1)
+        self.unit_gate = True  # every task seen so far needs at least the unit demand
+        self.fq = FairQueue(cfg.weight)
+        self.accept = (self._match_high, self._match_low) if cfg.reserved else (self._match_any, self._match_any)
+        self.choice = choice
+        self.queued: dict[tuple, tuple] = {}  # (job, index) -> (Pending, class), in arrival order
+
+    def __len__(self) -> int:
+        """Tasks in the queues (a task dropped from ``queued`` stays there until its turn comes)."""
+        return len(self.fq)
+
+    def admit(self, demand) -> None:
+        """A task of ``demand`` arrives: one needing less than a unit turns the unit gate off for good."""
+        if demand[0] < 1:
+            self.unit_gate = False
+
+    def enqueue(self, task, cls: int) -> None:
+        """Queue ``task`` in class ``cls`` (the caller knows it is neither queued nor running)."""
+        self.queued[(task.job_id, task.index)] = (task, cls)
+        self.fq.push(cls, task, (task.constraints if self.aware else (), task.demand))
+
+    # ---- the view of the workers ------------------------------------------------------------
+    def _count(self, local: int, delta: int) -> None:
+        cons_free = self.cons_free
+        for c in self.worker_cons[local]:
+            cons_free[c] += delta
+
+    def refresh(self, local: int, free: list) -> None:
+        """Worker ``local`` has ``free`` (what the master believes it runs taken off its capacity)."""
+        change = self.view.update(local, free)
+        if change:
+            self._count(local, change)
+
+    def release(self, local: int, demand) -> None:
+        """A task of ``demand`` ended on worker ``local``."""
+        view = self.view
+        before = view.is_available(local)
+        view.release(local, demand)
+        if not before and view.is_available(local):
+            self._count(local, 1)
+
+    # ---- a dispatch pass --------------------------------------------------------------------
+    def run(self, launch) -> None:
+        """While some queued task fits an idle worker: take the one WFQ prefers, place it, and hand it
+        to ``launch(cls, task, local)``."""
+        fq = self.fq
+        accept = self.accept
+        view = self.view
+        queued = self.queued
+        while len(fq):
+            if self.unit_gate and view.free_count == 0:
+                break
+            for cls in fq.order():
+                got = fq.take(cls, accept[cls])
+                if got is not None:
+                    task = got[0]
+                    if queued.pop((task.job_id, task.index), None) is not None:  # else dropped or placed
+                        self._place(cls, task, got[1])
+                        launch(cls, task, got[1])
+                    break
+            else:
+                break
+        fq.reopen()
+
+    def _blocked(self, constraints) -> bool:
+        cons_free = self.cons_free
+        for c in constraints:
+            if cons_free[c] <= 0:
+                return True
+        return False
+
+    def _candidates(self, key):
+        """The idle workers that fit ``key`` ((constraints, demand)), every one of the group examined
+        (a cost model's units); None when none does."""
+        if self.unit_gate and self._blocked(key[0]):
+            return None
+        cand = self.view.suitable(key[0], key[1])
+        self.h.charge("worker", self.view.n)
+        return cand if len(cand) else None
+
+    def _match_any(self, key):
+        cand = self._candidates(key)
+        return None if cand is None else self.policy.choose(self.view, cand, self.choice, key[1])
+
+    def _match_high(self, key):
+        """A HIGH task: an idle low-priority worker if any, else an idle reserved one."""
+        cand = self._candidates(key)
+        if cand is None:
+            return None
+        low = cand[self.is_low[cand]]
+        return self.policy.choose(self.view, low if len(low) else cand, self.choice, key[1])
+
+    def _match_low(self, key):
+        """A LOW task: only an idle low-priority worker."""
+        cand = self._candidates(key)
+        if cand is None:
+            return None
+        cand = cand[self.is_low[cand]]
+        return self.policy.choose(self.view, cand, self.choice, key[1]) if len(cand) else None
+
+    def _place(self, cls: int, task, local: int) -> None:
+        """``task`` takes worker ``local``: the view, the run's counts and the event log say so."""
+        view = self.view
+        before = view.is_available(local)
+        view.allocate(local, task.demand)
+        if before and not view.is_available(local):
+            self._count(local, -1)
+        recorder = self.recorder
+        recorder.task_dispatched(task.job_id, task.index, task.since_us, self.h.now)
+        recorder.count(_COUNTER[cls])
+        if not self.aware and task.constraints:
+            need = sum(1 << c for c in task.constraints)
+            if need & ~self.worker_bits[local]:
+                recorder.count("constraint_violations")
+        if self.h.fabric.event_log is not None:
+            fields = {"job": task.job_id, "task": task.index, "worker": self.member_names[local + 1]}
+            emit(self.h, TASK_PLACED, queue="high" if cls == HIGH else "low", **fields)
+            if self.reserved and not self.is_low[local]:
+                emit(self.h, RESERVED_PLACED, **fields)
