@@ -224,3 +224,24 @@ def test_bad_trace_options_are_one_line(journal, tmp_path, capsys, monkeypatch, 
     code = main(["replay", str(journal), *argv])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and message in err[0], err
+
+
+def test_a_recording_stopped_early_gets_a_trace_without_a_re_run(tmp_path):
+    class Stop:
+        every = 1
+        partial = None
+
+        def __call__(self, fabric, run):
+            if fabric.now >= 500_000 and self.partial is None:
+                self.partial = {"by": "test"}
+                fabric.stop()
+
+    runner.execute("default", seed=3, overrides=SMALL, journal_path=tmp_path / "part.log", progress=Stop())
+
+    def rerun(header, probe):
+        raise AssertionError("a partial recording is not re-run")
+
+    said = trace_events.write(tmp_path / "part.log", tmp_path / "t.json", rerun=rerun)
+    data = json.loads((tmp_path / "t.json").read_text())
+    assert "the recording stopped early" in said and data["otherData"]["ended"].startswith("stopped early")
+    assert any(e["ph"] == "f" for e in data["traceEvents"])

@@ -27,6 +27,7 @@ import math
 import os
 
 from fedemu.fabric.errors import ConfigError
+from fedemu.fabric.replay import STOPPED_EARLY
 
 from . import atomic, roles, trace_probe
 from .fault_state import FaultState, describe, windows
@@ -104,7 +105,11 @@ def write(log_path, out_path, *, t_from=None, t_to=None, actor=None, job=None, k
     header, footer = first.header, first.footer
     lo = sel.t_from or 0
     hi = sel.t_to if sel.t_to is not None else max(lo, int(footer.get("now_us", 0)))
-    observed = trace_probe.observe(header, footer.get("digest"), lo, hi, rerun)
+    if str(footer.get("ended", "")).startswith(STOPPED_EARLY):  # a re-run would go on past it: no digest to match
+        observed = trace_probe.Observed(note="no service times or actor counters: the recording stopped early "
+                                        "(the live view's q), so no re-run can be checked against it")
+    else:
+        observed = trace_probe.observe(header, footer.get("digest"), lo, hi, rerun)
     every = max(1, math.ceil(items / MAX_ITEMS))
     events, tracks = _events(Timeline(log_path), sel, observed, every, lo, hi)
     kept = f"every one of the {items:,}" if every == 1 else f"1 in {every} of the {items:,} (every {every}th)"
