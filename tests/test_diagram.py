@@ -314,3 +314,11 @@ def test_a_journal_is_data_no_file_it_names_is_imported(tmp_path):
     runner.execute("demo", seed=2, overrides={"duration_ms": 60.0}, journal_path=tmp_path / "demo.log")
     diagram.write(tmp_path / "demo.log", tmp_path / "demo.md", kind="demo.ping")
     assert "demo.ping n=1" in (tmp_path / "demo.md").read_text()
+
+
+def test_an_actor_named_on_its_own_has_its_lane_even_without_messages(journal, tmp_path):
+    out = tmp_path / "d.md"
+    diagram.write(journal, out, actor="lm-0", t_from="0.5", t_to="0.5")
+    statements = parse(out.read_text())
+    assert [s[2] for s in statements if s[0] == "participant"] == ["lm-0"]
+    assert [decode(s[3]) for s in statements if s[0] == "note"][-1] == "0.500000 FAULT crash lm-0"

@@ -104,7 +104,7 @@ def collect(timeline: Timeline, sel: Selection, *, tail: bool = False) -> Drawin
     if messages + fires > MAX_ROWS and not tail:
         raise _too_many(timeline, sel, messages, fires, kinds)
     rows = [row for _, _, row in sorted(kept, key=lambda k: (k[0], k[1]))]
-    lanes: set[int] = set()
+    lanes: set[int] = set(sel.named)  # an actor named on its own has its lane, messages or not
     for row in rows:
         lanes.update((row.src, row.dst) if isinstance(row, Message) else (row.actor,))
         labels[row.index] = timeline.label(row.kind, row.values)

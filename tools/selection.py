@@ -25,6 +25,7 @@ class Selection:
     job: int | None = None
     kinds: tuple[str, ...] | None = None  # message/timer kinds (fnmatch patterns) or RECORD_KINDS
     given: tuple[str, ...] = ()  # the filters as the command line gave them, for messages
+    named: frozenset[int] = frozenset()  # actors named one by one (not by role): a diagram draws their lanes
 
     @classmethod
     def parse(cls, names: list[str], *, t_from=None, t_to=None, actor=None, job=None, kind=None) -> "Selection":
@@ -34,10 +35,11 @@ class Selection:
         if lo is not None and hi is not None and hi < lo:
             raise ConfigError(f"--to {t_to} is before --from {t_from}")
         given = [f"--from {t_from}"] * (t_from is not None) + [f"--to {t_to}"] * (t_to is not None)
-        chosen = None
+        chosen, named = None, frozenset()
         if actor is not None:
             chosen, items = roles.select(names, actor)
             given.append(f"--actor {','.join(items)}")
+            named = frozenset(names.index(item) for item in items if item in names)
         number = None
         if job is not None:
             try:
@@ -51,7 +53,7 @@ class Selection:
             if not kinds:
                 raise ConfigError(f"--kind {kind!r}: expected comma-separated message kinds")
             given.append(f"--kind {','.join(kinds)}")
-        return cls(lo, hi, chosen, number, kinds, tuple(given))
+        return cls(lo, hi, chosen, number, kinds, tuple(given), named)
 
     def in_window(self, at_us: int) -> bool:
         return (self.t_from is None or at_us >= self.t_from) and (self.t_to is None or at_us <= self.t_to)
