@@ -20,6 +20,7 @@ import zlib
 import msgpack
 
 from . import messages
+from .atomic import PendingFile
 from .errors import JournalError
 
 FORMAT = "fedemu-journal"
@@ -63,8 +64,8 @@ class Journal:
 
     def __init__(self, path: str | os.PathLike | None = None) -> None:
         self.path = None if path is None else os.fspath(path)
-        self._tmp = None if path is None else f"{self.path}.tmp"
-        self._file = None if path is None else open(self._tmp, "wb")
+        self._pending = None if path is None else PendingFile(self.path, "wb")  # renamed into place at close
+        self._file = None if path is None else self._pending.file
         self._packer = messages.new_packer()
         self._digest = hashlib.blake2b(digest_size=16)
         self.pack = self._packer.pack
@@ -111,20 +112,15 @@ class Journal:
         if self._file is not None:
             data = messages.packb({"footer": True, "digest": digest, **(footer or {})})
             self._file.write(frame_head(FOOTER, data) + data)
-            self._file.close()
-            os.replace(self._tmp, self.path)
             self._file = None
+            self._pending.commit()
         return digest
 
     def abort(self) -> None:
         """Drop a half-written journal (an interrupted run leaves no temporary file behind)."""
         if self._file is not None:
-            self._file.close()
             self._file = None
-            try:
-                os.unlink(self._tmp)
-            except FileNotFoundError:
-                pass
+            self._pending.abort()
 
 
 class JournalReader:

@@ -20,6 +20,8 @@ from operator import itemgetter
 import attrs
 import structlog
 
+from . import atomic
+from .atomic import PendingFile
 from .errors import ConfigError
 
 # ---- the protocol events ---------------------------------------------------------------
@@ -115,9 +117,10 @@ _ORDER = itemgetter(0, 1)
 
 
 class EventLog:
-    """One run's protocol events as JSON lines in ``path`` (written to ``path.tmp`` and renamed at
-    ``close``, like the journal), at ``level`` and above; ``on_line`` also sees each line as written.
-    With ``path`` None nothing is written to disk: the lines go to ``on_line`` only (the live view)."""
+    """One run's protocol events as JSON lines in ``path`` (through ``fabric.atomic``: a temporary file
+    renamed into place at ``close``, like the journal), at ``level`` and above; ``on_line`` also sees each
+    line as written. With ``path`` None nothing is written to disk: the lines go to ``on_line`` only (the
+    live view); with ``path`` ``-`` they go to standard output as they become final."""
 
     def __init__(self, path, level: str = "info", *, on_line=None, batch: int = 4096) -> None:
         if level not in LEVELS:
@@ -129,9 +132,15 @@ class EventLog:
         self.batch = batch
         self.written = 0
         self.fabric = None
-        self._tmp = None if path is None else f"{self.path}.tmp"
+        self._output = None  # the PendingFile of a log on disk
         try:
-            self._file = _Discard() if path is None else open(self._tmp, "w", encoding="utf-8", newline="\n")
+            if path is None:
+                self._file = _Discard()
+            elif self.path == atomic.STDOUT:
+                self._file = _Stdout()
+            else:
+                self._output = PendingFile(self.path, "w", newline="\n", option="--log")
+                self._file = self._output.file
         except OSError as e:
             raise ConfigError(f"--log {self.path}: {e.strerror or e}") from None
         self._pending: list[tuple[int, int, str]] = []
@@ -182,10 +191,9 @@ class EventLog:
         if self._file is None:
             return
         self.flush()
-        self._file.close()
         self._file = None
-        if self.path is not None:
-            os.replace(self._tmp, self.path)
+        if self._output is not None:
+            self._output.commit()
         if self.fabric is not None:
             self.fabric.event_log = None
 
@@ -193,13 +201,9 @@ class EventLog:
         """Drop the half-written log (an interrupted run leaves no temporary file behind)."""
         if self._file is None:
             return
-        self._file.close()
         self._file = None
-        if self._tmp is not None:
-            try:
-                os.unlink(self._tmp)
-            except FileNotFoundError:
-                pass
+        if self._output is not None:
+            self._output.abort()
         if self.fabric is not None:
             self.fabric.event_log = None
 
@@ -210,8 +214,12 @@ class _Discard:
     def write(self, text: str) -> None:
         pass
 
-    def close(self) -> None:
-        pass
+
+class _Stdout:
+    """Where ``--log -`` writes: standard output, as it is when the line is written (tests swap it)."""
+
+    def write(self, text: str) -> None:
+        sys.stdout.write(text)
 
 
 # ---- the console fallback ----------------------------------------------------------------

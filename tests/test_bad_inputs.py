@@ -400,7 +400,9 @@ def test_compare_refuses_a_used_folder_and_force_replaces_only_its_own_results(c
 
     code, _, _ = _run(capsys, *argv("1,2"))
     assert code == 0 and len([p for p in out.iterdir() if p.is_dir()]) == 2
-    code, _, err = _run(capsys, *argv("1,2"))
+    code, _, err = _run(capsys, *argv("1,2"))  # the same plan: resumed, every run reused
+    assert code == 0 and "2 of 2 runs finished earlier are reused" in err
+    code, _, err = _run(capsys, *argv("1,2,3"))  # another plan
     assert code == 2 and "is not empty" in err and "--force" in err
     code, _, _ = _run(capsys, *argv("3"), "--force")
     assert code == 0
@@ -410,6 +412,30 @@ def test_compare_refuses_a_used_folder_and_force_replaces_only_its_own_results(c
     code, _, err = _run(capsys, *argv("1"), "--force")
     assert code == 2 and "compare did not write (mine.txt)" in err
     assert (out / "mine.txt").read_text() == "keep me"
+
+
+def test_an_interrupted_compare_is_resumed_with_its_finished_runs(capsys, tmp_path, monkeypatch):
+    """Finding 12: a Ctrl-C'd compare's finished runs could not be resumed (the folder was "not empty")."""
+    from fedemu.tools import compare
+
+    out = tmp_path / "cmp"
+    argv = ["compare", "default", "--schedulers", "megha", "--seeds", "1,2", "--jobs", "1", "--out", str(out),
+            "--set", "jobs=5"]
+    real, ran = compare.run_one, []
+
+    def second_interrupted(spec):
+        ran.append(spec["name"])
+        if len(ran) == 2:
+            raise KeyboardInterrupt
+        return real(spec)
+
+    monkeypatch.setattr(compare, "run_one", second_interrupted)
+    code, _, _ = _run(capsys, *argv)
+    assert code == 130 and ran == ["megha-random-s1", "megha-random-s2"]
+    monkeypatch.setattr(compare, "run_one", lambda spec: ran.append(spec["name"]) or real(spec))
+    code, out_text, err = _run(capsys, *argv)
+    assert code == 0 and "1 of 2 runs finished earlier are reused" in err, err
+    assert ran[2:] == ["megha-random-s2"] and out_text.count("megha") >= 2
 
 
 _numbers = st.one_of(st.integers(min_value=-5, max_value=10**15), st.floats(allow_nan=True, allow_infinity=True),

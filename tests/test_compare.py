@@ -119,3 +119,39 @@ def test_a_failing_run_is_reported_with_its_name(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "run pigeon-random-s1 failed: masters=3 does not divide the 16 workers" in err
     assert [r["scheduler"] for r in read_rows(tmp_path / "compare.csv")] == ["megha"]
+
+
+def test_the_table_never_breaks_a_cell_inside_a_token():
+    """Finding 12: the compare table broke a counter inside its value (``reschedules=5`` / ``5354``)."""
+    import io
+    import re
+
+    counters = {"repartitions": 480, "reschedules": 55354, "invalid_external": 150, "preemptions_refused": 12345678}
+    row = {k: None for k in ("jobs", "jobs_completed", "utilization_mean", "invalid_requests", "messages", "wall_s")}
+    row.update({f"{p}_{s}_s": 1.25 for p in ("delay", "short", "long") for s in compare.STATS})
+    row.update({f"alloc_{k}_s": 0.000255 for k in compare.ALLOCATION_KEYS})
+    rows = [{**row, "scheduler": name, "policy": "random", "seed": 1, "counters": counters}
+            for name in ("megha", "pigeonc")]
+    buf = io.StringIO()
+    compare.print_table(compare.build_table(rows, "every run"), file=buf)
+    text = buf.getvalue()
+    for key, value in counters.items():
+        assert len(re.findall(rf"\b{key}={value}\b", text)) == 2, text
+    assert "2.550e-04 / 2.550e-04 / 2.550e-04" in text
+
+
+def test_a_ctrl_c_reaching_the_pool_workers_leaves_them_running_quietly():
+    """Finding 12: a Ctrl-C'd compare printed a stray ``Process SpawnPoolWorker-2:`` traceback: Ctrl-C reaches
+    the terminal's whole process group, workers included. The workers ignore it (the parent alone stops):
+    here each worker gets SIGINT in the middle of its task, which still completes."""
+    import subprocess
+    import sys
+
+    code = ("import signal; from fedemu.tools import pool; "
+            "print(pool.run_all([signal.SIGINT] * 2, signal.raise_signal, jobs=2, progress=False))")
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired as e:  # a worker died of it and its task was lost: the pool waits forever
+        raise AssertionError(f"the pool hung: {e.stderr}") from None
+    assert proc.returncode == 0 and proc.stdout.strip() == "[None, None]", proc.stderr
+    assert "Process SpawnPoolWorker" not in proc.stderr

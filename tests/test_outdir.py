@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from fedemu.fabric.errors import ConfigError
@@ -46,15 +49,22 @@ def test_no_out_yields_none():
         assert out is None
 
 
+def _earlier_compare(folder, *runs):
+    """A folder as an earlier compare left it: compare.json naming ``runs``, each with a summary."""
+    (folder / "compare.json").write_text(json.dumps({"runs": [{"name": r} for r in runs]}))
+    (folder / "compare.csv").write_text("x\n")
+    for r in runs:
+        (folder / r).mkdir()
+        (folder / r / "summary.json").write_text("{}")
+
+
 def test_compare_folders_empty_force_and_foreign_files(tmp_path):
-    run = tmp_path / "megha-random-s1"
-    run.mkdir()
-    (run / "summary.json").write_text("{}")
-    (tmp_path / "compare.csv").write_text("x\n")
+    _earlier_compare(tmp_path, "megha-random-s1")
     with pytest.raises(ConfigError, match="is not empty .* give --force"):
         outdir.clear_compare(tmp_path, force=False)
     outdir.clear_compare(tmp_path, force=True)
     assert list(tmp_path.iterdir()) == []
+    _earlier_compare(tmp_path, "megha-random-s1")
     (tmp_path / "notes.md").write_text("mine")
     with pytest.raises(ConfigError, match=r"compare did not write \(notes.md\)"):
         outdir.clear_compare(tmp_path, force=True)
@@ -62,13 +72,53 @@ def test_compare_folders_empty_force_and_foreign_files(tmp_path):
 
 
 def test_a_run_folder_holding_something_else_is_not_compares(tmp_path):
-    run = tmp_path / "megha-random-s1"
-    run.mkdir()
-    (run / "summary.json").write_text("{}")
-    (run / "analysis.ipynb").write_text("{}")
+    _earlier_compare(tmp_path, "megha-random-s1")
+    (tmp_path / "megha-random-s1" / "analysis.ipynb").write_text("{}")
     with pytest.raises(ConfigError, match="megha-random-s1"):
         outdir.clear_compare(tmp_path, force=True)
-    assert (run / "analysis.ipynb").exists()
+    assert (tmp_path / "megha-random-s1" / "analysis.ipynb").exists()
+
+
+def test_force_removes_only_the_folders_the_earlier_compare_named(tmp_path):
+    """Finding 8: --force deleted a user's folder that held a summary.json, and an empty folder."""
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "summary.json").write_text("{}")  # the user's, no compare.json beside it
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="holds no compare.json"):
+        outdir.clear_compare(tmp_path, force=True)
+    _earlier_compare(tmp_path, "megha-random-s1")
+    with pytest.raises(ConfigError, match=r"compare did not write \((empty|results), (empty|results)\)"):
+        outdir.clear_compare(tmp_path, force=True)
+    assert (tmp_path / "results" / "summary.json").exists() and (tmp_path / "empty").is_dir()
+
+
+def test_an_empty_out_is_refused():
+    """Finding 8: --out '' exited 0 and wrote nothing."""
+    with pytest.raises(ConfigError, match="--out '': expected the path of a folder"):
+        with outdir.prepared(""):
+            raise AssertionError("the run must not start")
+
+
+@pytest.mark.parametrize("files, said", [
+    ({"--journal": "{o}/x", "--log": "{o}/x"}, "--log {o}/x is also --journal {o}/x"),
+    ({"--journal": "{o}/out/summary.json"}, "is the run's own summary.json in --out"),
+    ({"--log": "{o}/out/../out/jobs.csv"}, "is the run's own jobs.csv"),
+    ({"--journal": "{o}/link"}, "exists and is a symbolic link"),
+    ({"--journal": "/dev/null"}, "/dev/null exists and is a character device"),
+    ({"--journal": "-"}, "cannot go to standard output"),
+])
+def test_outputs_that_would_lose_data_are_refused(tmp_path, files, said):
+    """Findings 3 and 8: two outputs on one path, an output on a result file, a link or a device."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    files = {k: v.format(o=tmp_path) for k, v in files.items()}
+    with pytest.raises(ConfigError, match=re.escape(said.format(o=tmp_path))):
+        outdir.check_outputs(str(tmp_path / "out"), files)
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_the_log_may_be_standard_output(tmp_path):
+    outdir.check_outputs(str(tmp_path), {"--journal": str(tmp_path / "messages.log"), "--log": "-"})
 
 
 def test_the_default_run_folder_is_under_the_ignored_out(tmp_path):

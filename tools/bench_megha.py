@@ -86,8 +86,9 @@ def _child(case: str, out: str, profile: bool = False) -> None:
         from fedemu.tools.profile_split import split
 
         figures["profile"] = split(pstats.Stats(profiler))
-    with open(out, "w") as f:
-        json.dump(figures, f)
+    from fedemu.tools.atomic import write_json
+
+    write_json(out, figures, indent=None)
 
 
 def main(args) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import signal
@@ -11,6 +12,7 @@ import sys
 import tempfile
 import threading
 
+from fedemu.fabric.atomic import STDOUT
 from fedemu.fabric.errors import ConfigError, FedemuError
 from fedemu.scenarios.trace import MAX_TRACE_S
 
@@ -38,19 +40,21 @@ def _cmd_run(args) -> int:
     if args.check_determinism:
         return _check_determinism(args, overrides, journal, faults)
     level = args.log_level or "info"
+    outdir.check_outputs(args.out, {"--journal": journal, "--log": args.log}, probe=False)
     with outdir.prepared(args.out), progress_for(args) as progress:
-        _check_files(journal, args.log)
+        _check_files(args.out, journal, args.log)
         result = runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=journal,
                                 out_dir=args.out, progress=progress, log_path=args.log, log_level=level,
                                 faults=faults)
-    _print_summary(result.summary)
-    _warn_unfinished(result.summary)
-    if journal:
-        print(f"journal: {journal}")
-    if args.log:
-        print(f"event log: {args.log}")
-    if args.out:
-        print(f"results: {args.out}")
+    with contextlib.redirect_stdout(sys.stderr) if args.log == STDOUT else contextlib.nullcontext():
+        _print_summary(result.summary)  # with --log -, standard output holds the event log alone
+        _warn_unfinished(result.summary)
+        if journal:
+            print(f"journal: {journal}")
+        if args.log and args.log != STDOUT:
+            print(f"event log: {args.log}")
+        if args.out:
+            print(f"results: {args.out}")
     return 0
 
 
@@ -63,10 +67,9 @@ def _fault_plan(path):
     return fault_plan.load(path)
 
 
-def _check_files(journal, log) -> None:
+def _check_files(out, journal, log) -> None:
     """The journal's and the event log's paths, checked before the run (after ``--out`` is made)."""
-    outdir.check_file(journal, "--journal")
-    outdir.check_file(log, "--log")
+    outdir.check_outputs(out, {"--journal": journal, "--log": log})
 
 
 def _warn_unfinished(summary: dict) -> None:
@@ -96,8 +99,11 @@ def _check_determinism(args, overrides, journal, faults=None) -> int:
     from . import runner
     from .replay import report_comparison
 
+    if args.log == STDOUT:
+        raise ConfigError(f"--check-determinism compares the two runs' event logs: give --log a file, not {STDOUT}")
+    outdir.check_outputs(args.out, {"--journal": journal, "--log": args.log}, probe=False)
     with tempfile.TemporaryDirectory(prefix="fedemu-det-") as tmp, outdir.prepared(args.out):
-        _check_files(journal, args.log)
+        _check_files(args.out, journal, args.log)
         first, second = journal or os.path.join(tmp, "first.fjl"), os.path.join(tmp, "second.fjl")
         runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=first, out_dir=args.out,
                        log_path=args.log, log_level=args.log_level or "info", faults=faults)
@@ -203,7 +209,7 @@ def _cmd_fuzz(args) -> int:
 def _cmd_compare(args) -> int:
     from . import compare
 
-    with outdir.prepared(args.out, compare=True, force=args.force):
+    with outdir.prepared(args.out):
         return compare.main(args)
 
 
@@ -290,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--check-determinism", action="store_true",
                    help="run twice in two processes and report the first event where they diverge")
     r.add_argument("--log", metavar="FILE", help="write the protocol events (invalid launches, repartitions, "
-                   "rejected jobs ...) to FILE as JSON lines, stamped with actor and virtual time")
+                   "rejected jobs ...) to FILE as JSON lines, stamped with actor and virtual time (- : standard "
+                   "output, the summary then goes to stderr)")
     r.add_argument("--log-level", choices=("debug", "info", "warning"),
                    help="--log: the lowest level written (default info; debug adds every placement)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -446,6 +453,15 @@ def _say_scenario_failed(e: Exception, where: str) -> None:
     print(f"fedemu: failed: {where}: {who} {failure(e)}{kept}", file=sys.stderr)
 
 
+def _cut_short(out) -> str:
+    """``; the results in OUT are incomplete ...`` when a stop came while a run's result files were written."""
+    if not isinstance(out, str) or not out:
+        return ""
+    from .results import incomplete
+
+    return f"; the results in {out} are incomplete (summary.json says so)" if incomplete(out) else ""
+
+
 def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -472,10 +488,11 @@ def main(argv=None) -> int:
         _say_scenario_failed(e, where)
         return 1
     except KeyboardInterrupt:
+        cut = _cut_short(getattr(args, "out", None))
         if _Signals.got == signal.SIGTERM:
-            print("fedemu: terminated (SIGTERM); temporary files removed", file=sys.stderr)
+            print(f"fedemu: terminated (SIGTERM); temporary files removed{cut}", file=sys.stderr)
             return 128 + signal.SIGTERM
-        print("fedemu: interrupted", file=sys.stderr)
+        print(f"fedemu: interrupted{cut}", file=sys.stderr)
         return 130
     finally:
         for sig, handler in previous:

@@ -35,9 +35,10 @@ from rich.table import Table
 from fedemu.actors.registry import SCHEDULERS
 from fedemu.fabric.errors import ConfigError, FedemuError, unknown_name
 
+from . import outdir, runner
 from . import params as params_mod
-from . import runner
-from .atomic import write_text
+from .atomic import write_json, write_text
+from .results import finished, plain
 
 STATS = ("p50", "p90", "p99", "max", "mean")
 ALLOCATION_KEYS = ("allocation", "allocation_p50", "allocation_p99", "framework_queueing", "processing",
@@ -115,11 +116,13 @@ def run_one(spec: dict) -> dict:
         return {"name": spec["name"], "error": traceback.format_exc(), "config": False}
 
 
-def execute_plan(plan: list[dict], jobs: int, console: Console, cluster: str | None = None) -> dict[str, dict]:
-    """Run every spec (``pool.run_all``: a spawn pool when jobs > 1, or Dask at ``cluster``); results by run name."""
+def execute_plan(plan: list[dict], jobs: int, console: Console, cluster: str | None = None,
+                 done: dict[str, dict] | None = None) -> dict[str, dict]:
+    """Run every spec not in ``done`` (``pool.run_all``: a spawn pool when jobs > 1, or Dask at ``cluster``);
+    results by run name, those of ``done`` included."""
     from . import pool
 
-    results: dict[str, dict] = {}
+    results: dict[str, dict] = dict(done or {})
     total = len(plan)
     t0 = time.perf_counter()
 
@@ -128,8 +131,32 @@ def execute_plan(plan: list[dict], jobs: int, console: Console, cluster: str | N
         state = "failed" if "error" in res else f"{res['summary'].get('wall_s', 0):.1f} s"
         console.print(f"[{len(results)}/{total}] {res['name']}: {state}  (elapsed {time.perf_counter() - t0:.0f} s)")
 
-    pool.run_all(plan, run_one, jobs=jobs, cluster=cluster, on_result=note, progress=False)
+    todo = [spec for spec in plan if spec["name"] not in results]
+    pool.run_all(todo, run_one, jobs=jobs, cluster=cluster, on_result=note, progress=False)
     return results
+
+
+def plan_record(plan: list[dict]) -> dict:
+    """What ``compare.json`` holds: each run's name, scheduler, policy, seed and parameters."""
+    keys = ("name", "scenario", "scheduler", "policy", "seed", "overrides")
+    return plain({"runs": [{k: spec[k] for k in keys} for spec in plan]})
+
+
+def ready_folder(out: Path, plan: list[dict], force: bool) -> dict[str, dict]:
+    """Make ``out`` ready for ``plan``: a folder holding an earlier compare of the same plan is resumed
+    (its complete runs are returned, to be reused; not with ``force``); else it must be empty, or with
+    ``force`` hold only an earlier compare's results (``outdir.clear_compare``), and gets ``compare.json``."""
+    record = plan_record(plan)
+    if not force and outdir.compare_plan(out) == record:
+        done = {}
+        for spec in plan:
+            summary = finished(spec["out_dir"])
+            if summary is not None:
+                done[spec["name"]] = {"name": spec["name"], "summary": summary}
+        return done
+    outdir.clear_compare(out, force)
+    write_json(out / outdir.COMPARE_PLAN, record)
+    return {}
 
 
 # ---- rows, table, files ------------------------------------------------------------------------
@@ -208,9 +235,20 @@ def build_table(rows: list[dict], title: str, with_seed: bool = True) -> Table:
                   _fmt(r["utilization_mean"]), _fmt(r["invalid_requests"]),
                   " / ".join(_fmt(r[f"alloc_{k}_s"]) for k in ALLOCATION_KEYS[:3]),
                   " / ".join(_fmt(r[f"alloc_{k}_s"]) for k in ALLOCATION_KEYS[3:]), _fmt(r["messages"]),
-                  _fmt(r["wall_s"], 3), _counters_text(r["counters"])]
+                  _fmt(r["wall_s"], 3), _counters_text(r["counters"]).replace(" ", "\n")]  # one a line
         table.add_row(*cells)
     return table
+
+
+def print_table(table: Table, file=None) -> None:
+    """Print a table on stdout as wide as its cells need (at least 200 columns): no cell is broken inside a
+    token, e.g. a counter's name=value (each counter has a line of its own)."""
+    from rich.measure import Measurement
+
+    console = Console(file=file, width=max(Console().width, 200))
+    need = Measurement.get(console, console.options.update(width=10**4), table).maximum
+    console.width = max(console.width, need)
+    console.print(table)
 
 
 def mean_rows(rows: list[dict]) -> list[dict]:
@@ -272,21 +310,24 @@ def main(args) -> int:
 
     pool.require_dask(args.cluster)
     jobs = args.jobs if args.jobs and args.jobs > 0 else (os.cpu_count() or 1)
-    out.mkdir(parents=True, exist_ok=True)
-    console = Console(stderr=True)
-    where = f"on the Dask cluster at {args.cluster}" if args.cluster else f"in {min(jobs, len(plan))} process(es)"
+    done = ready_folder(out, plan, args.force)
+    console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped inside a path
+    where = f"on the Dask cluster at {args.cluster}" if args.cluster else \
+        f"in {min(jobs, max(1, len(plan) - len(done)))} process(es)"
     console.print(f"compare: {len(plan)} runs of {plan[0]['scenario']} {where}")
-    results = execute_plan(plan, jobs, console, cluster=args.cluster)
+    if done:
+        console.print(f"compare: resuming the compare in {out}: {len(done)} of {len(plan)} runs finished earlier "
+                      "are reused (--force starts again)")
+    results = execute_plan(plan, jobs, console, cluster=args.cluster, done=done)
 
     rows = [row_of(spec, results[spec["name"]]["summary"]) for spec in plan if "summary" in results[spec["name"]]]
     failures = [results[spec["name"]] for spec in plan if "error" in results[spec["name"]]]
-    stdout = Console(width=max(Console().width, 200))
     if rows:
         write_csv(out / "compare.csv", rows)
-        stdout.print(build_table(rows, f"{plan[0]['scenario']}: every run"))
+        print_table(build_table(rows, f"{plan[0]['scenario']}: every run"))
         seeds = {r["seed"] for r in rows}
         if len(seeds) > 1:
-            stdout.print(build_table(mean_rows(rows), "mean over seeds", with_seed=False))
+            print_table(build_table(mean_rows(rows), "mean over seeds", with_seed=False))
         delay_png, util_png = plot(plan, results, out)
         print(f"results: {out / 'compare.csv'}, {delay_png}, {util_png}, run folders under {out}")
     return failed_status(failures, f"{len(failures)} of {len(plan)} runs failed (see above)")

@@ -34,6 +34,7 @@ from fedemu.fabric.journal import JournalReader
 from fedemu.scenarios import fault_plan
 
 from . import runner, strategies
+from .atomic import write_text
 
 # counters of the protocol paths a search reaches (whichever a run's summary has), in display order
 PATH_COUNTERS = ("invalid_internal", "invalid_external", "repartitions", "failovers", "gm_rebuilds",
@@ -270,14 +271,14 @@ def write_failure(out: Path, failure: Failure) -> Failure:
     folder.mkdir(parents=True)
     example = failure.example
     plan_path = folder / "plan.toml"
-    plan_path.write_text(fault_plan.to_toml(example.plan))
+    write_text(plan_path, fault_plan.to_toml(example.plan))
     command = example.command(str(plan_path.resolve()))
-    (folder / "command.txt").write_text(command + "\n")
+    write_text(folder / "command.txt", command + "\n")
     journal = folder / "messages.log"
     err, said = io.StringIO(), io.StringIO()
     if failure.verdict.startswith("violation: quiescence:"):  # the command would run forever: stop it here
-        (folder / "command.txt").write_text(f"{command}\n# this run never settles: the search stopped it "
-                                            f"{STALL_AFTER_S} virtual s past its horizon; Ctrl-C stops it\n")
+        write_text(folder / "command.txt", f"{command}\n# this run never settles: the search stopped it "
+                   f"{STALL_AFTER_S} virtual s past its horizon; Ctrl-C stops it\n")
         try:
             with contextlib.redirect_stderr(err):
                 run_guarded(example, journal_path=str(journal), faults=fault_plan.load(plan_path))
@@ -299,14 +300,14 @@ def write_failure(out: Path, failure: Failure) -> Failure:
         digest = reader.footer.get("digest")
         with contextlib.redirect_stdout(said):
             replay.show(journal)
-        (folder / "messages.txt").write_text(said.getvalue())
+        write_text(folder / "messages.txt", said.getvalue())
         diagram.write(journal, folder / "diagram.md", tail=True)
     reproduced = status == 1 and again == failure.verdict
     text = [failure.verdict, f"digest: {digest}", f"scheduler: {example.scheduler or '-'}",
             f"fault events: {example.events}"]
     if not reproduced:
         text.append(f"NOT REPRODUCED by command.txt: status {status}, said {again!r}")
-    (folder / "verdict.txt").write_text("\n".join(text) + "\n")
+    write_text(folder / "verdict.txt", "\n".join(text) + "\n")
     return attrs.evolve(failure, folder=folder, digest=digest, reproduced=reproduced)
 
 

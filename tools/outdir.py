@@ -9,20 +9,23 @@ and D was created for it and is still empty, D is removed again.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
+from fedemu.fabric.atomic import STDOUT, PendingFile, check_target
 from fedemu.fabric.errors import ConfigError
 
 DEFAULT_ROOT = "out"  # where runs write when no --out is given but something must be written (git ignores it)
 
-# What one run's folder holds (tools/results.py and the journal), and what compare adds at its top.
-RUN_FILES = frozenset({"summary.json", "jobs.csv", "tasks.csv", "utilization.csv", "balance.csv", "delay_cdf.png",
-                       "imbalance.png",
-                       "messages.log"})
-COMPARE_FILES = frozenset({"compare.csv", "delay_cdf.png", "utilization_cdf.png"})
+# What one run's folder holds (tools/results.py, then the journal), and what compare adds at its top.
+RESULT_FILES = ("summary.json", "jobs.csv", "tasks.csv", "utilization.csv", "balance.csv", "delay_cdf.png",
+                "imbalance.png", "share_over_time.png")
+JOURNAL_FILE = "messages.log"
+RUN_FILES = frozenset(RESULT_FILES) | {JOURNAL_FILE}
+COMPARE_PLAN = "compare.json"  # the runs an earlier compare planned: what --force may remove, what a rerun resumes
+COMPARE_FILES = frozenset({"compare.csv", "delay_cdf.png", "utilization_cdf.png", COMPARE_PLAN})
 
 
 def default_run_dir(scenario: str, seed: int) -> str:
@@ -33,22 +36,22 @@ def default_run_dir(scenario: str, seed: int) -> str:
 def _check_writable(path: Path, option: str) -> None:
     """Create and remove a probe file in ``path``: the one sure test that writing there works."""
     try:
-        fd, probe = tempfile.mkstemp(prefix=".fedemu-probe-", dir=path)
+        PendingFile(path / ".fedemu-probe").abort()
     except OSError as e:
         raise ConfigError(f"{option} {path}: cannot write there: {e.strerror or e}") from None
-    os.close(fd)
-    os.unlink(probe)
 
 
 def check_file(file, option: str) -> None:
     """Refuse, before the run, an output file (``--journal``, ``--log``) that cannot be written: a folder,
-    a missing or write-protected parent folder (by mode, even for root), or one the probe cannot write."""
+    something that is not a regular file (a symlink, a device), a missing or write-protected parent folder
+    (by mode, even for root), or one the probe cannot write."""
     if file is None:
         return
     path = Path(file)
     parent = path.parent
     if path.is_dir():
         raise ConfigError(f"{option} {file} is a folder; expected the path of a file")
+    check_target(path, option, stdout_ok=option in STDOUT_OPTIONS)
     if not parent.is_dir():
         what = f"{parent} is a file, not a folder" if parent.exists() else f"the folder {parent} does not exist"
         raise ConfigError(f"{option} {file}: {what}")
@@ -57,25 +60,92 @@ def check_file(file, option: str) -> None:
     _check_writable(parent, f"{option} {file}:")
 
 
-def _is_ours(entry: Path) -> bool:
-    """Whether ``entry`` is something an earlier ``fedemu compare`` wrote: its files or a run folder."""
+STDOUT_OPTIONS = ("--log",)  # the output files that may be standard output (``-``): text, written in order
+
+
+def _spot(path) -> str:
+    """Where a path leads: its folder's real path and its own name (two spellings of one file agree)."""
+    path = os.path.abspath(path)
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+
+
+def check_out(out, option: str = "--out") -> None:
+    """Refuse an empty folder name (it would write nothing, or into the current folder by accident)."""
+    if out is not None and not str(out).strip():
+        raise ConfigError(f"{option} {out!r}: expected the path of a folder")
+
+
+def check_outputs(out, files: dict, *, probe: bool = True) -> None:
+    """Refuse, before a run, output files (``{"--journal": path, "--log": path}``, None: not written) that
+    share one path, that are one of the run's own result files in ``out`` (which would overwrite them,
+    or be overwritten) or (``probe``, once ``out`` is made) that cannot be written (``check_file``).
+    ``-`` is standard output where the option allows it (``STDOUT_OPTIONS``)."""
+    check_out(out)
+    results = {_spot(os.path.join(out, name)): name for name in RESULT_FILES} if out else {}
+    seen: dict[str, str] = {}
+    for option, path in files.items():
+        if path is None:
+            continue
+        if path == STDOUT:
+            if option not in STDOUT_OPTIONS:
+                raise ConfigError(f"{option} {STDOUT}: this output cannot go to standard output (a journal is "
+                                  "binary and read back by seeking); give the path of a file")
+            continue
+        if not str(path).strip():
+            raise ConfigError(f"{option} {path!r}: expected the path of a file")
+        spot = _spot(path)
+        if spot in seen:
+            raise ConfigError(f"{option} {path} is also {seen[spot]}: each output needs a path of its own")
+        if spot in results:
+            raise ConfigError(f"{option} {path} is the run's own {results[spot]} in --out {out}, which the "
+                              "results would overwrite; choose another path")
+        seen[spot] = f"{option} {path}"
+        if probe:
+            check_file(path, option)
+
+
+def compare_plan(path: Path):
+    """The runs an earlier compare in ``path`` planned (its ``compare.json``), or None when there is none
+    or it cannot be read."""
+    try:
+        with open(path / COMPARE_PLAN, encoding="utf-8") as f:
+            plan = json.loads(f.read(MAX_PLAN_BYTES))
+    except (OSError, ValueError):
+        return None
+    return plan if isinstance(plan, dict) and isinstance(plan.get("runs"), list) else None
+
+
+MAX_PLAN_BYTES = 16 << 20  # a compare.json larger than this is not one compare wrote
+
+
+def _is_ours(entry: Path, runs: set) -> bool:
+    """Whether ``entry`` is something the earlier compare wrote: its files, or one of its run folders
+    holding only a run's files."""
+    if entry.is_symlink():
+        return False
     if entry.is_file():
         return entry.name in COMPARE_FILES
-    if entry.is_dir() and not entry.is_symlink():
-        return all(f.is_file() and f.name in RUN_FILES for f in entry.iterdir())
+    if entry.is_dir() and entry.name in runs:
+        return all(f.is_file() and not f.is_symlink() and f.name in RUN_FILES for f in entry.iterdir())
     return False
 
 
 def clear_compare(path: Path, force: bool) -> None:
-    """Make a reused compare folder empty: refused without ``force``; with it, only compare's own outputs
-    are removed, and a folder holding anything else is refused."""
+    """Make a reused compare folder empty: refused without ``force``; with it, only what the earlier
+    compare wrote (its ``compare.json`` names its run folders) is removed, and a folder holding anything
+    else, or no ``compare.json``, is refused."""
     entries = sorted(path.iterdir())
     if not entries:
         return
     if not force:
         raise ConfigError(f"--out {path} is not empty ({len(entries)} entries, e.g. {entries[0].name}); "
                           "give --force to replace an earlier compare's results, or choose another folder")
-    foreign = [e.name for e in entries if not _is_ours(e)]
+    plan = compare_plan(path)
+    if plan is None:
+        raise ConfigError(f"--out {path} holds no {COMPARE_PLAN}, so it is not an earlier compare's folder; "
+                          "--force replaces only compare's own results: choose another folder")
+    runs = {str(r.get("name")) for r in plan["runs"] if isinstance(r, dict)}
+    foreign = [e.name for e in entries if not _is_ours(e, runs)]
     if foreign:
         raise ConfigError(f"--out {path} holds files compare did not write ({', '.join(foreign[:3])}); "
                           "--force replaces only compare's own results: choose another folder")
@@ -87,14 +157,13 @@ def clear_compare(path: Path, force: bool) -> None:
 
 
 @contextlib.contextmanager
-def prepared(out, *, option: str = "--out", compare: bool = False, force: bool = False):
+def prepared(out, *, option: str = "--out"):
     """Yield ``out`` created (or found) and writable; on an error remove it if it was made here and is empty.
-
-    ``compare`` asks for an empty folder (see ``clear_compare``). ``out`` None yields None.
-    """
+    ``out`` None yields None."""
     if out is None:
         yield None
         return
+    check_out(out, option)
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{option} {out} is a file, not a folder")
@@ -109,8 +178,6 @@ def prepared(out, *, option: str = "--out", compare: bool = False, force: bool =
         raise ConfigError(f"{option} {out}: cannot create the folder: {e.strerror or e}") from None
     try:
         _check_writable(path, option)
-        if compare:
-            clear_compare(path, force)
         yield out
     except BaseException:
         with contextlib.suppress(OSError):  # rmdir removes only empty folders: a failed run's journal stays

@@ -24,6 +24,14 @@ def _indexed(pair):
     return index, fn(spec)
 
 
+def _worker_ignores_interrupts() -> None:
+    """Pool initializer: Ctrl-C reaches the whole terminal's process group, and a worker it interrupted
+    printed a traceback (``Process SpawnPoolWorker-2: ...``); the parent alone stops, and ends the pool."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _local(specs, fn, jobs: int, note) -> None:
     if jobs <= 1 or len(specs) <= 1:
         for i, spec in enumerate(specs):
@@ -31,7 +39,8 @@ def _local(specs, fn, jobs: int, note) -> None:
         return
     import multiprocessing
 
-    with multiprocessing.get_context("spawn").Pool(processes=min(jobs, len(specs))) as pool:
+    with multiprocessing.get_context("spawn").Pool(processes=min(jobs, len(specs)),
+                                                   initializer=_worker_ignores_interrupts) as pool:
         for i, res in pool.imap_unordered(_indexed, [(i, fn, s) for i, s in enumerate(specs)]):
             note(i, res)
 

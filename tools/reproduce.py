@@ -29,7 +29,7 @@ from rich.table import Table
 from fedemu.fabric.errors import ConfigError, unknown_name
 
 from . import compare, pool, verdict
-from .atomic import write_text
+from .atomic import atomic_write, write_text
 from .experiments import PAPERS, SCARCITY_LEVELS, Experiment
 
 CLAIMS_DIR = Path(__file__).with_name("claims")
@@ -322,7 +322,8 @@ def _plot_scarcity(path: Path, points) -> bool:
     ax.set_ylabel("p99 delay, PigeonC / Megha")
     ax.set_title("Megha vs PigeonC across constraint scarcity")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with atomic_write(path, "wb") as f:
+        fig.savefig(f, format="png", dpi=100)
     return True
 
 

@@ -1,11 +1,14 @@
 """A run's result directory: summary.json, jobs/tasks/utilization/balance CSVs and a delay CDF plot.
 
 Every file goes through ``atomic_write``, so a crash leaves old or complete files, never partial ones.
+summary.json is written first marked ``incomplete`` and again without the mark once every other file
+is in place: a set cut short (SIGTERM, a full disk) says so, and a complete set does not.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import math
 from pathlib import Path
 
@@ -17,6 +20,9 @@ from fedemu.model import Recorder
 from fedemu.tools import metrics
 from fedemu.tools.atomic import atomic_write, write_json
 
+INCOMPLETE = "incomplete"  # the summary.json key of a result set whose writing was cut short
+INCOMPLETE_TEXT = "the result files were being written when the run was stopped: the others may be missing " \
+    "or left from an earlier run"
 DELAY_FLOOR_S = 1e-6
 CDF_MAX_POINTS = 4000
 
@@ -92,6 +98,29 @@ def write_summary(out_dir, summary: dict) -> dict:
     summary = plain(summary)
     write_json(out / "summary.json", summary)
     return summary
+
+
+MAX_SUMMARY_BYTES = 64 << 20  # a summary.json larger than this is not one a run wrote
+
+
+def _read_summary(out_dir) -> dict | None:
+    try:
+        with open(Path(out_dir) / "summary.json", encoding="utf-8") as f:
+            summary = json.loads(f.read(MAX_SUMMARY_BYTES))
+    except (OSError, ValueError):
+        return None
+    return summary if isinstance(summary, dict) else None
+
+
+def finished(out_dir) -> dict | None:
+    """The summary of a complete result set in ``out_dir`` (written whole, not marked incomplete), else None."""
+    summary = _read_summary(out_dir)
+    return summary if summary is not None and INCOMPLETE not in summary and "digest" in summary else None
+
+
+def incomplete(out_dir) -> bool:
+    """Whether ``out_dir`` holds a result set marked incomplete (its writing was cut short)."""
+    return INCOMPLETE in (_read_summary(out_dir) or {})
 
 
 def _seconds(us: np.ndarray, present: np.ndarray | None = None) -> list:
@@ -324,7 +353,8 @@ def write_results(
     clash = sorted(set(summary_extra) & set(measured))
     if clash:
         raise ValueError(f"summary_extra keys {clash} clash with metric keys; rename them")
-    summary = write_summary(out, {**summary_extra, **measured})
+    summary = write_summary(out, {**summary_extra, **measured, INCOMPLETE: INCOMPLETE_TEXT})
+    del summary[INCOMPLETE]
     if record_csv:
         write_jobs_csv(out / "jobs.csv", jobs)
         write_tasks_csv(out / "tasks.csv", tasks)
@@ -341,4 +371,5 @@ def write_results(
             plot_shares(out / "share_over_time.png", recorder, summary["fairness"], total, end_us,
                         run_title(summary).replace("Job delay", "Shares"))
         plot_balance(out / "imbalance.png", *balance, title=run_title(summary).replace("Job delay", "Balance", 1))
+    write_json(out / "summary.json", summary)  # the set is complete: the mark goes
     return summary
