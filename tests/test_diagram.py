@@ -322,3 +322,23 @@ def test_an_actor_named_on_its_own_has_its_lane_even_without_messages(journal, t
     statements = parse(out.read_text())
     assert [s[2] for s in statements if s[0] == "participant"] == ["lm-0"]
     assert [decode(s[3]) for s in statements if s[0] == "note"][-1] == "0.500000 FAULT crash lm-0"
+
+
+def test_the_same_bytes_in_processes_with_other_hash_seeds(journal, tmp_path):
+    """No set or hash order reaches a diagram or a trace: two processes with different PYTHONHASHSEED agree."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import sys; from fedemu.tools import diagram, trace_events\n"
+              "log, out = sys.argv[1], sys.argv[2]\n"
+              "for ext in ('md', 'svg'): diagram.write(log, f'{out}/d.{ext}', t_from='0.9', t_to='1.3')\n"
+              "trace_events.write(log, f'{out}/t.json', t_from='0.9', t_to='1.3')\n")
+    outs = []
+    for seed in ("1", "2"):
+        folder = tmp_path / seed
+        folder.mkdir()
+        subprocess.run([sys.executable, "-c", script, str(journal), str(folder)], check=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed})
+        outs.append([(folder / name).read_bytes() for name in ("d.md", "d.svg", "t.json")])
+    assert outs[0] == outs[1]
