@@ -342,3 +342,15 @@ def test_the_same_bytes_in_processes_with_other_hash_seeds(journal, tmp_path):
                        env={**os.environ, "PYTHONHASHSEED": seed})
         outs.append([(folder / name).read_bytes() for name in ("d.md", "d.svg", "t.json")])
     assert outs[0] == outs[1]
+
+
+def test_a_full_diagram_stays_within_mermaids_text_limit(journal, tmp_path, monkeypatch):
+    """Mermaid refuses a diagram of more than 50,000 characters (its maxTextSize): labels are cut to fit
+    MAX_CHARS (set lower here, as this run's labels are short)."""
+    assert mermaid.MAX_CHARS < 50_000
+    monkeypatch.setattr(mermaid, "MAX_CHARS", 15_000)
+    out = tmp_path / "d.md"
+    diagram.write(journal, out, tail=True)
+    block = re.search(r"```mermaid\n(.*?)```", out.read_text(), re.S).group(1)
+    assert len(parse(out.read_text())) > drawing.MAX_ROWS and len(block) <= 15_000
+    assert any(s[0] == "message" and s[4].endswith("...") for s in parse(out.read_text()))

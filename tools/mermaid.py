@@ -14,6 +14,7 @@ from .fault_state import describe
 from .timeline import OUTSIDE, Fire, Message
 
 LABEL_CHARS = 100  # a label's longest text; the rest is cut (messages.txt has every field)
+MAX_CHARS = 45_000  # the diagram's text at most: Mermaid refuses more than 50,000 characters (maxTextSize)
 _ENTITIES = {"#": "#35;", ";": "#59;", "<": "#lt;", ">": "#gt;", "`": "'"}
 ARROWS = {"deliver": "->>", "duplicate": "-->>"}  # any other outcome is a drop: "-x"
 
@@ -23,8 +24,8 @@ def escape(text: str) -> str:
     return "".join(_ENTITIES.get(c, c) if c.isprintable() else " " for c in text)
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 3] + "..."
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n - 3] + "..."
 
 
 def pid(idx: int) -> str:
@@ -37,7 +38,26 @@ def _span(ids: list[str]) -> str:
 
 
 def render(d: Drawing) -> str:
-    """The Markdown text: a heading, what is shown and how to read it, and the mermaid block."""
+    """The Markdown text: a heading, what is shown and how to read it, and the mermaid block (its labels
+    cut shorter when needed to keep it within MAX_CHARS)."""
+    chars = LABEL_CHARS
+    lines = _block(d, chars)
+    while sum(len(line) + 1 for line in lines) > MAX_CHARS and chars > 16:
+        chars = max(16, chars * 3 // 4)
+        lines = _block(d, chars)
+    shown = f"{d.messages:,} messages, {d.fires:,} timer fires"
+    text = [f"# {d.title}: {shown}", "",
+            f"{d.run}; filters: {d.filters}.", "",
+            "Time goes down; each arrow is drawn where its message arrived, same-time arrivals in the order "
+            "the fabric delivered them, and is labelled with that time in seconds, the message kind and "
+            "its fields. `->>` delivered, dotted: the second copy of a duplicated message, `-x` dropped "
+            "(the cause is named). Notes mark timer fires and faults.", "",
+            "```mermaid", *lines, "```", ""]
+    return "\n".join(text)
+
+
+def _block(d: Drawing, chars: int) -> list[str]:
+    """The diagram's lines, labels cut at ``chars``."""
     every = [pid(i) for i in d.lanes] or ["none"]
     lines = ["sequenceDiagram"]
     if not d.lanes:
@@ -51,23 +71,15 @@ def render(d: Drawing) -> str:
     for row in d.rows:
         t = f"{row.at_us / 1e6:.6f}"
         if isinstance(row, Message):
-            label = escape(_cut(d.labels[row.index]))
+            label = escape(_cut(d.labels[row.index], chars))
             arrow = ARROWS.get(row.outcome, "-x")
             what = {"deliver": "", "duplicate": " (duplicate copy)"}.get(row.outcome, f" DROPPED ({row.outcome})")
             lines.append(f"    {pid(row.src)}{arrow}{pid(row.dst)}: {t} {label}{what}")
         elif isinstance(row, Fire):
-            lines.append(f"    Note over {pid(row.actor)}: {t} timer {escape(_cut(d.labels[row.index]))}")
+            lines.append(f"    Note over {pid(row.actor)}: {t} timer {escape(_cut(d.labels[row.index], chars))}")
         else:
             lines.append(f"    Note over {_span([pid(i) for i in d.fault_lanes(row)] or every)}: {t} "
                          f"FAULT {escape(describe(row))}")
     if d.ended:
-        lines.append(f"    Note over {_span(every)}: run ended: {escape(_cut(d.ended))}")
-    shown = f"{d.messages:,} messages, {d.fires:,} timer fires"
-    text = [f"# {d.title}: {shown}", "",
-            f"{d.run}; filters: {d.filters}.", "",
-            "Time goes down; each arrow is drawn where its message arrived, same-time arrivals in the order "
-            "the fabric delivered them, and is labelled with that time in seconds, the message kind and "
-            "its fields. `->>` delivered, dotted: the second copy of a duplicated message, `-x` dropped "
-            "(the cause is named). Notes mark timer fires and faults.", "",
-            "```mermaid", *lines, "```", ""]
-    return "\n".join(text)
+        lines.append(f"    Note over {_span(every)}: run ended: {escape(_cut(d.ended, LABEL_CHARS))}")
+    return lines
