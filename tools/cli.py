@@ -349,8 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--show", action="store_true", help="print records, filtered by the options below "
                       "(the default)")
     rp.add_argument("--actor", help="show: records involving this actor (a name from the header, e.g. gm-0); "
-                    "--diagram/--trace: messages to or from any of these comma-separated actors or roles (gm, lm, "
-                    "worker, master, dist, sparrow, manager)")
+                    "--diagram/--trace: messages to or from any of these comma-separated actors or roles (those a fault "
+                    "plan names, e.g. worker, manager)")
     rp.add_argument("--kind", help="show: record type (send, deliver, drop, timer, fire, fault) or message kind; "
                     "--diagram/--trace: comma-separated message or timer kinds (patterns such as megha.*) or "
                     "deliver, drop, fire")
