@@ -5,6 +5,11 @@ A scheduler is one ``Scheduler`` value in the ``plugin`` module of its own packa
 the counters it keeps and its traits; ``build(ctx)`` adds its actors to ``ctx.fabric`` and returns the
 names of the front ends that jobs are submitted to. Actors address each other by these names, resolved
 to actor ids by the fabric when each actor starts, never by id arithmetic.
+
+Everything scheduler-specific that the layers above need is declared here as plain data or a small
+function of the run's parameters (its roles, events, search keys, size, how jobs reach its front ends,
+which checks apply, its live-view panels), so that nothing below or beside ``actors/`` names a
+scheduler (``tests/test_plugin_boundary.py``).
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from typing import Any, Callable
 
 import attrs
 
+from fedemu.fabric.log import Event
 from fedemu.fabric.rand import Stream
-from fedemu.model import Cluster, Param, Recorder
+from fedemu.model import Cluster, Param, Recorder, seconds_to_us
 
 
 @attrs.frozen
@@ -40,6 +46,121 @@ class Context:
 
 
 @attrs.frozen
+class Role:
+    """A kind of actor that fault plans (``{role = "gm", count = 2}``) and the search can name: its
+    actors are called ``<prefix>-<number>``. Managers are what ``manager_mtbf_s`` crashes."""
+
+    name: str
+    prefixes: tuple[str, ...]
+    help: str = ""
+    manager: bool = True
+
+
+WORKER = Role("worker", ("w",), "a worker (every scheduler names its workers w-<worker id>)", manager=False)
+
+
+@attrs.frozen
+class Size:
+    """What a run of a scheduler holds besides its workers and the submitter, for the size estimate
+    made before anything is built (``scenarios.preflight``)."""
+
+    actors: int  # its other actors: managers, front ends
+    keys: tuple[str, ...] = ()  # the keys that decide ``actors`` (named when the run is too big)
+    burst: float = 0.0  # messages one task sends at once when its job arrives (Sparrow's probes)
+    burst_key: str = ""  # the key that decides ``burst``
+
+
+@attrs.frozen
+class Submission:
+    """How the submitter hands jobs to the front ends (``actors.common.submitter``)."""
+
+    choice: str = "round-robin"  # "round-robin", or "task-count": its number of tasks modulo the front ends
+    resubmit_us: int = 0  # > 0: the front ends report JobDone, and the submitter pings them this often
+    route: tuple | None = None  # per user: the index of the front end its jobs go to
+
+
+@attrs.frozen
+class Users:
+    """A run's users (global fairness): each one's share of the datacenter and front end, how jobs get
+    their user, and whether preemption (Megha 2022, IV-C, Algorithm 2) is on."""
+
+    shares: Any  # policies.fair_share.Shares
+    front_ends: tuple[int, ...]
+    assign: str  # "round-robin", "weighted" (drawn by share) or "trace" (the trace's user=K column)
+    preempts: bool
+
+
+@attrs.frozen
+class Column:
+    """One column of a live-view table: ``header`` over what ``how`` makes of ``fields`` of an actor's
+    statistics: "num" (a number), "delta" (growth since the last sample), "sum" (of the fields), "pair"
+    (``a/b``), "max_ms" (the largest of a tuple of microseconds, as ms), "grid" (a partition grid:
+    (home, free, total) per partition, ``<>`` when the second field grew). ``optional``: shown only when
+    some actor's statistics have the field."""
+
+    header: str
+    fields: tuple[str, ...]
+    how: str = "num"
+    optional: bool = False
+
+
+@attrs.frozen
+class Table:
+    """A live-view table: a row per actor of ``role`` (its name under ``header``, coloured by the
+    value of ``colour_by`` when given), then ``columns``; shown when the run has actors of ``role``.
+    ``caption`` describes the actors of ``caption_role``: ("", "distributors") counts them, ("open_jobs",
+    "open jobs") sums a field of theirs."""
+
+    title: str
+    role: str
+    header: str
+    columns: tuple[Column, ...]
+    colour_by: str = ""
+    caption_role: str = ""
+    caption: tuple[tuple[str, str], ...] = ()
+
+
+@attrs.frozen
+class Histogram:
+    """A live-view histogram: how many actors of ``role`` have ``field`` in each of ``buckets`` ((low,
+    high) each, high None: no limit), as a bar per bucket; shown when the run has actors of ``when``;
+    ``caption`` as for ``Table``."""
+
+    title: str
+    role: str
+    field: str
+    header: str
+    count_header: str
+    buckets: tuple[tuple[int, int | None], ...]
+    when: str
+    caption_role: str = ""
+    caption: tuple[tuple[str, str], ...] = ()
+
+
+def _nothing(params) -> None:
+    return None
+
+
+def _no_traits(params) -> dict:
+    return {}
+
+
+def _no_features(params) -> frozenset:
+    return frozenset()
+
+
+def _no_size(params) -> Size:
+    return Size(0)
+
+
+def _submit(params) -> Submission:
+    """Round robin; a scheduler that declares ``resubmit_s`` has front ends that report JobDone, and the
+    submitter pings them that often (handing a job again to another when one stops answering)."""
+    resubmit_s = params.get("resubmit_s")
+    return Submission(resubmit_us=seconds_to_us(float(resubmit_s)) if resubmit_s is not None else 0)
+
+
+@attrs.frozen
 class Scheduler:
     """One scheduler behind the common interface."""
 
@@ -57,6 +178,23 @@ class Scheduler:
     # end-of-run checks of its live state (LM state equal to the workers', views converged):
     # each is fn(fabric) -> list of actors.invariants.Violation, run after the recorder's checks
     checks: tuple[Callable[[Any], list], ...] = ()
+    roles: tuple[Role, ...] = ()  # its actors besides the workers (``WORKER``), for fault plans
+    events: tuple[Event, ...] = ()  # the protocol events its actors log besides the common ones
+    # the keys a fault search draws small values of for its runs ((key, values): a range draws an integer
+    # in it, (False, True) a boolean, else one of the values), and pairs of keys that do not combine
+    # (a drawn one goes back to its default when the other is set)
+    search: tuple[tuple[str, Any], ...] = ()
+    exclusive: tuple[tuple[str, str], ...] = ()
+    paths: tuple[str, ...] = ()  # counters of its recovery paths, which a fault search reports as reached
+    size: Callable[[dict], Size] = _no_size  # its size in a run with ``params``
+    submission: Callable[[dict], Submission] = _submit  # how jobs reach its front ends
+    users: Callable[[dict], Users | None] = _nothing  # the run's users, if it has any
+    job_traits: Callable[[dict], dict] = _no_traits  # Job fields every job of the run gets (a gang, say)
+    # what a run uses of what some invariants check (``common.invariants.FEATURE_CHECKS``: "gangs",
+    # "users"); an invariant whose feature a run does not use holds trivially and is not checked
+    features: Callable[[dict], frozenset] = _no_features
+    panels: tuple = ()  # its live-view tables and histograms (``Table``, ``Histogram``), plain data
+    tour: tuple[dict, ...] = ()  # fault tables taking it through its recovery protocols (scenario failover)
 
     @property
     def param_names(self) -> tuple[str, ...]:

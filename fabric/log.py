@@ -1,7 +1,7 @@
 """structlog for replayable runs: the protocol event log (``fedemu run --log FILE``) and a console
 fallback. Every record carries the actor and its virtual time, never a wall-clock stamp.
 
-Actors log protocol events (``EVENTS``: name, level, meaning) with ``emit(self, NAME, **fields)``,
+Actors log protocol events (``Event``: name, level, meaning) with ``emit(self, EVENT, **fields)``,
 behind ``if self.fabric.event_log is not None:`` so that a run without an event log builds no logger
 and no field dict. With an ``EventLog`` attached, ``Actor.log`` is a structlog logger whose
 processors add the level, put the fixed keys first and render one JSON line (``JSONRenderer``).
@@ -24,64 +24,29 @@ from . import atomic
 from .atomic import PendingFile
 from .errors import ConfigError
 
+
 # ---- the protocol events ---------------------------------------------------------------
-LAUNCH_INVALID = "launch_invalid"
-REPARTITION = "repartition"
-LAUNCH_REQUEUED = "launch_requeued"
-JOB_UNSCHEDULABLE = "job_unschedulable"
-TASK_PLACED = "task_placed"
-RESERVED_PLACED = "reserved_placed"
-LATE_BIND_CANCEL = "late_bind_cancel"
-FAILOVER = "failover"
-PREEMPTION = "preemption"
-PREEMPT_REFUSED = "preempt_refused"
-RELAUNCH = "relaunch"
-
-
 @attrs.frozen
 class Event:
-    """One protocol event: its name, the level it is logged at, and what it means."""
+    """One protocol event: its name, the level it is logged at, and what it means. The events are
+    declared beside the actors that log them (``actors/common/events.py`` and each scheduler's)."""
 
     name: str
     level: str
     meaning: str
 
 
-EVENTS: tuple[Event, ...] = (
-    Event(JOB_UNSCHEDULABLE, "warning", "a front end (Megha GM, Pigeon distributor, Sparrow scheduler) rejected a "
-          "job at submission: the listed tasks can run on no worker of the cluster"),
-    Event(LAUNCH_INVALID, "info", "a Megha LM refused a GM's launch: the worker no longer has the demand free "
-          "(the GM's view was stale); external: it was a repartition request"),
-    Event(REPARTITION, "info", "a Megha LM granted a launch on another GM's partition: the resources move to "
-          "the requester until the task ends"),
-    Event(RESERVED_PLACED, "info", "a Pigeon master put a short task on a reserved worker: no low-priority "
-          "worker was idle"),
-    Event(FAILOVER, "info", "a standby takes over a crashed component (reserved: not emitted yet)"),
-    Event(PREEMPTION, "info", "a Megha LM stopped a user's tasks on a worker to launch another user's task there "
-          "(global fairness): the victims go back to their GMs' queues"),
-    Event(PREEMPT_REFUSED, "info", "a Megha LM refused a GM's preemption request: its true state differs from "
-          "the GM's view (the victims no longer run there, or a worker has room)"),
-    Event(RELAUNCH, "info", "a lost or preempted task is launched again (reserved: not emitted yet)"),
-    Event(LAUNCH_REQUEUED, "debug", "a Megha GM heard its launch failed: it learns the LM's changes and queues "
-          "the task again"),
-    Event(TASK_PLACED, "debug", "a Pigeon or PigeonC master placed a task: the queue it served (high/low) and "
-          "the worker"),
-    Event(LATE_BIND_CANCEL, "debug", "a Sparrow scheduler answered a node's request with Cancel: the job "
-          "group's tasks are all bound (late binding)"),
-)
-
 LEVELS = {"debug": 10, "info": 20, "warning": 30}
-_LEVEL_OF = {e.name: e.level for e in EVENTS}
 _HEAD = ("vtime_us", "vtime_s", "level", "actor", "event")
 
 
-def emit(actor, event: str, **fields) -> None:
-    """Log protocol event ``event`` (a name in ``EVENTS``) from ``actor`` at the event's level; nothing
-    when the run has no event log or the level is filtered out."""
-    level = _LEVEL_OF[event]
+def emit(actor, event: Event, **fields) -> None:
+    """Log protocol event ``event`` from ``actor`` at the event's level; nothing when the run has no
+    event log or the level is filtered out."""
+    level = LEVELS[event.level]
     events = actor.fabric.event_log
-    if events is not None and LEVELS[level] >= events.min_level:
-        getattr(actor.log, level)(event, **fields)
+    if events is not None and level >= events.min_level:
+        getattr(actor.log, event.level)(event.name, **fields)
 
 
 def _plain(value):

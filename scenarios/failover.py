@@ -1,5 +1,6 @@
 """The failover scenario: the default federation (300 jobs at 90% load) under a fault plan that takes the
-chosen scheduler through its recovery protocols, one after another, while jobs keep arriving.
+chosen scheduler through its recovery protocols, one after another, while jobs keep arriving (each
+plug-in's ``tour``, then five workers failing):
 
 - Megha and centralized (standby LMs on): at 2 s the active ``lm-0`` fails for good (its standby takes
   over), at 3 s ``gm-0`` crashes and restarts 1 s later (stateless: it rebuilds from the LMs' snapshots),
@@ -13,6 +14,7 @@ chosen scheduler through its recovery protocols, one after another, while jobs k
 Run it with ``fedemu run failover`` (``--set scheduler=pigeon`` and so on); ``--faults PLAN`` adds more.
 """
 
+from fedemu.actors import registry
 from fedemu.scenarios import fault_plan
 from fedemu.scenarios.federation import PARAMS as _BASE
 from fedemu.scenarios.federation import build as _build
@@ -25,22 +27,13 @@ def _crash(at_s, target, for_s=None):
     return {"at_s": at_s, "kind": "crash", "target": target, **({"for_s": for_s} if for_s else {})}
 
 
-def _cut(at_s, sides, for_s):
-    return {"at_s": at_s, "kind": "partition", "sides": sides, "for_s": for_s}
-
-
 WORKERS = {"role": "worker", "count": 5}
-PLANS = {
-    "megha": [_crash(2.0, "lm-0"), _crash(3.0, "gm-0", 1.0), _cut(4.0, ["gm-0", "lm-0-standby"], 2.0)],
-    "pigeon": [_crash(2.0, "master-0"), _crash(3.0, "dist-0", 1.0), _cut(4.0, ["dist-1", "master-1"], 2.0)],
-    "sparrow": [_crash(2.0, "sparrow-0", 1.0), _cut(4.0, [["sparrow-0"], WORKERS], 2.0)],
-}
-PLANS["centralized"], PLANS["pigeonc"] = PLANS["megha"], PLANS["pigeon"]
 
 
 def plan(scheduler: str) -> fault_plan.Plan:
-    """The scenario's fault plan for ``scheduler``."""
-    return fault_plan.from_tables(PLANS[scheduler] + [_crash(5.0, WORKERS, 2.0)], f"scenario failover ({scheduler})")
+    """The scenario's fault plan for ``scheduler``: its plug-in's tour, then five workers failing."""
+    tables = [dict(table) for table in registry.get(scheduler).tour] + [_crash(5.0, WORKERS, 2.0)]
+    return fault_plan.from_tables(tables, f"scenario failover ({scheduler})")
 
 
 def build(fabric, params):

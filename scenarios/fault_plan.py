@@ -23,15 +23,16 @@ from pathlib import Path
 
 import attrs
 
+from fedemu.actors import registry
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.faults import FAULT_KINDS, LINK_KINDS, PROBABILITY_KINDS, Fault
 from fedemu.fabric.rand import Stream
 from fedemu.model import seconds_to_us
 from fedemu.scenarios.files import read_text
 
-# role -> the name prefixes of its actors (an actor of a role is named ``<prefix>-<number>``)
-ROLES = {"gm": ("gm",), "lm": ("lm",), "worker": ("w",), "master": ("master",), "dist": ("dist",),
-         "sparrow": ("sparrow",), "manager": ("gm", "lm", "master", "dist", "sparrow")}
+# role -> the name prefixes of its actors (an actor of a role is named ``<prefix>-<number>``): the workers,
+# each scheduler's roles (its plug-in declares them) and ``manager``, every role but the workers
+ROLES = registry.roles()
 TARGET_KEY = {"crash": "target", "restart": "target", "partition": "sides", "heal": None,
               **{k: "link" for k in LINK_KINDS}}
 ENDS_WITH = {"crash": "restart", "slow": "restore", "partition": "heal"}  # what ``for_s`` adds

@@ -15,7 +15,6 @@ import attrs
 
 from fedemu.actors import registry
 from fedemu.actors.common.submitter import Submitter
-from fedemu.actors.megha import plugin as megha
 from fedemu.actors.plugin import COST_MODELS, DEFAULT_COST_MODEL, Context
 from fedemu.fabric import costs
 from fedemu.fabric.errors import ConfigError, unknown_name
@@ -24,7 +23,6 @@ from fedemu.fabric.rand import Stream
 from fedemu.fabric.ties import TIE_ORDERS
 from fedemu.model import (ClusterSpec, Param, Recorder, finite_at_least, one_of, probability, seconds_to_us,
                           whole_at_least)
-from fedemu.policies.fair_share import Shares
 from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES, get_worker_choice
 from fedemu.scenarios import constraints as cons
 from fedemu.scenarios import fault_plan
@@ -45,15 +43,15 @@ POLICY_OPTIONS = {
           **whole_at_least(1)): ("tebas",),
 }
 COMMON = (
-    Param("scheduler", "megha", f"the scheduler: {', '.join(registry.SCHEDULERS)}"),
+    Param("scheduler", registry.DEFAULT, f"the scheduler: {', '.join(registry.SCHEDULERS)}"),
     POLICY,
-    Param("cost_model", DEFAULT_COST_MODEL, "service times of the scheduler components (GMs, LMs, masters, "
-          "distributors, Sparrow schedulers): zero (none), a model in actors/costs/, or a model JSON file"),
+    Param("cost_model", DEFAULT_COST_MODEL, "service times of the scheduler components (every actor but the "
+          "workers and the submitter): zero (none), a model in actors/costs/, or a model JSON file"),
     *POLICY_OPTIONS,
     # cluster: lms clusters of gms * workers_per_partition workers ("workers" > 0 derives the shape)
-    Param("gms", 3, "partitions per cluster (Megha's GMs); with lms and workers_per_partition fixes the machines",
-          **whole_at_least(1)),
-    Param("lms", 4, "clusters (Megha's LMs, Pigeon's groups)", **whole_at_least(1)),
+    Param("gms", 3, "partitions per cluster (a scheduler may give each a manager); with lms and "
+          "workers_per_partition fixes the machines", **whole_at_least(1)),
+    Param("lms", 4, "clusters (a scheduler may give each a manager, or make each a group)", **whole_at_least(1)),
     Param("workers_per_partition", 25, "workers per partition (each cluster has gms * this many)",
           **whole_at_least(1)),
     Param("workers", 0, "total workers; > 0 derives workers_per_partition (a multiple of gms * lms)",
@@ -95,8 +93,8 @@ COMMON = (
     Param("worker_mtbf_s", 0.0, "mean seconds between a worker's failures; 0: workers never fail",
           **finite_at_least(0)),
     Param("worker_mttr_s", 0.0, "mean seconds to repair a failed worker; 0: it stays down", **finite_at_least(0)),
-    Param("manager_mtbf_s", 0.0, "the same for managers (GMs, LMs, masters, distributors, Sparrow schedulers)",
-          **finite_at_least(0)),
+    Param("manager_mtbf_s", 0.0, "the same for managers (every actor of a role but worker: see the roles in "
+          "docs/faults.md)", **finite_at_least(0)),
     Param("manager_mttr_s", 0.0, "mean seconds to repair a failed manager; 0: it stays down",
           **finite_at_least(0)),
     Param("fault_horizon_s", 0.0, "failure processes draw crashes up to this virtual time; 0: the last arrival "
@@ -161,7 +159,7 @@ def shape(params: dict) -> tuple[int, int, int]:
     """(gms, lms, workers_per_partition) of the cluster description (``workers`` > 0 derives the last).
 
     The machines are the same for every scheduler: the centralized baseline runs one GM and one LM
-    over all of them (``actors.megha.centralize``), not a differently drawn cluster."""
+    over all of them, not a differently drawn cluster."""
     gms, lms, wpp = int(params["gms"]), int(params["lms"]), int(params["workers_per_partition"])
     total = int(params["workers"])
     for key, value in (("gms", gms), ("lms", lms)):
@@ -225,7 +223,8 @@ def _feasibility(cluster, max_cap):
 
 def job_filler(params: dict, seed: int):
     """``fill(job, given=())``: the job with the run's demand (``demand``, or one drawn from the ``demands``
-    mix), alpha (drawn per job for ``U(a,b)``) and gang flag, except the keys in ``given`` (a trace line's own)."""
+    mix), alpha (drawn per job for ``U(a,b)``) and the scheduler's traits (``job_traits``: a gang flag, say),
+    except the keys in ``given`` (a trace line's own)."""
     demand = _vector(params["demand"], "demand")
     mix = machines.parse_demands(params["demands"]) if params["demands"] else None
     if mix is not None and str(params["demand"]) != "1":
@@ -233,7 +232,7 @@ def job_filler(params: dict, seed: int):
                           "every job's demand")
     low, high = machines.parse_alpha(params["alpha"])
     mixes, alphas = Stream(seed, "demands"), Stream(seed, "alpha")
-    gang = bool(params.get("gang"))  # Megha's key (actors/megha/gang.py): every job all-or-nothing
+    traits = registry.get(params["scheduler"]).job_traits(params)  # every job's own fields (a gang, say)
 
     def fill(job, given=frozenset()):
         changes = {}
@@ -244,8 +243,7 @@ def job_filler(params: dict, seed: int):
             a = low if low == high else alphas.uniform(low, high)
             if "alpha" not in given:
                 changes["alpha"] = a
-        if gang:
-            changes["gang"] = True
+        changes.update(traits)
         return attrs.evolve(job, **changes) if changes else job
     return fill
 
@@ -255,6 +253,7 @@ def build_workload(params: dict, seed: int, total_units: int, table):
     kind = str(params["workload"])
     jobs = int(params["jobs"])
     fill = job_filler(params, seed)
+    users = registry.get(params["scheduler"]).users(params)
     if kind.startswith("syn_"):
         try:
             n = int(kind[4:])
@@ -270,36 +269,36 @@ def build_workload(params: dict, seed: int, total_units: int, table):
     elif kind == "trace":
         if not params["trace"]:
             raise ConfigError("workload 'trace' needs --set trace=PATH")
-        from_trace = int(params.get("users") or 0) if params.get("user_assign") == "trace" else None
-        stream = read_trace(params["trace"], jobs=jobs if jobs > 0 else None, fill=fill, users=from_trace or None)
+        from_trace = len(users.front_ends) if users is not None and users.assign == "trace" else None
+        stream = read_trace(params["trace"], jobs=jobs if jobs > 0 else None, fill=fill, users=from_trace)
     else:
         raise unknown_name("workload", kind, ("syn_N", "poisson", "trace"))
     if kind != "trace":
-        if int(params.get("users") or 0) and params.get("user_assign") == "trace":
+        if users is not None and users.assign == "trace":
             raise ConfigError(f"user_assign=trace reads each job's user=K from a trace, but the workload is "
                               f"{kind!r}; use workload=trace, or user_assign=round-robin or weighted")
         stream = map(fill, stream)
     if params["constraints"]:
         stream = cons.assign_task_constraints(stream, table, Stream(seed, "task-constraints"))
-    users = int(params.get("users") or 0)
-    if users and params.get("user_assign") != "trace":
-        stream = assign_users(stream, users, params, seed)
+    if users is not None and users.assign != "trace":
+        stream = assign_users(stream, users, seed)
     return stream
 
 
-def assign_users(jobs, users: int, params: dict, seed: int):
-    """Each job's user: round robin over the users, or drawn by share (``user_assign=weighted``, from the
-    seeded stream "users"; the unassigned rest of 100% is spread evenly)."""
-    if params.get("user_assign") == "weighted":
-        shares = Shares.parse(str(params["shares"]), users).fractions
-        rest = (1.0 - sum(shares)) / users
+def assign_users(jobs, users, seed: int):
+    """Each job's user (``users``: the plug-in's ``Users``): round robin over the users, or drawn by share
+    (assign "weighted", from the seeded stream "users"; the unassigned rest of 100% is spread evenly)."""
+    count = len(users.front_ends)
+    if users.assign == "weighted":
+        shares = users.shares.fractions
+        rest = (1.0 - sum(shares)) / count
         weights = [s + rest for s in shares]
         rng = Stream(seed, "users")
         for job in jobs:
             yield attrs.evolve(job, user=rng.weighted_index(weights))
         return
     for n, job in enumerate(jobs):
-        yield attrs.evolve(job, user=n % users)
+        yield attrs.evolve(job, user=n % count)
 
 
 def network(params: dict) -> Link:
@@ -345,15 +344,9 @@ def build(fabric, params: dict):
     targets = scheduler.build(Context(fabric, cluster, params, recorder, feasible, policy))
     jobs = build_workload(params, fabric.seed, total_units, table)
     cutoff = seconds_to_us(float(params["short_cutoff_s"]))
-    # a scheduler that declares resubmit_s has front ends that report JobDone: the submitter owns the jobs
-    resubmit_us = seconds_to_us(float(params["resubmit_s"])) if "resubmit_s" in scheduler.param_names else 0
-    choice = params["job_to_gm"] if "job_to_gm" in scheduler.param_names else "round-robin"  # Megha's key
-    route = None
-    if "users" in scheduler.param_names:  # Megha's users: a job goes to its user's GM
-        users = megha.users_of(params, len(targets))
-        route = users[1] if users is not None else None
-    fabric.add("submitter", lambda: Submitter(jobs, targets, recorder, short_cutoff_us=cutoff, choice=choice,
-                                              resubmit_us=resubmit_us, route=route))
+    how = scheduler.submission(params)  # how jobs reach its front ends
+    fabric.add("submitter", lambda: Submitter(jobs, targets, recorder, short_cutoff_us=cutoff, choice=how.choice,
+                                              resubmit_us=how.resubmit_us, route=how.route))
     fabric.add_faults(fault_plan.processes(params, fabric.names, fabric.seed,
                                            lambda: build_workload(params, fabric.seed, total_units, table)))
     run = FederationRun(params, cluster, recorder)

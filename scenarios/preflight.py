@@ -13,6 +13,7 @@ import sys
 
 import attrs
 
+from fedemu.actors import registry
 from fedemu.fabric.errors import ConfigError
 
 from .trace import MAX_TRACE_S, count_trace
@@ -21,9 +22,9 @@ from .trace import MAX_TRACE_S, count_trace
 DEFAULT_POISSON_JOBS = 500
 DEFAULT_SYN_JOBS = 2000
 
-# The memory model, fitted to peak RSS of default-scenario runs (Megha, Pigeon, Sparrow; 300 to 30,000
-# workers, 5,000 to 200,000 tasks) and rounded up: the recorder keeps a record of every task and job, and
-# every worker is an actor with a mailbox (Sparrow's node monitors are the heaviest, about 7 KiB each).
+# The memory model, fitted to peak RSS of default-scenario runs (every scheduler; 300 to 30,000 workers,
+# 5,000 to 200,000 tasks) and rounded up: the recorder keeps a record of every task and job, and every
+# worker is an actor with a mailbox (the heaviest workers are about 7 KiB each).
 BASE_BYTES = 64 << 20
 TASK_BYTES = 1 << 10
 JOB_BYTES = 1 << 10
@@ -33,9 +34,9 @@ LARGE_BYTES = 1 << 30  # above this a run is legal but worth a warning
 FALLBACK_MEMORY = 24 << 30
 MEMORY_SHARE = 0.8  # of the machine's memory a run may plan to use: the rest is the system's and the neighbours
 
-# Whole-number keys that size the run; inf or nan here would reach int() and overflow.
-COUNT_KEYS = ("gms", "lms", "workers_per_partition", "workers", "jobs", "fanout", "masters", "distributors",
-              "schedulers")
+# Whole-number keys that size the run (and each scheduler's, its ``Size.keys``); inf or nan here would
+# reach int() and overflow.
+COUNT_KEYS = ("gms", "lms", "workers_per_partition", "workers", "jobs", "fanout")
 
 
 @attrs.frozen
@@ -47,7 +48,9 @@ class Estimate:
     tasks: int
     bytes: int
     trace_jobs: int | None = None  # the jobs in the whole trace, for workload=trace
-    burst: int = 0  # messages one job sends at once (Sparrow's probes: probe_ratio per task)
+    burst: int = 0  # messages one job sends at once (the scheduler's ``Size.burst`` per task)
+    keys: tuple[str, ...] = ()  # the scheduler's keys that decide its actors
+    burst_key: str = ""  # and its burst
 
     def text(self) -> str:
         burst = f", {self.burst:,} probes per job" if self.burst else ""
@@ -122,18 +125,27 @@ def _workload(params: dict) -> tuple[int, int, int | None]:
     return run_jobs, run_jobs * _count(params, "fanout"), None
 
 
+def _scheduler_size(params: dict):
+    """The scheduler's ``Size`` in this run (its keys checked by their own rules first)."""
+    scheduler = registry.get(params["scheduler"])
+    for p in scheduler.params:
+        if p.name in params:
+            p.check(params[p.name])
+    return scheduler.size(params)
+
+
 def estimate(params: dict) -> Estimate:
     """What the federation scenario's ``params`` need, before building anything."""
     workers = _workers(params)
-    others = sum(_count(params, k) for k in ("gms", "lms", "masters", "distributors", "schedulers") if k in params) + 1
+    size = _scheduler_size(params)
     jobs, tasks, trace_jobs = _workload(params)
-    actors = workers + others
+    actors = workers + size.actors + 1  # and the submitter
     burst = 0
-    if "probe_ratio" in params:  # a job's probes all leave at once; the largest job bounds them by its tasks
+    if size.burst:  # a job's messages all leave at once; the largest job bounds them by its tasks
         per_job = tasks if trace_jobs is not None else tasks // max(jobs, 1)
-        burst = math.ceil(_number(params, "probe_ratio") * per_job)
+        burst = math.ceil(_number({size.burst_key: size.burst}, size.burst_key) * per_job)
     return Estimate(actors, jobs, tasks, BASE_BYTES + actors * ACTOR_BYTES + jobs * JOB_BYTES + tasks * TASK_BYTES
-                    + burst * MESSAGE_BYTES, trace_jobs, burst)
+                    + burst * MESSAGE_BYTES, trace_jobs, burst, size.keys, size.burst_key)
 
 
 def check_demo(params: dict) -> None:
@@ -171,7 +183,8 @@ def _check_times(params: dict, est: Estimate, workers: int) -> None:
     """Refuse times beyond MAX_TRACE_S (as in traces): a task, a heartbeat period, a network delay, or a
     Poisson workload's span."""
     limit = f"more than the longest time a run may span, {MAX_TRACE_S:.0e} s"
-    for key in ("task_s", "heartbeat_s"):  # a task's length; Megha's LM heartbeat period
+    own = tuple(p.name for p in registry.get(params["scheduler"]).params if p.name.endswith("_s"))
+    for key in ("task_s", *own):  # a task's length; the scheduler's periods and timeouts
         if key in params and _number(params, key) > MAX_TRACE_S:
             raise ConfigError(f"parameter {key!r} is {params[key]!r}; {limit}")
     if (_number(params, "latency_ms") + _number(params, "jitter_ms")) / 1000 > MAX_TRACE_S:
@@ -201,7 +214,7 @@ def _check_load(params: dict, workers: int) -> None:
 def _culprit(params: dict, est: Estimate) -> str:
     """``key=value`` of the parameter that makes the estimate big: the largest of the dominant group."""
     if est.burst * MESSAGE_BYTES >= max(est.tasks * TASK_BYTES, est.actors * ACTOR_BYTES):
-        return f"probe_ratio={params['probe_ratio']!r}"
+        return f"{est.burst_key}={params[est.burst_key]!r}"
     if est.tasks * TASK_BYTES >= est.actors * ACTOR_BYTES:
         if est.trace_jobs is not None:
             return f"trace={params['trace']!r}"
@@ -211,7 +224,7 @@ def _culprit(params: dict, est: Estimate) -> str:
         keys = ("jobs", "fanout")
     else:
         keys = ("workers",) if _count(params, "workers") else ("gms", "lms", "workers_per_partition")
-        keys += tuple(k for k in ("masters", "distributors", "schedulers") if k in params)
+        keys += est.keys
     key = max(keys, key=lambda k: params[k] if isinstance(params[k], (int, float)) else 0)
     return f"{key}={params[key]!r}"
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from fedemu.actors import registry
-from fedemu.actors.common.invariants import check_run
-from fedemu.actors.megha import plugin as megha
+from fedemu.actors.common.invariants import FEATURE_CHECKS, check_run
 from fedemu.model import US_PER_S
 from fedemu.policies import fair_measure
 
@@ -35,18 +34,16 @@ class FederationRun:
 
     def verdict(self, end_us: int, *, partial: bool = False, fabric=None) -> dict[str, str]:
         """Each end-of-run invariant: "ok", or its first violation as one line ("(+N more)" after it).
-        Constraints are checked only for constraint-aware schedulers; a run stopped early (the live
-        view's q) is not expected to have closed every job, nor its actors' live state to agree."""
+        Constraints are checked only for constraint-aware schedulers, and a check of a feature only in a
+        run that uses it (no gangs: every gang is whole); a run stopped early (the live view's q) is not
+        expected to have closed every job, nor its actors' live state to agree."""
         plugin = registry.get(self.params["scheduler"])
-        skip = set()
+        used = plugin.features(self.params)
+        skip = {check for feature, check in FEATURE_CHECKS.items() if feature not in used}
         if not plugin.constraint_aware:
             skip.add("constraints_met")
         if partial:
             skip.add("jobs_closed")
-        if not self.params.get("gang"):
-            skip.add("gangs_whole")  # no job is a gang: it holds trivially
-        if not self.params.get("users"):
-            skip.add("preempted_requeued_once")  # no users, no preemption: it holds trivially
         found = check_run(self.recorder, self.cluster, end_us, skip=skip)
         if fabric is not None and not partial:  # the plug-in's checks of its live, settled actors (views, LM
             # state); a run stopped early has messages in flight, so its live state is not expected to agree
@@ -74,15 +71,12 @@ class FederationRun:
                 "wasted_s": rec.wasted_us / US_PER_S, "recovery_s": recovery_percentiles(rec.recoveries_us)}
 
     def users(self):
-        """(shares, user GMs, Algorithm 2 on, total capacity) of a run with users, else None."""
-        if "users" not in registry.get(self.params["scheduler"]).param_names:
-            return None
-        gms = 1 if self.params["scheduler"] == "centralized" else int(self.params["gms"])
-        got = megha.users_of(self.params, gms)
+        """(shares, each user's front end, preemption on, total capacity) of a run with users, else None."""
+        got = registry.get(self.params["scheduler"]).users(self.params)
         if got is None:
             return None
         total = tuple(sum(w.capacity[r] for w in self.cluster.workers()) for r in range(len(self.cluster.resources)))
-        return got[0].fractions, got[1], self.params["fairness"] == "on", total
+        return got.shares.fractions, got.front_ends, got.preempts, total
 
     def fairness(self, end_us: int) -> dict | None:
         """The summary's ``fairness`` block (``policies.fair_measure``), for a run with users."""

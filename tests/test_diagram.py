@@ -226,7 +226,7 @@ def test_a_job_filter_keeps_exactly_the_messages_about_that_job(journal, tmp_pat
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--actor", "nobody"], "'nobody' is neither an actor nor a role of this run; roles: gm, lm, worker, manager"),
+    (["--actor", "nobody"], "'nobody' is neither an actor nor a role of this run; roles: worker, gm, lm, manager"),
     (["--kind", "megha.nothing"], "--kind 'megha.nothing' matches no message or timer kind of this run"),
     (["--job", "x"], "--job 'x': expected a job number"),
     (["--from", "2", "--to", "1"], "--to 1 is before --from 2"),

@@ -17,6 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedemu.actors import registry
+from fedemu.actors.common.events import JOB_UNSCHEDULABLE
+from fedemu.actors.megha.events import LAUNCH_INVALID, LAUNCH_REQUEUED, REPARTITION
+from fedemu.actors.pigeon.events import RESERVED_PLACED, TASK_PLACED
+from fedemu.actors.sparrow.events import LATE_BIND_CANCEL
 from fedemu.fabric import log
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.errors import ConfigError, FedemuError
@@ -43,12 +47,23 @@ def _count(records, event: str) -> int:
 
 
 # ---- the event table ----------------------------------------------------------------------
-def test_every_event_constant_is_in_the_table_once_with_a_known_level():
-    names = [e.name for e in log.EVENTS]
+def test_every_event_is_in_the_table_once_with_a_known_level():
+    """Every Event an actors module defines is in the registry's table (the common ones and each plug-in's
+    ``events``), once by name, with a known level and a meaning."""
+    import importlib
+    import pkgutil
+
+    from fedemu import actors
+
+    table = registry.events()
+    names = [e.name for e in table]
     assert len(names) == len(set(names))
-    constants = {v for k, v in vars(log).items() if k.isupper() and isinstance(v, str) and k not in ("LEVELS",)}
-    assert constants == set(names)
-    assert all(e.level in log.LEVELS and e.meaning for e in log.EVENTS)
+    defined = set()
+    for info in pkgutil.walk_packages(actors.__path__, "fedemu.actors."):
+        module = importlib.import_module(info.name)
+        defined |= {v for v in vars(module).values() if isinstance(v, log.Event)}
+    assert defined == set(table)
+    assert all(e.level in log.LEVELS and e.meaning for e in table)
 
 
 # ---- what the schedulers log ---------------------------------------------------------------
@@ -60,7 +75,7 @@ def test_lines_are_ordered_json_with_actor_and_virtual_time_and_the_digest_is_un
     records = _records(path)
     assert records, "every scheduler rejects the default workload's unschedulable jobs at least"
     index = {name: i for i, name in enumerate(logged.fabric.names)}
-    level_of = {e.name: e.level for e in log.EVENTS}
+    level_of = {e.name: e.level for e in registry.events()}
     for r in records:
         assert list(r)[:5] == ["vtime_us", "vtime_s", "level", "actor", "event"]
         assert r["level"] == level_of[r["event"]] and r["actor"] in index
@@ -69,32 +84,32 @@ def test_lines_are_ordered_json_with_actor_and_virtual_time_and_the_digest_is_un
         assert not {"timestamp", "time", "ts"} & set(r)
     keys = [(r["vtime_us"], index[r["actor"]]) for r in records]
     assert keys == sorted(keys)
-    assert _count(records, log.JOB_UNSCHEDULABLE) == logged.summary["unschedulable"]
-    assert sum(len(r["tasks"]) for r in records if r["event"] == log.JOB_UNSCHEDULABLE) == \
+    assert _count(records, JOB_UNSCHEDULABLE.name) == logged.summary["unschedulable"]
+    assert sum(len(r["tasks"]) for r in records if r["event"] == JOB_UNSCHEDULABLE.name) == \
         logged.summary["counters"].get("unschedulable_tasks", 0)
 
 
 def test_megha_logs_each_invalid_launch_repartition_and_requeue(tmp_path):
     result, path = _run(tmp_path, "megha")
     records, counters = _records(path), result.summary["counters"]
-    assert _count(records, log.LAUNCH_INVALID) == counters["invalid_internal"] + counters["invalid_external"] > 0
-    assert sum(r["external"] for r in records if r["event"] == log.LAUNCH_INVALID) == counters["invalid_external"]
-    assert _count(records, log.REPARTITION) == counters["repartitions"] > 0
-    assert _count(records, log.LAUNCH_REQUEUED) == result.summary["messages_by_kind"]["megha.launch_failed"]
+    assert _count(records, LAUNCH_INVALID.name) == counters["invalid_internal"] + counters["invalid_external"] > 0
+    assert sum(r["external"] for r in records if r["event"] == LAUNCH_INVALID.name) == counters["invalid_external"]
+    assert _count(records, REPARTITION.name) == counters["repartitions"] > 0
+    assert _count(records, LAUNCH_REQUEUED.name) == result.summary["messages_by_kind"]["megha.launch_failed"]
     for r in records:
-        if r["event"] == log.LAUNCH_INVALID:  # the worker really lacked the demand
+        if r["event"] == LAUNCH_INVALID.name:  # the worker really lacked the demand
             assert any(f < d for f, d in zip(r["free"], r["demand"]))
-        if r["event"] == log.REPARTITION:
+        if r["event"] == REPARTITION.name:
             assert r["gm"] != r["home"]
 
 
 def test_pigeon_logs_every_placement_and_each_reserved_one(tmp_path):
     result, path = _run(tmp_path, "pigeon", load=1.5)
     records, counters = _records(path), result.summary["counters"]
-    placed = [r for r in records if r["event"] == log.TASK_PLACED]
+    placed = [r for r in records if r["event"] == TASK_PLACED.name]
     assert len(placed) == counters.get("wfq_high", 0) + counters.get("wfq_low", 0)
     assert sum(r["queue"] == "high" for r in placed) == counters.get("wfq_high", 0)
-    reserved = [r for r in records if r["event"] == log.RESERVED_PLACED]
+    reserved = [r for r in records if r["event"] == RESERVED_PLACED.name]
     assert reserved, "an overloaded Pigeon cluster puts short tasks on reserved workers"
     # each reserved placement is also a placement, logged just before it by the same master
     for r in reserved:
@@ -105,13 +120,13 @@ def test_pigeon_logs_every_placement_and_each_reserved_one(tmp_path):
 
 def test_pigeonc_has_no_reserved_workers(tmp_path):
     result, path = _run(tmp_path, "pigeonc", load=1.5)
-    assert _count(_records(path), log.RESERVED_PLACED) == 0
-    assert _count(_records(path), log.TASK_PLACED) == result.summary["counters"]["wfq_high"]
+    assert _count(_records(path), RESERVED_PLACED.name) == 0
+    assert _count(_records(path), TASK_PLACED.name) == result.summary["counters"]["wfq_high"]
 
 
 def test_sparrow_logs_each_late_binding_cancel(tmp_path):
     result, path = _run(tmp_path, "sparrow")
-    assert _count(_records(path), log.LATE_BIND_CANCEL) == result.summary["counters"]["cancels"] > 0
+    assert _count(_records(path), LATE_BIND_CANCEL.name) == result.summary["counters"]["cancels"] > 0
 
 
 def test_a_level_keeps_exactly_the_debug_lines_at_or_above_it(tmp_path):
@@ -166,7 +181,7 @@ def test_lines_come_out_sorted_whatever_order_the_actors_ran_in(data):
             while queues:  # trio runs the woken actors in some order, each its records in its own order
                 aid = data.draw(st.sampled_from(sorted(queues)))
                 t, _, k = queues[aid].pop(0)
-                events.logger(aid, f"a{aid}", t).info(log.TASK_PLACED, k=k)
+                events.logger(aid, f"a{aid}", t).info(TASK_PLACED.name, k=k)
                 if not queues[aid]:
                     del queues[aid]
         events.close()
@@ -187,7 +202,7 @@ def test_a_run_without_a_log_never_builds_a_logger_or_calls_emit(monkeypatch, sc
     def no_logger(self):
         raise AssertionError(f"{self.name} built a logger with logging off")
 
-    monkeypatch.setattr(log, "_LEVEL_OF", Untouchable())
+    monkeypatch.setattr(log, "LEVELS", Untouchable())
     monkeypatch.setattr(Actor, "log", property(no_logger))
     result = runner.execute("default", seed=3, overrides={**SMALL, "scheduler": scheduler, "load": 1.5})
     assert result.summary["unschedulable"] > 0  # the guarded call sites were reached
@@ -195,7 +210,7 @@ def test_a_run_without_a_log_never_builds_a_logger_or_calls_emit(monkeypatch, sc
 
 def test_emit_without_an_event_log_is_silent(capsys):
     actor = types.SimpleNamespace(fabric=types.SimpleNamespace(event_log=None))
-    log.emit(actor, log.JOB_UNSCHEDULABLE, job=1, tasks=(0,))
+    log.emit(actor, JOB_UNSCHEDULABLE, job=1, tasks=(0,))
     assert capsys.readouterr() == ("", "")
 
 
@@ -203,7 +218,7 @@ def test_a_field_that_is_not_plain_json_is_refused(tmp_path):
     events = log.EventLog(tmp_path / "x.jsonl")
     events.attach(types.SimpleNamespace(now=0, event_log=None))
     with pytest.raises(TypeError, match="not plain JSON"):
-        events.logger(0, "a", 0).info(log.TASK_PLACED, worker=object())
+        events.logger(0, "a", 0).info(TASK_PLACED.name, worker=object())
     events.abort()
     assert list(tmp_path.iterdir()) == []
 
@@ -246,7 +261,8 @@ def test_bad_input_after_the_log_opened_leaves_no_file(tmp_path):
 
 CRASHING = '''
 from fedemu.fabric.actor import Actor
-from fedemu.fabric.log import JOB_UNSCHEDULABLE, emit
+from fedemu.actors.common.events import JOB_UNSCHEDULABLE
+from fedemu.fabric.log import emit
 from fedemu.fabric.messages import message
 
 PARAMS = {}

@@ -352,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "--diagram/--trace: messages to or from any of these comma-separated actors or roles (those a fault "
                     "plan names, e.g. worker, manager)")
     rp.add_argument("--kind", help="show: record type (send, deliver, drop, timer, fire, fault) or message kind; "
-                    "--diagram/--trace: comma-separated message or timer kinds (patterns such as megha.*) or "
+                    "--diagram/--trace: comma-separated message or timer kinds (patterns such as worker.*) or "
                     "deliver, drop, fire")
     rp.add_argument("--from", dest="t_from", metavar="SECONDS", type=_seconds,
                     help="show, --diagram, --trace: from this virtual time")
@@ -391,19 +391,21 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--quiet", action="store_true", help="no progress bar")
     fz.set_defaults(func=_cmd_fuzz)
 
-    b = sub.add_parser("bench", help="benchmarks: fabric, megha or schedulers")
-    b.add_argument("what", choices=["fabric", "megha", "schedulers"])
+    own = "megha"  # plugin-boundary: the name of Megha's own benchmark (tools/bench_megha.py)
+    b = sub.add_parser("bench", help=f"benchmarks: fabric, {own} or schedulers")
+    b.add_argument("what", choices=["fabric", own, "schedulers"])
     b.add_argument("--sizes", type=_sizes, help="fabric: comma-separated actor counts")
     b.add_argument("--messages", type=_positive, default=200_000, help="fabric: messages per pattern and size")
     b.add_argument("--repeat", type=_positive, default=None,
                    help="runs of each case, alternating (fabric: the sides, default 3, the best of each is "
-                   "reported; megha and schedulers: rounds over the cases, default 1, with the spread)")
+                   f"reported; {own} and schedulers: rounds over the cases, default 1, with the spread)")
     b.add_argument("--neighbour", type=_non_negative, default=0, metavar="MB",
                    help="fabric: run beside a process that streams through MB MiB (a tenant that loads the cache)")
-    b.add_argument("--case", action="append", help="megha: which cases (yh1-1k, yh1, goog, syn1000); schedulers: "
-                   "megha, pigeon, pigeonc, sparrow, centralized; repeat the option or separate with commas; default all")
-    b.add_argument("--profile", action="store_true", help="megha and schedulers: run each case under cProfile and "
-                   "print where its time goes, by layer and by file (the profiler slows calls: a guide, not a timing)")
+    b.add_argument("--case", action="append", help=f"{own}: which cases (yh1-1k, yh1, goog, syn1000); "
+                   "schedulers: scheduler names; repeat the option or separate with commas; default all")
+    b.add_argument("--profile", action="store_true", help=f"{own} and schedulers: run each case under cProfile "
+                   "and print where its time goes, by layer and by file (the profiler slows calls: a guide, not a "
+                   "timing)")
     b.set_defaults(func=_cmd_bench)
     return p
 

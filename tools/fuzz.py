@@ -36,11 +36,9 @@ from fedemu.scenarios import fault_plan
 from . import runner, strategies
 from .atomic import write_text
 
-# counters of the protocol paths a search reaches (whichever a run's summary has), in display order
-PATH_COUNTERS = ("invalid_internal", "invalid_external", "repartitions", "failovers", "gm_rebuilds",
-                 "master_elections", "syncs_reset", "tasks_relaunched", "launches_retried",
-                 "duplicate_launches_suppressed", "preemption_attempts", "preemptions", "preemptions_refused", "repeated_completions",
-                 "gang_aborts", "gang_leases_expired", "gang_commits_rechecked")
+# counters of the protocol paths a search reaches (whichever a run's summary has; each plug-in lists its
+# own, ``paths``), in display order
+PATH_COUNTERS = registry.paths()
 KEPT_NOTE = re.compile(r"; (the journal is kept in|`fedemu replay).*$")
 
 

@@ -146,24 +146,24 @@ def workloads():
     })
 
 
-# per scheduler key: small values of its own shape keys (keys a plug-in does not declare are skipped)
-SHAPE_KEYS = {"masters": st.sampled_from([0, 1]), "lm_standby": st.booleans(), "gang": st.booleans(),
-              "distributors": st.integers(1, 3), "schedulers": st.integers(1, 3),
-              "probe_ratio": st.sampled_from([1.0, 2.0, 3.0]),
-              "users": st.sampled_from([0, 2, 3]),  # Megha's users: with 2 or 3, fairness preempts under contention
-              "fqw": st.sampled_from([0, 1, float("inf")]),  # Pigeon's weight of short over long: 20, 1, strict
-              "reserved_fraction": st.sampled_from([0.02, 0.0, 0.4])}  # 0.4 leaves a long-job worker in any group
+def drawn(values):
+    """The strategy a plug-in's ``search`` values stand for: a range draws an integer in it, (False,
+    True) a boolean, anything else one of the values."""
+    if isinstance(values, range):
+        return st.integers(values.start, values.stop - 1)
+    if len(values) == 2 and all(isinstance(v, bool) for v in values) and tuple(values) == (False, True):
+        return st.booleans()
+    return st.sampled_from(list(values))
 
 
 def clusters(scheduler: str | None = None):
     """A small cluster: 1-3 partitions of 1-3 clusters of 1-3 workers each, 1 or 2 slots per worker,
-    and small values of ``scheduler``'s own shape keys (Megha's standby LMs and users, Pigeon's masters,
-    distributors, fair-queue weight and reserved workers, Sparrow's schedulers and probe ratio)."""
-    own = registry.get(scheduler).param_names if scheduler else ()
+    and small values of ``scheduler``'s own keys that its plug-in lists for the search (``search``)."""
+    own = registry.get(scheduler).search if scheduler else ()
     return st.fixed_dictionaries({
         "gms": st.integers(1, 3), "lms": st.integers(1, 3), "workers_per_partition": st.integers(1, 3),
         "capacity": st.sampled_from(["1", "2"]),
-        **{k: v for k, v in SHAPE_KEYS.items() if k in own}})
+        **{k: drawn(values) for k, values in own}})
 
 
 # choice values the search never draws: they need a workload it does not draw (its workloads are Poisson)
@@ -217,11 +217,16 @@ def variants(draw, ref: str, scheduler: str):
     return out
 
 
-def _one_of_gang_or_users(overrides: dict, fixed: dict) -> None:
-    """Gang scheduling and users (fairness) do not combine (a one-line error): a gang run draws no users,
-    and a run with users fixed draws no gang."""
-    if overrides.get("gang") and overrides.get("users"):
-        overrides["gang" if "users" in fixed else "users"] = False if "users" in fixed else 0
+def _exclusive(scheduler: str, overrides: dict, fixed: dict) -> None:
+    """Keys the plug-in says do not combine (``exclusive``): when both are set, the second goes back to
+    its default, or the first if the second is fixed."""
+    plugin = registry.get(scheduler)
+    defaults = {p.name: p.default for p in plugin.params}
+    for first, second in plugin.exclusive:
+        if overrides.get(first, defaults[first]) != defaults[first] and \
+                overrides.get(second, defaults[second]) != defaults[second]:
+            drop = first if second in fixed else second
+            overrides[drop] = defaults[drop]
 
 
 # ---- whole runs ---------------------------------------------------------------------------------
@@ -357,7 +362,8 @@ def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events):
         overrides.update({k: v for k, v in drawn.items() if k in keys or k in registry.get(scheduler).param_names})
         overrides.update(draw(variants(ref, scheduler)))
     overrides.update(fixed)
-    _one_of_gang_or_users(overrides, fixed)
+    if scheduler is not None:
+        _exclusive(scheduler, overrides, fixed)
     seed = draw(st.integers(0, 2**16))
     try:
         names, horizon = built(ref, seed, tuple(sorted(overrides.items())))

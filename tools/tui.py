@@ -74,7 +74,7 @@ class Rewind(BaseException):
 
 # ---- sampling ---------------------------------------------------------------------------
 class Augmented:
-    """A statistics snapshot plus fields the view derived read-only from the actor (``extra``)."""
+    """A statistics snapshot plus fields the view adds (``extra``: ``down`` for a crashed actor's last one)."""
 
     __slots__ = ("_stat", "_extra")
 
@@ -87,30 +87,6 @@ class Augmented:
         if name in extra:
             return extra[name]
         return getattr(self._stat, name)
-
-
-def derived(actor, stat) -> dict:
-    """Fields a panel wants that this actor's statistics lack yet, read (never written) from the
-    actor when it has them: an LM's total capacity and per-partition occupancy, a GM's in-flight
-    launches. Empty when the statistics carry them or the actor has no such state."""
-    extra = {}
-    if hasattr(stat, "free_units") and not hasattr(stat, "partitions"):
-        cap, free = getattr(actor, "capacity", None), getattr(actor, "free", None)
-        per, gms = getattr(actor, "per_partition", 0), len(getattr(actor, "gm_names", ()) or ())
-        if cap and free and len(cap) == len(free) and cap[0]:
-            extra["total_units"] = sum(c[0] for c in cap)
-            if per and gms:
-                totals, frees = [0] * gms, [0] * gms
-                for w, (c, f) in enumerate(zip(cap, free)):
-                    home = min(w // per, gms - 1)
-                    totals[home] += c[0]
-                    frees[home] += f[0]
-                extra["partitions"] = tuple(zip(range(gms), frees, totals))
-    if hasattr(stat, "free_in_view") and not hasattr(stat, "inflight"):
-        inflight = getattr(actor, "inflight", None)
-        if inflight is not None:
-            extra["inflight"] = len(inflight)
-    return extra
 
 
 class JobsSoFar:
@@ -195,12 +171,7 @@ class Sampler:
         stats = []
         for i in range(len(fabric.names)):
             actor = fabric.actor(i)
-            stat = actor.statistics() if actor is not None and hasattr(actor, "statistics") else None
-            if stat is not None:
-                extra = derived(actor, stat)
-                if extra:
-                    stat = Augmented(stat, extra)
-            stats.append(stat)
+            stats.append(actor.statistics() if actor is not None and hasattr(actor, "statistics") else None)
         known = self.known
         down = []
         for i, stat in enumerate(stats):

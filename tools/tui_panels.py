@@ -1,15 +1,16 @@
 """The live view's panels: rich renderables built from one ``Snapshot`` (and the one before it).
 
-Panels read statistics snapshots duck-typed, by their fields: a front end with ``queued`` and
-``launches`` is a Megha-style manager, one with ``queued_high`` a Pigeon master, a node with
-``queued_probes`` a Sparrow node, anything with ``running`` and ``free`` a worker. A field a snapshot
-lacks shows as a dash, never an error, so a new scheduler plug-in gets whichever panels its
-statistics fit.
+An actor's role comes from its name (``gm-2`` is a gm: the roles and their name prefixes are the
+plug-ins', ``actors.registry.roles``), and each scheduler's plug-in declares its topology panels as plain
+data (``actors.plugin.Table`` and ``Histogram``: which role, which statistics fields, how shown). A field
+a snapshot lacks shows as a dash, never an error, so a new scheduler plug-in gets its panels by
+declaring them.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 import attrs
 from rich import box
@@ -17,6 +18,9 @@ from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+
+from fedemu.actors import registry
+from fedemu.actors.plugin import Histogram
 
 GM_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 SHADES = " ░▒▓█"  # occupancy 0 .. 1 in five steps
@@ -67,35 +71,29 @@ def table(title: str, columns, left=()) -> Table:
     return t
 
 
+# name prefix -> role (every role but ``manager``, which spans the others)
+PREFIXES = {prefix: name for name, prefixes in registry.roles().items() if name != "manager" for prefix in prefixes}
+_NAME = re.compile(r"(.+?)-\d+(?:-.*)?")  # ``lm-0``, and a replica's ``lm-0-standby`` (a role's actor too)
+
+
 def role(stat) -> str | None:
-    """What a statistics snapshot belongs to, by its fields: gm, lm, master, sparrow, node or worker."""
-    if hasattr(stat, "queued_high"):
-        return "master"
-    if hasattr(stat, "queued_probes"):
-        return "node"
-    if hasattr(stat, "free_in_view") or (hasattr(stat, "queued") and hasattr(stat, "launches")):
-        return "gm"
-    if hasattr(stat, "free_units") and hasattr(stat, "repartitions"):
-        return "lm"
-    if hasattr(stat, "probes") and hasattr(stat, "assigns"):
-        return "sparrow"
-    if hasattr(stat, "running") and hasattr(stat, "free"):
-        return "worker"
-    return None
+    """The role of the actor a statistics snapshot belongs to, from its name (``<prefix>-<number>...``)."""
+    m = _NAME.fullmatch(str(field(stat, "name", "")))
+    return PREFIXES.get(m.group(1)) if m else None
 
 
 def kinds(snap: Snapshot) -> dict[str, list]:
-    """The snapshots grouped by role (see ``role``), in actor order; crashed managers, masters and
-    schedulers are in their lists as ``down`` (crashed workers show in the worker map)."""
-    out: dict[str, list] = {"gm": [], "lm": [], "master": [], "sparrow": [], "worker": [], "node": []}
+    """The snapshots grouped by role (see ``role``), in actor order; crashed actors other than workers
+    are in their lists as ``down`` (crashed workers show in the worker map)."""
+    out: dict[str, list] = {}
     for stat in snap.stats:
         if stat is not None and (r := role(stat)) is not None:
-            out[r].append(stat)
+            out.setdefault(r, []).append(stat)
     touched = set()
     for stat in snap.down:
         r = role(stat)
-        if r not in (None, "worker", "node"):
-            out[r].append(stat)
+        if r not in (None, "worker"):
+            out.setdefault(r, []).append(stat)
             touched.add(r)
     for r in sorted(touched):
         out[r].sort(key=_order)
@@ -161,35 +159,67 @@ def _index(snap: Snapshot) -> dict[int, int]:
     return {id(s): i for i, s in enumerate(snap.stats) if s is not None}
 
 
-def megha(snap: Snapshot, prev: Snapshot | None, gms: list, lms: list) -> Group:
-    """Per GM its queue, in-flight launches, failed (invalid) requests since the last sample and its
-    view's staleness; per LM free/total capacity and a grid of its partitions (home GM's colour,
-    shaded by occupancy; ``<>`` marks an LM that lent capacity to another GM since the last sample)."""
+def _cell(snap: Snapshot, prev: Snapshot | None, where: dict, stat, column):
+    """One cell of a declared table (``actors.plugin.Column``)."""
+    how, fields = column.how, column.fields
+    if how == "delta":
+        return _num(_delta(snap, prev, where[id(stat)], fields[0]))
+    if how == "sum":
+        return _num(sum(field(stat, f) or 0 for f in fields))
+    if how == "pair":
+        return f"{_num(field(stat, fields[0]))}/{_num(field(stat, fields[1]))}"
+    if how == "max_ms":
+        ages = field(stat, fields[0])
+        return DASH if not ages else f"max {max(ages) / 1e3:,.1f} ms"
+    if how == "grid":
+        lent = _delta(snap, prev, where[id(stat)], fields[1])
+        return partition_grid(field(stat, fields[0]), bool(lent))
+    return _num(field(stat, fields[0]))
+
+
+def _caption(spec, actors: list) -> str | None:
+    """A declared caption: a count of ``actors`` or a sum of a field of the live ones, per part."""
+    if not spec.caption or not actors:
+        return None
+    live = [a for a in actors if not field(a, "down")]
+    return ", ".join(f"{len(actors) if not name else sum(field(a, name, 0) for a in live):,} {words}"
+                     for name, words in spec.caption)
+
+
+def declared_table(spec, snap: Snapshot, prev: Snapshot | None, k: dict) -> Table:
+    """A plug-in's table (``actors.plugin.Table``): a row per actor of its role, crashed ones marked down."""
+    actors = k.get(spec.role, [])
+    columns = [c for c in spec.columns if not c.optional or any(hasattr(a, c.fields[0]) for a in actors)]
+    t = table(spec.title, (spec.header, *(c.header for c in columns)),
+              left=(spec.header, *(c.header for c in columns if c.how == "grid")))
     where = _index(snap)
-    gm_table = table("global managers", ("GM", "queued", "in flight", "invalid", "launches", "ext.",
-                                          "view age"), left=("GM",))
-    for gm in gms:
-        if _down_row(gm_table, gm):
+    for stat in actors:
+        if _down_row(t, stat):
             continue
-        colour = GM_COLOURS[field(gm, "gm", 0) % len(GM_COLOURS)]
-        ages = field(gm, "view_age_us")
-        age = DASH if not ages else f"max {max(ages) / 1e3:,.1f} ms"
-        gm_table.add_row(Text(gm.name, style=colour), _num(field(gm, "queued")), _num(field(gm, "inflight")),
-                         _num(_delta(snap, prev, where[id(gm)], "failures")), _num(field(gm, "launches")),
-                         _num(field(gm, "external")), age)
-    lm_table = table("local managers", ("LM", "free/total", "invalid", "repart.", "partitions"),
-                     left=("LM", "partitions"))
-    for lm in lms:
-        if _down_row(lm_table, lm):
-            continue
-        total = field(lm, "total_units")
-        free = field(lm, "free_units")
-        cap = f"{_num(free)}/{_num(total)}"
-        invalid = (field(lm, "invalid_internal") or 0) + (field(lm, "invalid_external") or 0)
-        lent = _delta(snap, prev, where[id(lm)], "repartitions")
-        lm_table.add_row(lm.name, cap, _num(invalid), _num(field(lm, "repartitions")),
-                         partition_grid(field(lm, "partitions"), bool(lent)))
-    return Group(gm_table, lm_table)
+        name = stat.name
+        if spec.colour_by:
+            name = Text(name, style=GM_COLOURS[field(stat, spec.colour_by, 0) % len(GM_COLOURS)])
+        t.add_row(name, *(_cell(snap, prev, where, stat, c) for c in columns))
+    t.caption = _caption(spec, k.get(spec.caption_role, []))
+    return t
+
+
+def declared_histogram(spec, k: dict, width: int = 40) -> Table:
+    """A plug-in's histogram (``actors.plugin.Histogram``): actors of its role per bucket of a field."""
+    counts = [0] * len(spec.buckets)
+    for stat in k.get(spec.role, []):
+        q = field(stat, spec.field, 0)
+        for i, (lo, hi) in enumerate(spec.buckets):
+            if q >= lo and (hi is None or q <= hi):
+                counts[i] += 1
+                break
+    t = table(spec.title, (spec.header, spec.count_header, ""), left=(spec.header, ""))
+    most = max(counts) or 1
+    for (lo, hi), n in zip(spec.buckets, counts):
+        label = f"{lo}" if hi == lo else f"{lo}+" if hi is None else f"{lo}-{hi}"
+        t.add_row(label, f"{n:,}", Text("█" * round(width * n / most), style="cyan"))
+    t.caption = _caption(spec, k.get(spec.caption_role, []))
+    return t
 
 
 def partition_grid(partitions, lent: bool) -> Text:
@@ -207,57 +237,16 @@ def partition_grid(partitions, lent: bool) -> Text:
     return text
 
 
-def pigeon(masters: list, distributors: list) -> Table:
-    """Per master its high and low queue lengths, idle workers and reserved workers."""
-    optional = [c for c in ("idle_reserved", "idle_general") if any(hasattr(m, c) for m in masters)]
-    t = table("masters", ("master", "high q", "low q", "served hi/lo", "idle", *(c.replace("_", " ") for c in optional),
-                          "reserved"), left=("master",))
-    for m in masters:
-        if _down_row(t, m):
-            continue
-        t.add_row(m.name, _num(field(m, "queued_high")), _num(field(m, "queued_low")),
-                  f"{_num(field(m, 'served_high'))}/{_num(field(m, 'served_low'))}", _num(field(m, "idle_workers")),
-                  *(_num(field(m, c)) for c in optional), _num(field(m, "reserved")))
-    if distributors:
-        open_jobs = sum(field(d, "open_jobs", 0) for d in distributors if not field(d, "down"))
-        t.caption = f"{len(distributors)} distributors, {open_jobs:,} open jobs"
-    return t
-
-
-PROBE_BUCKETS = ((0, 0), (1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, None))
-
-
-def sparrow(nodes: list, schedulers: list, width: int = 40) -> Table:
-    """The distribution of probe-queue lengths over nodes, as a bar per bucket."""
-    counts = [0] * len(PROBE_BUCKETS)
-    for node in nodes:
-        q = field(node, "queued_probes", 0)
-        for i, (lo, hi) in enumerate(PROBE_BUCKETS):
-            if q >= lo and (hi is None or q <= hi):
-                counts[i] += 1
-                break
-    t = table("probe queues over nodes", ("probes queued", "nodes", ""), left=("probes queued", ""))
-    most = max(counts) or 1
-    for (lo, hi), n in zip(PROBE_BUCKETS, counts):
-        label = f"{lo}" if hi == lo else f"{lo}+" if hi is None else f"{lo}-{hi}"
-        t.add_row(label, f"{n:,}", Text("█" * round(width * n / most), style="cyan"))
-    if schedulers:
-        t.caption = (f"{len(schedulers)} schedulers, "
-                         f"{sum(field(s, 'open_jobs', 0) for s in schedulers):,} open jobs, "
-                         f"{sum(field(s, 'probes', 0) for s in schedulers):,} probes sent")
-    return t
-
-
 def topology(snap: Snapshot, prev: Snapshot | None) -> Panel:
-    """The panel for whichever scheduler the snapshots show (Megha and centralized, Pigeon, Sparrow)."""
+    """The panels the plug-ins declare (``registry.panels``) for the roles this run has actors of."""
     k = kinds(snap)
     parts = []
-    if k["gm"] or k["lm"]:
-        parts.append(megha(snap, prev, k["gm"], k["lm"]))
-    if k["master"]:
-        parts.append(pigeon(k["master"], [s for s in snap.stats if s is not None and hasattr(s, "rejected")]))
-    if k["node"]:
-        parts.append(sparrow(k["node"], k["sparrow"]))
+    for spec in registry.panels():
+        if isinstance(spec, Histogram):
+            if k.get(spec.when):
+                parts.append(declared_histogram(spec, k))
+        elif k.get(spec.role):
+            parts.append(declared_table(spec, snap, prev, k))
     body = Group(*parts) if parts else Text("no scheduler statistics found in this run", style="dim")
     return Panel(body, title="topology", border_style="bright_blue")
 

@@ -4,7 +4,9 @@ and end the run once every submitted job is closed."""
 
 from __future__ import annotations
 
-from fedemu.fabric.log import JOB_UNSCHEDULABLE, emit
+from fedemu.fabric.log import emit
+
+from .events import JOB_UNSCHEDULABLE
 
 
 class JobFrontEnd:

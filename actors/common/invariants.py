@@ -234,6 +234,8 @@ CHECKS: dict[str, Check] = {
     "preempted_requeued_once": preempted_requeued_once,
     "gangs_whole": gangs_whole,
 }
+# the checks that only a run using a feature can break (a plug-in's ``features`` says which a run uses)
+FEATURE_CHECKS = {"gangs": "gangs_whole", "users": "preempted_requeued_once"}
 
 
 def check_run(rec: Recorder, cluster: Cluster, end_us: int, *, skip: Iterable[str] = ()) -> dict[str, list[Violation]]:

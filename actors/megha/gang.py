@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedemu.fabric.log import JOB_UNSCHEDULABLE, emit
+from fedemu.fabric.log import emit
 from fedemu.fabric.messages import message
 from fedemu.policies import tebas
 from fedemu.policies.change_log import NO_CAUSE
 
+from ..common.events import JOB_UNSCHEDULABLE
 from ..common.front_end import Pending
 from ..common.submitter import JobDone
 from .global_manager import REQUEST_TRIES, GlobalManager, Inflight

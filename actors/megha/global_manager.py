@@ -53,12 +53,14 @@ import math
 import attrs
 
 from fedemu.fabric.actor import Actor
-from fedemu.fabric.log import JOB_UNSCHEDULABLE, LAUNCH_REQUEUED, emit
+from fedemu.fabric.log import emit
 from fedemu.policies.fair_queue import HIGH, FairQueue
 from fedemu.policies.partition_search import PartitionSearch
 
+from ..common.events import JOB_UNSCHEDULABLE
 from ..common.front_end import JobFrontEnd, Pending
 from ..common.submitter import JobDone, Ping, Pong
+from .events import LAUNCH_REQUEUED
 from .gm_fairness import GmFairness
 from .messages import (RETRIES, AdoptJob, Fenced, GmTimer, Heartbeat, HeartbeatAck, JobTasks, Launch,
                              LaunchAccepted, LaunchFailed, LaunchOk, Snapshot, SnapshotRequest, TaskCompleted,

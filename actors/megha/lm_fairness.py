@@ -27,9 +27,10 @@ where the paper gives no protocol):
 
 from __future__ import annotations
 
-from fedemu.fabric.log import PREEMPT_REFUSED, PREEMPTION, emit
+from fedemu.fabric.log import emit
 from fedemu.policies.change_log import NO_CAUSE
 
+from .events import PREEMPTION, PREEMPT_REFUSED
 from .messages import LmTimer, PreemptFailed, Preempted, StopTask
 
 

@@ -43,10 +43,12 @@ import heapq
 import attrs
 
 from fedemu.fabric.actor import Actor
-from fedemu.fabric.log import LAUNCH_INVALID, RELAUNCH, REPARTITION, emit
+from fedemu.fabric.log import emit
 from fedemu.policies.change_log import NO_CAUSE, ChangeLog
 
+from ..common.events import RELAUNCH
 from ..common.protocol import RunTask, TaskFinished
+from .events import LAUNCH_INVALID, REPARTITION
 from .lm_fairness import Fairness
 from .messages import (RETRIES, AdoptJob, Heartbeat, HeartbeatAck, HeartbeatTick, JobTasks, Launch,
                              LaunchAccepted, LaunchFailed, LaunchOk, LmTimer, Probe, Registered, Snapshot,
@@ -58,6 +60,9 @@ HEARTBEAT_RESENDS = 30  # quiet ticks in a row the LM keeps ticking for an uncon
 
 @attrs.frozen
 class LocalManagerStatistics:
+    """``total_units``/``free_units``: the first resource over the cluster; ``partitions``: (home GM,
+    free, total) of that resource per partition."""
+
     name: str
     lm: int
     free_units: int
@@ -67,6 +72,8 @@ class LocalManagerStatistics:
     repartitions: int
     heartbeats: int
     log_length: int
+    total_units: int = 0
+    partitions: tuple = ()
 
 
 class LmTask:
@@ -547,6 +554,12 @@ class LocalManager(Fairness, Replica, Actor):
             getattr(self, "on_" + type(msg).__name__)(msg, src)
 
     def statistics(self) -> LocalManagerStatistics:
-        return LocalManagerStatistics(self.name, self.lm, sum(f[0] for f in self.free), self.launches,
-                                      self.invalid_internal, self.invalid_external, self.repartitions,
-                                      self.heartbeats, len(self.change_log))
+        gms, per = len(self.gm_names), self.per_partition
+        totals, frees = [0] * gms, [0] * gms
+        for w, (c, f) in enumerate(zip(self.capacity, self.free)):
+            home = min(w // per, gms - 1) if per else 0
+            totals[home] += c[0]
+            frees[home] += f[0]
+        return LocalManagerStatistics(self.name, self.lm, sum(frees), self.launches, self.invalid_internal,
+                                      self.invalid_external, self.repartitions, self.heartbeats,
+                                      len(self.change_log), sum(totals), tuple(zip(range(gms), frees, totals)))

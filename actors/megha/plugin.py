@@ -23,7 +23,8 @@ from fedemu.policies.fair_share import Shares
 from fedemu.policies.partition_view import PartitionView
 
 from ..common.invariants import Violation
-from ..plugin import FRONT_END_COUNTERS, Context, Scheduler
+from ..plugin import FRONT_END_COUNTERS, Column, Context, Role, Scheduler, Size, Submission, Table, Users
+from .events import EVENTS
 from .gang import GANG_COUNTERS, GangGlobalManager, GangLocalManager
 from .global_manager import GlobalManager
 from .gm_fairness import FairConfig
@@ -333,10 +334,69 @@ def build_centralized(ctx: Context) -> list[str]:
 
 SURVIVES = ("crash", "restart", "partition", "heal", "slow", "restore", "loss", "dup")
 CHECKS = (lm_matches_workers, views_converge, one_active_lm)
+ROLES = (Role("gm", ("gm",), "a global manager (a front end)"),
+         Role("lm", ("lm",), "a local manager (lm-<c>; its standby replica, lm-<c>-standby, is named by name)"))
+# what a fault search draws: standby LMs, gangs, users (2 or 3: fairness preempts under contention)
+SEARCH = (("lm_standby", (False, True)), ("gang", (False, True)), ("users", (0, 2, 3)))
+EXCLUSIVE = (("gang", "users"),)  # they do not combine yet (a one-line error)
+PATHS = ("invalid_internal", "invalid_external", "repartitions", "failovers", "gm_rebuilds", "tasks_relaunched",
+         "launches_retried", "duplicate_launches_suppressed", "preemption_attempts", "preemptions",
+         "preemptions_refused", "repeated_completions", "gang_aborts", "gang_leases_expired", "gang_commits_rechecked")
+PANELS = (
+    Table("global managers", "gm", "GM", (
+        Column("queued", ("queued",)), Column("in flight", ("inflight",)), Column("invalid", ("failures",), "delta"),
+        Column("launches", ("launches",)), Column("ext.", ("external",)), Column("view age", ("view_age_us",), "max_ms")),
+        colour_by="gm"),
+    Table("local managers", "lm", "LM", (
+        Column("free/total", ("free_units", "total_units"), "pair"),
+        Column("invalid", ("invalid_internal", "invalid_external"), "sum"), Column("repart.", ("repartitions",)),
+        Column("partitions", ("partitions", "repartitions"), "grid"))),
+)
+# the failover scenario's tour: the active lm-0 fails for good (its standby takes over), gm-0 crashes and
+# restarts (it rebuilds from the LMs' snapshots), gm-0 is cut off from the new active LM
+TOUR = ({"at_s": 2.0, "kind": "crash", "target": "lm-0"},
+        {"at_s": 3.0, "kind": "crash", "target": "gm-0", "for_s": 1.0},
+        {"at_s": 4.0, "kind": "partition", "sides": ["gm-0", "lm-0-standby"], "for_s": 2.0})
 
-MEGHA = Scheduler("megha", "Megha (2022/2023 papers): GMs with eventually consistent views, LMs that validate",
-                  build_megha, params=PARAMS, counters=COUNTERS,
-                  invalid_counters=("invalid_internal", "invalid_external"), survives=SURVIVES, checks=CHECKS)
-CENTRALIZED = Scheduler("centralized", "the 2022 paper's centralized baseline: Megha with one GM and one LM over "
-                        "every machine", build_centralized, params=PARAMS, counters=COUNTERS,
-                        invalid_counters=("invalid_internal", "invalid_external"), survives=SURVIVES, checks=CHECKS)
+
+def _declare(name: str, text: str, build, centralized: bool) -> Scheduler:
+    """Megha, or the centralized baseline (one GM, one LM), with what the layers above need of it."""
+
+    def gms(params: dict) -> int:
+        return 1 if centralized else int(params["gms"])
+
+    def size(params: dict) -> Size:
+        """GMs and LMs (and the LMs' standbys)."""
+        lms = 1 if centralized else int(params["lms"])
+        return Size(gms(params) + lms * (2 if params["lm_standby"] else 1))
+
+    def users(params: dict) -> Users | None:
+        got = users_of(params, gms(params))
+        return None if got is None else Users(got[0], got[1], params["user_assign"], params["fairness"] == "on")
+
+    def submission(params: dict) -> Submission:
+        """Jobs go to a GM round robin or by task count, or to their user's GM; GMs report JobDone."""
+        run_users = users(params)
+        return Submission(params["job_to_gm"], seconds_to_us(float(params["resubmit_s"])),
+                          run_users.front_ends if run_users is not None else None)
+
+    return Scheduler(name, text, build, params=PARAMS, counters=COUNTERS,
+                     invalid_counters=("invalid_internal", "invalid_external"), survives=SURVIVES, checks=CHECKS,
+                     roles=ROLES, events=EVENTS, search=SEARCH, exclusive=EXCLUSIVE, paths=PATHS, size=size,
+                     submission=submission, users=users, job_traits=job_traits, features=features, panels=PANELS,
+                     tour=TOUR)
+
+
+def job_traits(params: dict) -> dict:
+    """Every job of a run with gang=true is a gang."""
+    return {"gang": True} if params["gang"] else {}
+
+
+def features(params: dict) -> frozenset:
+    return frozenset(f for f, on in (("gangs", params["gang"]), ("users", params["users"])) if on)
+
+
+MEGHA = _declare("megha", "Megha (2022/2023 papers): GMs with eventually consistent views, LMs that validate",
+                 build_megha, centralized=False)
+CENTRALIZED = _declare("centralized", "the 2022 paper's centralized baseline: Megha with one GM and one LM over "
+                       "every machine", build_centralized, centralized=True)

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedemu.fabric.log import RESERVED_PLACED, TASK_PLACED, emit
+from fedemu.fabric.log import emit
 from fedemu.policies.fair_queue import HIGH, FairQueue
 from fedemu.policies.partition_view import PartitionView
+
+from .events import RESERVED_PLACED, TASK_PLACED
 
 _COUNTER = ("wfq_high", "wfq_low")
 

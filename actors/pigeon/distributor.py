@@ -45,8 +45,9 @@ from typing import Sequence
 import attrs
 
 from fedemu.fabric.actor import Actor
-from fedemu.fabric.log import JOB_UNSCHEDULABLE, emit
+from fedemu.fabric.log import emit
 
+from ..common.events import JOB_UNSCHEDULABLE
 from ..common.front_end import JobFrontEnd
 from ..common.protocol import TaskFinished
 from ..common.submitter import JobDone, Pong

@@ -16,8 +16,9 @@ Our protocol where Pigeon (2019, "Master Failure Recovery") gives only the idea:
 
 from __future__ import annotations
 
-from fedemu.fabric.log import FAILOVER, emit
+from fedemu.fabric.log import emit
 
+from ..common.events import FAILOVER
 from .failover import PING, TAKE_OVER, SecondWatch
 from .group import NO_KEY, GroupConfig, claim_key
 from .messages import Claim, Hello, MasterPing, MasterTick, RecoverTimer, Suspect, SuspectTimer, Sync, SyncReset, \

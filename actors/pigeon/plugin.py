@@ -26,8 +26,9 @@ from fedemu.model import Param, seconds_between, seconds_to_us, whole_at_least
 from fedemu.policies.fair_queue import check_weight
 
 from ..common.invariants import Violation
-from ..plugin import FRONT_END_COUNTERS, Context, Scheduler
+from ..plugin import FRONT_END_COUNTERS, Column, Context, Role, Scheduler, Size, Table
 from .distributor import ConstraintSetCounts, Distributor
+from .events import EVENTS
 from .group import GroupConfig
 from .master import Master
 from .membership import GroupMember
@@ -201,10 +202,37 @@ def build_pigeonc(ctx: Context) -> list[str]:
     return _build(ctx, constraint_aware=True)
 
 
+ROLES = (Role("master", ("master",), "a group's first master (the second master and elected ones are workers)"),
+         Role("dist", ("dist",), "a distributor (a front end)"))
+# what a fault search draws: groups, distributors, the WFQ weight (20, 1, strict priority), reserved workers
+# (0.4 leaves a long-job worker in any group)
+SEARCH = (("masters", (0, 1)), ("distributors", range(1, 4)), ("fqw", (0, 1, float("inf"))))
+RESERVED_SEARCH = (("reserved_fraction", (0.02, 0.0, 0.4)),)
+PATHS = ("failovers", "master_elections", "syncs_reset", "tasks_relaunched", "duplicate_launches_suppressed",
+         "repeated_completions")
+PANELS = (Table("masters", "master", "master", (
+    Column("high q", ("queued_high",)), Column("low q", ("queued_low",)),
+    Column("served hi/lo", ("served_high", "served_low"), "pair"), Column("idle", ("idle_workers",)),
+    Column("idle reserved", ("idle_reserved",), optional=True), Column("idle general", ("idle_general",), optional=True),
+    Column("reserved", ("reserved",))), caption_role="dist", caption=(("", "distributors"), ("open_jobs", "open jobs"))),)
+# the failover scenario's tour: master-0 fails for good (its second master takes over), dist-0 crashes and
+# restarts, dist-1 is cut off from master-1
+TOUR = ({"at_s": 2.0, "kind": "crash", "target": "master-0"},
+        {"at_s": 3.0, "kind": "crash", "target": "dist-0", "for_s": 1.0},
+        {"at_s": 4.0, "kind": "partition", "sides": ["dist-1", "master-1"], "for_s": 2.0})
+
+
+def size(params: dict) -> Size:
+    """The masters (one per group) and the distributors."""
+    groups = int(params["masters"]) or int(params["lms"])
+    return Size(groups + int(params["distributors"]), keys=("masters", "distributors"))
+
+
+_COMMON = dict(survives=SURVIVES, checks=(master_matches_workers,), roles=ROLES, events=EVENTS, paths=PATHS,
+               size=size, panels=PANELS, tour=TOUR)
 PIGEON = Scheduler("pigeon", "Pigeon (2019): distributors split jobs evenly over group masters with two WFQ "
                    "classes and reserved workers; ignores constraints", build_pigeon,
                    params=COMMON + (RESERVED,), counters=COUNTERS + VIOLATIONS, constraint_aware=False,
-                   survives=SURVIVES, checks=(master_matches_workers,))
+                   search=SEARCH + RESERVED_SEARCH, **_COMMON)
 PIGEONC = Scheduler("pigeonc", "PigeonC (2023): Pigeon with constraint-aware distribution and matching, no "
-                    "reserved workers", build_pigeonc, params=COMMON, counters=COUNTERS, survives=SURVIVES,
-                    checks=(master_matches_workers,))
+                    "reserved workers", build_pigeonc, params=COMMON, counters=COUNTERS, search=SEARCH, **_COMMON)

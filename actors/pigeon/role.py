@@ -17,9 +17,10 @@ from heapq import heappop, heappush
 
 import attrs
 
-from fedemu.fabric.log import RELAUNCH, emit
+from fedemu.fabric.log import emit
 from fedemu.policies.fair_queue import HIGH, LOW
 
+from ..common.events import RELAUNCH
 from ..common.front_end import Pending
 from ..common.protocol import TaskFinished
 from .dispatch import Dispatch

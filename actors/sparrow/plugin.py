@@ -15,7 +15,8 @@ from fedemu.fabric.faults import FAULT_KINDS
 from fedemu.model import Param, finite_at_least, seconds_between, seconds_to_us, whole_at_least
 from fedemu.policies.partition_view import PartitionView
 
-from ..plugin import FRONT_END_COUNTERS, Context, Scheduler
+from ..plugin import FRONT_END_COUNTERS, Context, Histogram, Role, Scheduler, Size
+from .events import EVENTS
 from .node import SparrowNode, node_books_balance, nodes_not_stuck
 from .scheduler import SparrowScheduler
 
@@ -87,7 +88,26 @@ def build(ctx: Context) -> list[str]:
     return names
 
 
+ROLES = (Role("sparrow", ("sparrow",), "a Sparrow scheduler (a front end); its node monitors are the workers"),)
+SEARCH = (("schedulers", range(1, 4)), ("probe_ratio", (1.0, 2.0, 3.0)))  # what a fault search draws
+PATHS = ("tasks_relaunched", "duplicate_launches_suppressed", "repeated_completions")
+PANELS = (Histogram("probe queues over nodes", "worker", "queued_probes", "probes queued", "nodes",
+                    ((0, 0), (1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, None)), when="sparrow",
+                    caption_role="sparrow", caption=(("", "schedulers"), ("open_jobs", "open jobs"),
+                                                     ("probes", "probes sent"))),)
+# the failover scenario's tour: sparrow-0 crashes and restarts, then is cut off from 5 random nodes
+TOUR = ({"at_s": 2.0, "kind": "crash", "target": "sparrow-0", "for_s": 1.0},
+        {"at_s": 4.0, "kind": "partition", "sides": [["sparrow-0"], {"role": "worker", "count": 5}], "for_s": 2.0})
+
+
+def size(params: dict) -> Size:
+    """The schedulers; a job's probes (probe_ratio per task) all leave at once."""
+    return Size(int(params["schedulers"]), keys=("schedulers",), burst=float(params["probe_ratio"]),
+                burst_key="probe_ratio")
+
+
 SPARROW = Scheduler("sparrow", "Sparrow (2013): distributed schedulers, batch probing, late binding",
                     build, params=PARAMS + FAULTS, counters=COUNTERS, takes_policy=False,
-                    survives=FAULT_KINDS,
-                    checks=(node_books_balance, nodes_not_stuck))
+                    survives=FAULT_KINDS, checks=(node_books_balance, nodes_not_stuck), roles=ROLES,
+                    events=EVENTS, search=SEARCH, paths=PATHS, size=size, panels=PANELS,
+                    tour=TOUR)

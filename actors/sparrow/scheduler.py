@@ -42,12 +42,14 @@ from collections import deque
 import attrs
 
 from fedemu.fabric.actor import Actor
-from fedemu.fabric.log import JOB_UNSCHEDULABLE, LATE_BIND_CANCEL, RELAUNCH, emit
+from fedemu.fabric.log import emit
 
 from ..common.deadlines import Deadlines
+from ..common.events import JOB_UNSCHEDULABLE, RELAUNCH
 from ..common.front_end import JobFrontEnd
 from ..common.protocol import TaskFinished
 from ..common.submitter import JobDone, Ping, Pong, Resubmit
+from .events import LATE_BIND_CANCEL
 from .messages import TICK, Assign, Cancel, GetTask, Probe, Reject, ResultAck, TaskQuery, TaskStatus
 
 _CACHE_LIMIT = 4096
