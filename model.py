@@ -8,11 +8,14 @@
 - What a run measures (``Recorder``): per-job and per-task records plus named counters. Actors report
   protocol events through its methods (never by touching its records); ``tools.metrics`` turns it into
   percentiles, CSVs and plots. -1 means "not yet".
-- A declared parameter (``Param``): what scenarios and scheduler plug-ins accept from ``--set``.
+- Declared parameters (``Param``, and parameter classes of ``param`` fields): what scenarios, workloads
+  and scheduler plug-ins accept from ``--set``.
 """
 
 from __future__ import annotations
 
+import functools
+import typing
 from bisect import insort
 from typing import Any, Callable
 
@@ -36,9 +39,9 @@ def seconds_to_us(seconds: float) -> int:
 class Param:
     """One ``--set`` key a scenario or scheduler declares: default, meaning and what a valid value is.
 
-    ``--set`` reads a value as the default's kind (bool, whole number, number or text); ``ok(value)``
-    then says whether it is valid, and ``expected`` words the rule for the one-line error naming key
-    and value."""
+    ``--set`` reads a value as its ``kind`` (bool, whole number, number or text; the default's type
+    when not declared); ``ok(value)`` then says whether it is valid, and ``expected`` words the rule
+    for the one-line error naming key and value. Parameter classes (``param`` fields) declare them."""
 
     name: str
     default: Any
@@ -46,6 +49,11 @@ class Param:
     ok: Callable[[Any], bool] | None = None
     expected: str = ""
     choices: tuple = ()  # a choice key's values (``one_of``): what a fault search draws its variants from
+    kind: type | None = None  # the declared type; None: the default's
+
+    @property
+    def type(self) -> type:
+        return self.kind if self.kind is not None else type(self.default)
 
     def check(self, value) -> None:
         """Raise a ConfigError naming the key and value unless ``value`` is valid."""
@@ -90,6 +98,46 @@ def finite_at_least(minimum: float, strict: bool = False) -> dict:
             return False
         return v > minimum if strict else v >= minimum
     return {"ok": ok, "expected": f"a finite number {'>' if strict else '>='} {minimum:g}"}
+
+
+# A parameter class is a frozen attrs class whose fields are ``param``s: the keys of one scheduler, one
+# workload or one part of the run, with their types, defaults, rules and meanings. ``--set`` text is
+# read once, at the edge (``tools.params``); what builds a run gets the class's instance (``typed``).
+_DECLARED = "fedemu.param"  # the metadata key of a ``param`` field: (help, rule)
+
+
+def param(default, help: str, rule: dict | None = None) -> Any:
+    """One ``--set`` key of a parameter class (an attrs field): its default, meaning and rule (``ok``,
+    ``expected``, ``choices``: ``whole_at_least(1)``, ``one_of(...)``, ...), checked whenever the class is
+    built, in one line naming the key and the value."""
+    return attrs.field(default=default, validator=_check_field, metadata={_DECLARED: (help, dict(rule or {}))})
+
+
+def _declared(f: attrs.Attribute, kind=None) -> Param:
+    help_text, rule = f.metadata[_DECLARED]
+    return Param(f.name, f.default, help_text, kind=kind, **rule)
+
+
+def _check_field(instance, attribute, value) -> None:
+    _declared(attribute).check(value)
+
+
+@functools.cache
+def declared(cls) -> tuple[Param, ...]:
+    """The ``Param`` of every field of parameter class ``cls``, in order, of its annotated type."""
+    hints = typing.get_type_hints(cls)
+    return tuple(_declared(f, hints[f.name]) for f in attrs.fields(cls))
+
+
+def typed(cls, params: dict):
+    """The instance of parameter class ``cls`` that ``params`` (a run's resolved keys) holds; a whole
+    number given for a number key is that number as a float (``params`` keeps what was given: the
+    journal's header holds it)."""
+    return cls(**{p.name: _as_kind(p.type, params[p.name]) for p in declared(cls) if p.name in params})
+
+
+def _as_kind(kind: type, value):
+    return float(value) if kind is float and isinstance(value, int) and not isinstance(value, bool) else value
 
 
 # ---- jobs -------------------------------------------------------------------------------

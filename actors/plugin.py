@@ -1,7 +1,7 @@
 """The scheduler plug-in interface: what a scheduler declares, and what it builds its actors from.
 
 A scheduler is one ``Scheduler`` value in the ``plugin`` module of its own package (``actors/megha/``,
-``pigeon/``, ``sparrow/``), listed once in ``actors/registry.py``. It declares its ``--set`` keys (``Param``),
+``pigeon/``, ``sparrow/``), listed once in ``actors/registry.py``. It declares its ``--set`` keys (a parameter class),
 the counters it keeps and its traits; ``build(ctx)`` adds its actors to ``ctx.fabric`` and returns the
 names of the front ends that jobs are submitted to. Actors address each other by these names, resolved
 to actor ids by the fabric when each actor starts, never by id arithmetic.
@@ -21,12 +21,14 @@ import attrs
 
 from fedemu.fabric.log import Event
 from fedemu.fabric.rand import Stream
-from fedemu.model import Cluster, Param, Recorder, seconds_to_us
+from fedemu.model import Cluster, Param, Recorder, declared, seconds_to_us, typed
 
 
 @attrs.frozen
 class Context:
-    """Everything a scheduler builds its actors from (``params``: the common keys and its own)."""
+    """Everything a scheduler builds its actors from: ``config``, its own keys (an instance of its
+    parameter class); ``params``, every key of the run as resolved (the common ones: the cluster's
+    shape, the short-job cutoff)."""
 
     fabric: Any
     cluster: Cluster
@@ -34,6 +36,7 @@ class Context:
     recorder: Recorder
     feasible: Callable[[tuple, tuple], bool]  # can some machine ever run a task (constraints, demand)?
     policy: Any = None  # the worker-choice policy; None for a scheduler that takes none
+    config: Any = None
 
     def stream(self, name: str) -> Stream:
         """A random stream of the run's seed for a build-time draw, named for what it draws."""
@@ -167,7 +170,7 @@ class Scheduler:
     name: str
     help: str  # one line: what it is
     build: Callable[[Context], list[str]]  # adds the actors; returns the front ends' names
-    params: tuple[Param, ...] = ()
+    config: type | None = None  # its parameter class (``model.param`` fields): its own --set keys
     counters: tuple[tuple[str, str], ...] = ()  # (name, meaning) of each recorder counter it keeps
     takes_policy: bool = True  # whether the worker-choice ``policy`` applies to it
     constraint_aware: bool = True  # whether it places tasks only on machines that satisfy their constraints
@@ -197,8 +200,17 @@ class Scheduler:
     tour: tuple[dict, ...] = ()  # fault tables taking it through its recovery protocols (scenario failover)
 
     @property
+    def params(self) -> tuple[Param, ...]:
+        """Its keys, as declared by its parameter class."""
+        return declared(self.config) if self.config is not None else ()
+
+    @property
     def param_names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.params)
+
+    def config_of(self, params: dict):
+        """Its parameter class's instance for a run with ``params`` (None without a class)."""
+        return typed(self.config, params) if self.config is not None else None
 
 
 # the cost models (``fabric.costs``) a run may name with --set cost_model=NAME: one JSON table each, with

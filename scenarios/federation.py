@@ -20,94 +20,44 @@ from fedemu.fabric import costs
 from fedemu.fabric.errors import ConfigError, unknown_name
 from fedemu.fabric.network import Latency, Link
 from fedemu.fabric.rand import Stream
-from fedemu.fabric.ties import TIE_ORDERS
-from fedemu.model import (ClusterSpec, Param, Recorder, finite_at_least, one_of, probability, seconds_to_us,
-                          whole_at_least)
+from fedemu.model import ClusterSpec, Param, Recorder, declared, seconds_to_us, typed
 from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES, get_worker_choice
 from fedemu.scenarios import constraints as cons
 from fedemu.scenarios import fault_plan
 from fedemu.scenarios import machines
 from fedemu.scenarios import preflight
-from fedemu.scenarios.synthetic import TASK_DISTS, poisson_jobs, syn_jobs
+from fedemu.scenarios.synthetic import poisson_jobs, syn_jobs
 from fedemu.scenarios.trace import read_trace
 
 from .run import FederationRun
+from .run_params import (ClusterParams, FailureParams, NetworkParams, PoissonParams, RunParams, SynParams,
+                         TraceParams, WorkloadParams)
 
-POLICY = Param("policy", "random", f"worker-choice policy: {', '.join(sorted(WORKER_CHOICE_NAMES))}",
-               choices=tuple(sorted(WORKER_CHOICE_NAMES)))  # checked by ``declare`` (its error names the known ones)
-# the worker-choice policies' own keys, with the policies they apply to
-POLICY_OPTIONS = {
-    Param("d", 2, "d-choices: draw among the D least-loaded candidates (1: greedy)", **whole_at_least(1)):
-        ("d-choices",),
-    Param("beta", 3, "tebas: machines per Fitness group (Algorithm 1's beta) when a gang is placed whole",
-          **whole_at_least(1)): ("tebas",),
-}
-COMMON = (
-    Param("scheduler", registry.DEFAULT, f"the scheduler: {', '.join(registry.SCHEDULERS)}"),
-    POLICY,
-    Param("cost_model", DEFAULT_COST_MODEL, "service times of the scheduler components (every actor but the "
-          "workers and the submitter): zero (none), a model in actors/costs/, or a model JSON file"),
-    *POLICY_OPTIONS,
-    # cluster: lms clusters of gms * workers_per_partition workers ("workers" > 0 derives the shape)
-    Param("gms", 3, "partitions per cluster (a scheduler may give each a manager); with lms and "
-          "workers_per_partition fixes the machines", **whole_at_least(1)),
-    Param("lms", 4, "clusters (a scheduler may give each a manager, or make each a group)", **whole_at_least(1)),
-    Param("workers_per_partition", 25, "workers per partition (each cluster has gms * this many)",
-          **whole_at_least(1)),
-    Param("workers", 0, "total workers; > 0 derives workers_per_partition (a multiple of gms * lms)",
-          **whole_at_least(0)),
-    Param("capacity", "1", "each worker's capacity vector, e.g. 1 (slots) or 4,16 (cpu,mem)"),
-    Param("demand", "1", "each task's demand vector, as long as capacity"),
-    Param("demands", "", "per-job demand vectors drawn from a mix DEMAND:SHARE,..., e.g. 1x2:60,2x4:30,4x8:10 "
-          "(replaces demand); a trace line's own demand= stands"),
-    Param("machine_types", "", "mixed machines CAPACITY@SPEED:SHARE,..., e.g. 4x16@1.0:60,8x32@1.5:40 (replaces "
-          "capacity; speed k_n >= 1); empty: every machine has capacity and speed 1"),
-    Param("alpha", "0", "jobs' parallel fraction: a run time is duration x ((1-alpha) + alpha/k_n); a number "
-          "from 0 to 1 or U(a,b) drawn per job"),
-    Param("constraints", True, "draw machine and task constraints from the constraint table"),
-    Param("constraint_table", "", "a constraint table JSON file; empty: the built-in stand-in table"),
-    Param("constraint_scarcity", 1.0, "how rare constrained machines are: each machine fraction f of the table "
-          "becomes min(1, f / this); 1: the table as written, 2: half as many machines provide each constraint",
-          **finite_at_least(0, strict=True)),
-    # workload
-    Param("workload", "poisson", "syn_N (jobs of N 1-s tasks), poisson, or trace"),
-    Param("trace", "", "the trace file of workload=trace"),
-    Param("jobs", 0, "jobs to submit; 0: the workload's own size (500 poisson jobs, 2000 syn_N jobs, the "
-          "whole trace)", **whole_at_least(0)),
-    Param("load", 0.8, "poisson: offered load as a share of the slots (when rate is 0)", **finite_at_least(0)),
-    Param("rate", 0.0, "poisson: jobs per second; 0 derives it from load", **finite_at_least(0)),
-    Param("fanout", 10, "poisson: tasks per job", **whole_at_least(1)),
-    Param("task_s", 1.0, "mean task duration in seconds (poisson, syn_N)", **finite_at_least(0, strict=True)),
-    Param("task_dist", "exp", f"poisson: task duration distribution: {', '.join(sorted(TASK_DISTS))}"),
-    Param("short_cutoff_s", 90.5811, "jobs whose mean task is at most this many seconds count as short",
-          **finite_at_least(0)),
-    # network
-    Param("latency_ms", 0.5, "one-way message latency in milliseconds", **finite_at_least(0)),
-    Param("jitter_ms", 0.0, "latency spread: uniform in latency +- jitter", **finite_at_least(0)),
-    Param("loss", 0.0, "probability that a message is lost", **probability()),
-    Param("dup", 0.0, "probability that a message is delivered twice", **probability()),
-    Param("ties", TIE_ORDERS[0], "order of messages due at one time: seeded (a seeded order of the senders that "
-          "changes with the time) or sender (lowest sender id first, the older order)",
-          **one_of(TIE_ORDERS)),
-    # random failure processes (scenarios.fault_plan): exponential times to failure and to repair per actor
-    Param("worker_mtbf_s", 0.0, "mean seconds between a worker's failures; 0: workers never fail",
-          **finite_at_least(0)),
-    Param("worker_mttr_s", 0.0, "mean seconds to repair a failed worker; 0: it stays down", **finite_at_least(0)),
-    Param("manager_mtbf_s", 0.0, "the same for managers (every actor of a role but worker: see the roles in "
-          "docs/faults.md)", **finite_at_least(0)),
-    Param("manager_mttr_s", 0.0, "mean seconds to repair a failed manager; 0: it stays down",
-          **finite_at_least(0)),
-    Param("fault_horizon_s", 0.0, "failure processes draw crashes up to this virtual time; 0: the last arrival "
-          "plus the longest task", **finite_at_least(0)),
-)
+# what each workload reads besides the common workload keys
+WORKLOADS = {"poisson": PoissonParams, "syn_N": SynParams, "trace": TraceParams}
+_RUN = declared(RunParams)
+POLICY = _RUN[1]
+POLICY_OPTIONS = {_RUN[3]: ("d-choices",), _RUN[4]: ("tebas",)}  # the policies' own keys, and whose they are
+# a run's keys in the order its journal header keeps them (every journal before the parameter classes did)
+_WORKLOAD_ORDER = ("workload", "trace", "jobs", "load", "rate", "fanout", "task_s", "task_dist", "short_cutoff_s")
 
+
+def _common() -> tuple[Param, ...]:
+    """Every key a federation run has besides its scheduler's, in the journal header's order."""
+    workload = {p.name: p for cls in (WorkloadParams, *WORKLOADS.values()) for p in declared(cls)}
+    assert set(workload) == set(_WORKLOAD_ORDER), "a workload key is missing from _WORKLOAD_ORDER"
+    return (*_RUN, *declared(ClusterParams), *(workload[k] for k in _WORKLOAD_ORDER), *declared(NetworkParams),
+            *declared(FailureParams))
+
+
+COMMON = _common()
 PARAMS = {p.name: p.default for p in COMMON + tuple(p for s in registry.SCHEDULERS.values() for p in s.params)}
 
 
 # the workload keys and the workloads that read them: setting one another workload ignores is an error
-WORKLOAD_KEYS = {"workload": ("poisson", "syn_N", "trace"), "trace": ("trace",), "load": ("poisson",),
-                 "rate": ("poisson",), "fanout": ("poisson",), "task_dist": ("poisson",),
-                 "task_s": ("poisson", "syn_N")}
+WORKLOAD_KEYS = {"workload": tuple(WORKLOADS),
+                 **{p.name: tuple(w for w, cls in WORKLOADS.items() if p.name in attrs.fields_dict(cls))
+                    for cls in WORKLOADS.values() for p in declared(cls)}}
 
 
 def declare(params: dict, given=()) -> list[tuple[str, tuple[Param, ...]]]:
@@ -160,8 +110,8 @@ def shape(params: dict) -> tuple[int, int, int]:
 
     The machines are the same for every scheduler: the centralized baseline runs one GM and one LM
     over all of them, not a differently drawn cluster."""
-    gms, lms, wpp = int(params["gms"]), int(params["lms"]), int(params["workers_per_partition"])
-    total = int(params["workers"])
+    c = typed(ClusterParams, params)
+    gms, lms, wpp, total = c.gms, c.lms, c.workers_per_partition, c.workers
     for key, value in (("gms", gms), ("lms", lms)):
         if value < 1:
             raise ConfigError(f"parameter {key!r} is {value}; expected at least 1")
@@ -177,19 +127,20 @@ def shape(params: dict) -> tuple[int, int, int]:
 def build_cluster(params: dict, seed: int):
     """The machines: ``lms`` clusters of ``gms * workers_per_partition`` workers each."""
     gms, lms, wpp = shape(params)
-    table = cons.ConstraintTable.load(params["constraint_table"] or None)
-    table = table.with_scarcity(float(params["constraint_scarcity"]))
-    types = machines.parse(params["machine_types"]) if params["machine_types"] else None
-    if types is not None and str(params["capacity"]) != "1":
-        raise ConfigError(f"parameters 'capacity' ({params['capacity']!r}) and 'machine_types' both set; "
+    c = typed(ClusterParams, params)
+    table = cons.ConstraintTable.load(c.constraint_table or None)
+    table = table.with_scarcity(c.constraint_scarcity)
+    types = machines.parse(c.machine_types) if c.machine_types else None
+    if types is not None and c.capacity != "1":
+        raise ConfigError(f"parameters 'capacity' ({c.capacity!r}) and 'machine_types' both set; "
                           "machine_types gives every machine's capacity")
-    capacity = types[0].capacity if types else _vector(params["capacity"], "capacity")
+    capacity = types[0].capacity if types else _vector(c.capacity, "capacity")
     resources = machines.resource_names(len(capacity))
     cluster = cons.build_cluster(clusters=lms, workers_per_cluster=gms * wpp, table=table,
                                  stream=Stream(seed, "cluster"), capacity=capacity, resources=resources)
     if types is not None:
         cluster = machines.assign(cluster, types, Stream(seed, "machine-types"))
-    if not params["constraints"]:
+    if not c.constraints:
         cluster = attrs.evolve(cluster, clusters=tuple(
             attrs.evolve(c, workers=tuple(attrs.evolve(w, constraints=()) for w in c.workers))
             for c in cluster.clusters))
@@ -225,12 +176,13 @@ def job_filler(params: dict, seed: int):
     """``fill(job, given=())``: the job with the run's demand (``demand``, or one drawn from the ``demands``
     mix), alpha (drawn per job for ``U(a,b)``) and the scheduler's traits (``job_traits``: a gang flag, say),
     except the keys in ``given`` (a trace line's own)."""
-    demand = _vector(params["demand"], "demand")
-    mix = machines.parse_demands(params["demands"]) if params["demands"] else None
-    if mix is not None and str(params["demand"]) != "1":
-        raise ConfigError(f"parameters 'demand' ({params['demand']!r}) and 'demands' both set; demands gives "
+    c = typed(ClusterParams, params)
+    demand = _vector(c.demand, "demand")
+    mix = machines.parse_demands(c.demands) if c.demands else None
+    if mix is not None and c.demand != "1":
+        raise ConfigError(f"parameters 'demand' ({c.demand!r}) and 'demands' both set; demands gives "
                           "every job's demand")
-    low, high = machines.parse_alpha(params["alpha"])
+    low, high = machines.parse_alpha(c.alpha)
     mixes, alphas = Stream(seed, "demands"), Stream(seed, "alpha")
     traits = registry.get(params["scheduler"]).job_traits(params)  # every job's own fields (a gang, say)
 
@@ -250,8 +202,8 @@ def job_filler(params: dict, seed: int):
 
 def build_workload(params: dict, seed: int, total_units: int, table):
     """The job stream (lazy), with task constraints drawn from the table when constraints are on."""
-    kind = str(params["workload"])
-    jobs = int(params["jobs"])
+    w = typed(WorkloadParams, params)
+    kind, jobs = w.workload, w.jobs
     fill = job_filler(params, seed)
     users = registry.get(params["scheduler"]).users(params)
     if kind.startswith("syn_"):
@@ -259,18 +211,19 @@ def build_workload(params: dict, seed: int, total_units: int, table):
             n = int(kind[4:])
         except ValueError:
             raise ConfigError(f"workload {kind!r}: expected syn_N with N a whole number, e.g. syn_100") from None
-        stream = syn_jobs(n, jobs=jobs or preflight.DEFAULT_SYN_JOBS, task_s=float(params["task_s"]))
+        stream = syn_jobs(n, jobs=jobs or preflight.DEFAULT_SYN_JOBS, task_s=typed(SynParams, params).task_s)
     elif kind == "poisson":
-        rate = float(params["rate"]) or None
+        po = typed(PoissonParams, params)
+        rate = po.rate or None
         stream = poisson_jobs(Stream(seed, "workload"), jobs=jobs or preflight.DEFAULT_POISSON_JOBS,
-                              fanout=int(params["fanout"]),
-                              task_s=float(params["task_s"]), task_dist=params["task_dist"], rate=rate,
-                              load=None if rate else float(params["load"]), workers=total_units)
+                              fanout=po.fanout, task_s=po.task_s, task_dist=po.task_dist, rate=rate,
+                              load=None if rate else po.load, workers=total_units)
     elif kind == "trace":
-        if not params["trace"]:
+        trace = typed(TraceParams, params).trace
+        if not trace:
             raise ConfigError("workload 'trace' needs --set trace=PATH")
         from_trace = len(users.front_ends) if users is not None and users.assign == "trace" else None
-        stream = read_trace(params["trace"], jobs=jobs if jobs > 0 else None, fill=fill, users=from_trace)
+        stream = read_trace(trace, jobs=jobs if jobs > 0 else None, fill=fill, users=from_trace)
     else:
         raise unknown_name("workload", kind, ("syn_N", "poisson", "trace"))
     if kind != "trace":
@@ -278,7 +231,7 @@ def build_workload(params: dict, seed: int, total_units: int, table):
             raise ConfigError(f"user_assign=trace reads each job's user=K from a trace, but the workload is "
                               f"{kind!r}; use workload=trace, or user_assign=round-robin or weighted")
         stream = map(fill, stream)
-    if params["constraints"]:
+    if typed(ClusterParams, params).constraints:
         stream = cons.assign_task_constraints(stream, table, Stream(seed, "task-constraints"))
     if users is not None and users.assign != "trace":
         stream = assign_users(stream, users, seed)
@@ -302,32 +255,34 @@ def assign_users(jobs, users, seed: int):
 
 
 def network(params: dict) -> Link:
-    base = seconds_to_us(float(params["latency_ms"]) / 1000)
-    jitter = seconds_to_us(float(params["jitter_ms"]) / 1000)
+    n = typed(NetworkParams, params)
+    base = seconds_to_us(n.latency_ms / 1000)
+    jitter = seconds_to_us(n.jitter_ms / 1000)
     latency = Latency.const(base) if jitter == 0 else Latency.uniform(max(0, base - jitter), base + jitter)
-    return Link(latency, loss=float(params["loss"]), dup=float(params["dup"]))
+    return Link(latency, loss=n.loss, dup=n.dup)
 
 
 def build(fabric, params: dict):
     """Build the whole run onto ``fabric``; returns the Run the runner checks and writes results of."""
     estimate = preflight.check(params)  # numbers, size and warnings, before anything is built
     params = {**params, "jobs": estimate.jobs}  # jobs=0 made definite: the summary's workload says how many
-    scheduler = registry.get(params["scheduler"])
-    policy = get_worker_choice(params["policy"], d=int(params["d"]), beta=int(params["beta"]),
-                               alpha=sum(machines.parse_alpha(params["alpha"])) / 2) if scheduler.takes_policy else None
+    run, c = typed(RunParams, params), typed(ClusterParams, params)
+    scheduler = registry.get(run.scheduler)
+    policy = get_worker_choice(run.policy, d=run.d, beta=run.beta,
+                               alpha=sum(machines.parse_alpha(c.alpha)) / 2) if scheduler.takes_policy else None
     cluster, table = build_cluster(params, fabric.seed)
     total_units = sum(w.capacity[0] for w in cluster.workers())
     recorder = Recorder(total_units=total_units, machines={w.worker_id: w.capacity for w in cluster.workers()})
     fabric.network.default = network(params)
-    fabric.ties = params["ties"]
-    fabric.cost_model = costs.load(params["cost_model"], COST_MODELS)
+    fabric.ties = typed(NetworkParams, params).ties
+    fabric.cost_model = costs.load(run.cost_model, COST_MODELS)
     if fabric.cost_model is not None:  # components take time: the recorder measures processing
         recorder.timed = True
         fabric.on_served = recorder.served
-    if params["demands"]:
-        mix = machines.parse_demands(params["demands"])
+    if c.demands:
+        mix = machines.parse_demands(c.demands)
         if len(mix.vectors[0]) != len(cluster.resources):
-            raise ConfigError(f"parameter 'demands' is {params['demands']!r}; its vectors name "
+            raise ConfigError(f"parameter 'demands' is {c.demands!r}; its vectors name "
                               f"{len(mix.vectors[0])} resource(s), the machines {len(cluster.resources)} "
                               f"({', '.join(cluster.resources)})")
     max_cap = tuple(max(w.capacity[r] for w in cluster.workers()) for r in range(len(cluster.resources)))
@@ -337,18 +292,19 @@ def build(fabric, params: dict):
         preflight.check_feasible(build_workload(params, fabric.seed, total_units, table), feasible, max_cap,
                                  cluster.resources)
     except ConfigError as e:
-        if float(params["constraint_scarcity"]) == 1:
+        if c.constraint_scarcity == 1:
             raise
-        raise ConfigError(f"{e}; constraint_scarcity={params['constraint_scarcity']:g} divides the share of "
+        raise ConfigError(f"{e}; constraint_scarcity={c.constraint_scarcity:g} divides the share of "
                           "machines providing each constraint by that much") from None
-    targets = scheduler.build(Context(fabric, cluster, params, recorder, feasible, policy))
+    targets = scheduler.build(Context(fabric, cluster, params, recorder, feasible, policy,
+                                      config=scheduler.config_of(params)))
     jobs = build_workload(params, fabric.seed, total_units, table)
-    cutoff = seconds_to_us(float(params["short_cutoff_s"]))
+    cutoff = seconds_to_us(typed(WorkloadParams, params).short_cutoff_s)
     how = scheduler.submission(params)  # how jobs reach its front ends
     fabric.add("submitter", lambda: Submitter(jobs, targets, recorder, short_cutoff_us=cutoff, choice=how.choice,
                                               resubmit_us=how.resubmit_us, route=how.route))
     fabric.add_faults(fault_plan.processes(params, fabric.names, fabric.seed,
                                            lambda: build_workload(params, fabric.seed, total_units, table)))
-    run = FederationRun(params, cluster, recorder)
-    run.total_jobs = estimate.jobs  # the progress bar's total, known before the jobs are submitted
-    return run
+    result = FederationRun(params, cluster, recorder)
+    result.total_jobs = estimate.jobs  # the progress bar's total, known before the jobs are submitted
+    return result

@@ -96,7 +96,7 @@ def test_help_params_of_a_scenario_without_declarations(capsys):
 def test_a_scheduler_added_through_the_registry_alone(monkeypatch):
     """A new plug-in (Megha with one GM over the same clusters) runs by name with no change elsewhere."""
     one_gm = Scheduler("one-gm", "Megha with a single GM", lambda ctx: megha.add_actors(ctx, ctx.cluster, 1),
-                       params=megha.PARAMS, counters=megha.COUNTERS)
+                       config=megha.MeghaParams, counters=megha.COUNTERS)
     monkeypatch.setitem(registry.SCHEDULERS, "one-gm", one_gm)
     r = execute("default", overrides={"scheduler": "one-gm", "jobs": 40})
     assert r.fabric.names[:5] == ["gm-0", "lm-0", "lm-1", "lm-2", "lm-3"]

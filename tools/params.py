@@ -1,8 +1,18 @@
-"""Scenario parameters: defaults from the scenario, overrides from ``--set key=value``.
+"""Scenario parameters: defaults from the scenario, overrides from ``--set key=value``: the edge where
+``--set`` text becomes typed values, once.
 
 A scenario may declare which keys apply to a run (``declare(params, given)``: the federation scenario
-returns the common keys and the chosen scheduler's, each a ``model.Param``); then a key that does not
-apply is an error, every value is checked by its Param, and the run's parameters are only those keys.
+returns the common keys and the chosen scheduler's, each a ``model.Param`` of a parameter class); then a
+key that does not apply is an error, every value is checked by its Param, and the run's parameters are
+only those keys. A value is read as its key's type, which is its default's (``tests/test_paramdoc.py``
+checks that every declared type is): a scenario without declarations has only its defaults to go by.
+What builds the run then reads the parameter classes' instances (``model.typed``), not this text.
+
+The reading is our own (``parse_value`` and ``resolve``), not a structuring library's: it must keep a
+value as given where it is already a number (the journal header holds the run's keys, and a replay
+must write the same bytes), take a whole number for a number key and an integral float or ``inf`` for a
+whole-number key (whose rule then decides), take text that looks like a number verbatim for a text key,
+and say what is wrong in one line naming the key and the value.
 """
 
 from __future__ import annotations

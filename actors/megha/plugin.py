@@ -18,7 +18,7 @@ import attrs
 import numpy as np
 
 from fedemu.fabric.errors import ConfigError
-from fedemu.model import Param, finite_at_least, one_of, seconds_between, seconds_to_us, whole_at_least
+from fedemu.model import finite_at_least, one_of, param, seconds_between, seconds_to_us, typed, whole_at_least
 from fedemu.policies.fair_share import Shares
 from fedemu.policies.partition_view import PartitionView
 
@@ -41,54 +41,56 @@ USER_ASSIGN = ("round-robin", "weighted", "trace")
 PAPER_USER_GMS = (0, 1, 1, 2)  # the 2022 paper's mapping (IV-E): queue 1 -> GM 1, 2 and 3 -> GM 2, 4 -> GM 3
 
 
-PARAMS = (
-    Param("heartbeat_s", 10.0, "LM heartbeat period in seconds (delta updates to the GMs)",
-          **finite_at_least(0, strict=True)),
-    Param("launch_timeout_s", 2.0, "a GM asks a launch again when its completion is this late (past the "
-          "task's expected end)", **seconds_between(1e-6, 1e7)),
-    Param("request_timeout_s", 1.0, "a GM asks again for a snapshot or a job's tasks after this long; a "
-          "restarted worker registers again", **seconds_between(1e-6, 1e7)),
-    Param("resubmit_s", 10.0, "the submitter pings each GM holding open jobs this often, resubmitting the "
-          "jobs it does not hold; 3 missed pings take the GM for down", **seconds_between(1e-6, 1e7)),
-    Param("worker_grace_s", 1.0, "an LM probes the worker of a task overdue by this much (checked at its "
-          "heartbeat tick)", **seconds_between(1e-6, 1e7)),
-    Param("worker_probe_timeout_s", 1.0, "an LM's wait for a probed worker's answer", **seconds_between(1e-6, 1e7)),
-    Param("worker_probe_retries", 3, "unanswered probes before an LM marks a worker down",
-          **whole_at_least(1)),
-    Param("worker_down_timeout_s", 30.0, "a worker down this long has its tasks handed back to their GMs",
-          **seconds_between(1e-6, 1e7)),
-    Param("launch_replies", "delta", "what a GM hears back from a launch: 'delta' (every launch is answered with "
-          "the LM's changes that GM has not seen; the workshop paper) or 'failures' (only invalid launches are)",
-          **one_of(("delta", "failures"))),
-    Param("lm_standby", False, "give each LM a standby replica (lm-<c>-standby) that takes over when the active "
-          "stops answering (2022 paper, IV-D; see actors/megha/standby.py)"),
-    Param("lm_beat_s", 1.0, "with lm_standby: an active LM with work in hand beats to its standby this often",
-          **seconds_between(1e-6, 1e7)),
-    Param("lm_takeover_s", 1.0, "with lm_standby: a standby takes over when its ping of an overdue active is not "
-          "answered within this long", **seconds_between(1e-6, 1e7)),
-    Param("gang", False, "gang scheduling: every job is all-or-nothing; a GM reserves its tasks on every LM "
-          "involved and commits once all hold (see actors/megha/gang.py)"),
-    Param("gang_lease_s", 2.0, "with gang: an LM lets go of a gang's hold that saw neither a commit nor a "
-          "release this long", **seconds_between(1e-6, 1e7)),
-    Param("gm_queue", GM_QUEUES[0], "a GM's queue: fifo (oldest task first; the workshop paper's rescheduling "
-          "puts a task 'at the end of its task request queue') or fewest-remaining (the task whose job had the "
-          "fewest tasks not yet done when it was queued first)", **one_of(GM_QUEUES)),
-    Param("failed_launch", FAILED_LAUNCH[0], "where a GM queues a task whose launch the LM refused: back (behind "
-          "the queue) or front (ahead of it)", **one_of(FAILED_LAUNCH)),
-    Param("job_to_gm", JOB_TO_GM[0], "how a job picks its GM: round-robin, or task-count (its number of tasks "
-          "modulo the number of GMs); with users, a job goes to its user's GM", **one_of(JOB_TO_GM)),
-    # global fairness (2022 paper IV-C, issue 15; actors/megha/gm_fairness.py and lm_fairness.py)
-    Param("users", 0, "users, each with a queue and a share of the datacenter (global fairness); 0: no users",
-          **whole_at_least(0)),
-    Param("shares", "", "with users: each user's share in percent, e.g. 10,25,15,50 (each > 0, summing to at most "
-          "100, not normalised); empty: equal shares summing to 100"),
-    Param("user_gms", "", "with users: each user's GM (its queue's), e.g. 0,1,1,2; empty: the paper's 0,1,1,2 for "
-          "4 users on 3 GMs, else user u -> GM u mod gms (centralized: its one GM)"),
-    Param("user_assign", USER_ASSIGN[0], "with users: how jobs get their user: round-robin, weighted (drawn by "
-          "share from a seeded stream) or trace (the trace's user=K column)", **one_of(USER_ASSIGN)),
-    Param("fairness", "on", "with users: on (Algorithm 2: a user under its share that finds no worker preempts "
-          "users over theirs) or off (the same user queues, no preemption)", **one_of(("on", "off"))),
-)
+@attrs.frozen
+class MeghaParams:
+    """Megha's keys (and the centralized baseline's): timeouts and periods, standby LMs, gangs, the GM's
+    queue, users (global fairness: Megha 2022, IV-C)."""
+
+    heartbeat_s: float = param(10.0, "LM heartbeat period in seconds (delta updates to the GMs)",
+                               finite_at_least(0, strict=True))
+    launch_timeout_s: float = param(2.0, "a GM asks a launch again when its completion is this late (past the task's "
+                                    "expected end)", seconds_between(1e-6, 1e7))
+    request_timeout_s: float = param(1.0, "a GM asks again for a snapshot or a job's tasks after this long; a "
+                                     "restarted worker registers again", seconds_between(1e-6, 1e7))
+    resubmit_s: float = param(10.0, "the submitter pings each GM holding open jobs this often, resubmitting the jobs "
+                              "it does not hold; 3 missed pings take the GM for down", seconds_between(1e-6, 1e7))
+    worker_grace_s: float = param(1.0, "an LM probes the worker of a task overdue by this much (checked at its "
+                                  "heartbeat tick)", seconds_between(1e-6, 1e7))
+    worker_probe_timeout_s: float = param(1.0, "an LM's wait for a probed worker's answer", seconds_between(1e-6, 1e7))
+    worker_probe_retries: int = param(3, "unanswered probes before an LM marks a worker down", whole_at_least(1))
+    worker_down_timeout_s: float = param(30.0, "a worker down this long has its tasks handed back to their GMs",
+                                         seconds_between(1e-6, 1e7))
+    launch_replies: str = param("delta", "what a GM hears back from a launch: 'delta' (every launch is answered with "
+                                "the LM's changes that GM has not seen; the workshop paper) or 'failures' (only "
+                                "invalid launches are)", one_of(("delta", "failures")))
+    lm_standby: bool = param(False, "give each LM a standby replica (lm-<c>-standby) that takes over when the active "
+                             "stops answering (2022 paper, IV-D; see actors/megha/standby.py)")
+    lm_beat_s: float = param(1.0, "with lm_standby: an active LM with work in hand beats to its standby this often",
+                             seconds_between(1e-6, 1e7))
+    lm_takeover_s: float = param(1.0, "with lm_standby: a standby takes over when its ping of an overdue active is "
+                                 "not answered within this long", seconds_between(1e-6, 1e7))
+    gang: bool = param(False, "gang scheduling: every job is all-or-nothing; a GM reserves its tasks on every LM "
+                       "involved and commits once all hold (see actors/megha/gang.py)")
+    gang_lease_s: float = param(2.0, "with gang: an LM lets go of a gang's hold that saw neither a commit nor a "
+                                "release this long", seconds_between(1e-6, 1e7))
+    gm_queue: str = param(GM_QUEUES[0], "a GM's queue: fifo (oldest task first; the workshop paper's rescheduling "
+                          "puts a task 'at the end of its task request queue') or fewest-remaining (the task whose "
+                          "job had the fewest tasks not yet done when it was queued first)", one_of(GM_QUEUES))
+    failed_launch: str = param(FAILED_LAUNCH[0], "where a GM queues a task whose launch the LM refused: back (behind "
+                               "the queue) or front (ahead of it)", one_of(FAILED_LAUNCH))
+    job_to_gm: str = param(JOB_TO_GM[0], "how a job picks its GM: round-robin, or task-count (its number of tasks "
+                           "modulo the number of GMs); with users, a job goes to its user's GM", one_of(JOB_TO_GM))
+    users: int = param(0, "users, each with a queue and a share of the datacenter (global fairness); 0: no users",
+                       whole_at_least(0))
+    shares: str = param("", "with users: each user's share in percent, e.g. 10,25,15,50 (each > 0, summing to at most "
+                        "100, not normalised); empty: equal shares summing to 100")
+    user_gms: str = param("", "with users: each user's GM (its queue's), e.g. 0,1,1,2; empty: the paper's 0,1,1,2 for "
+                          "4 users on 3 GMs, else user u -> GM u mod gms (centralized: its one GM)")
+    user_assign: str = param(USER_ASSIGN[0], "with users: how jobs get their user: round-robin, weighted (drawn by "
+                             "share from a seeded stream) or trace (the trace's user=K column)", one_of(USER_ASSIGN))
+    fairness: str = param("on", "with users: on (Algorithm 2: a user under its share that finds no worker preempts "
+                          "users over theirs) or off (the same user queues, no preemption)", one_of(("on", "off")))
+
 
 COUNTERS = FRONT_END_COUNTERS + (
     ("reschedules", "times a GM's scheduling pass found no worker in its view for a queued signature"),
@@ -121,16 +123,16 @@ COUNTERS = FRONT_END_COUNTERS + (
 ) + GANG_COUNTERS
 
 
-def users_of(params: dict, gms: int):
+def users_of(cfg: MeghaParams, gms: int):
     """The run's users as (Shares, each user's GM), or None without users; bad keys are one-line errors."""
-    users = int(params.get("users") or 0)
+    users = cfg.users
     if users == 0:
-        for key, default in (("shares", ""), ("user_gms", "")):
-            if str(params.get(key, default)) != default:
-                raise ConfigError(f"parameter {key!r} is {params[key]!r}, but there are no users; set users=N too")
+        for key, value in (("shares", cfg.shares), ("user_gms", cfg.user_gms)):
+            if value != "":
+                raise ConfigError(f"parameter {key!r} is {value!r}, but there are no users; set users=N too")
         return None
-    shares = Shares.parse(str(params["shares"]), users)
-    text = str(params["user_gms"]).strip()
+    shares = Shares.parse(cfg.shares, users)
+    text = cfg.user_gms.strip()
     if gms == 1:  # the centralized baseline: its one GM serves every queue
         user_gm = (0,) * users
     elif not text:
@@ -165,15 +167,15 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
             raise ValueError(f"cluster {spec.index} has {len(spec.workers)} workers, not a multiple of {gms} GMs")
     gm_names = [f"gm-{g}" for g in range(gms)]
     lm_names = [f"lm-{c}" for c in range(len(cluster.clusters))]
-    heartbeat_us = seconds_to_us(float(ctx.params["heartbeat_s"]))
-    p = ctx.params
-    launch_timeout_us = seconds_to_us(float(p["launch_timeout_s"]))
-    request_timeout_us = seconds_to_us(float(p["request_timeout_s"]))
-    faults = FaultTimes(seconds_to_us(float(p["worker_grace_s"])), seconds_to_us(float(p["worker_probe_timeout_s"])),
-                        int(p["worker_probe_retries"]), seconds_to_us(float(p["worker_down_timeout_s"])))
+    cfg: MeghaParams = ctx.config
+    heartbeat_us = seconds_to_us(cfg.heartbeat_s)
+    launch_timeout_us = seconds_to_us(cfg.launch_timeout_s)
+    request_timeout_us = seconds_to_us(cfg.request_timeout_s)
+    faults = FaultTimes(seconds_to_us(cfg.worker_grace_s), seconds_to_us(cfg.worker_probe_timeout_s),
+                        cfg.worker_probe_retries, seconds_to_us(cfg.worker_down_timeout_s))
     num_resources = len(cluster.resources)
-    standby_names = [f"{name}-standby" for name in lm_names] if p["lm_standby"] else None
-    standby = StandbyTimes(seconds_to_us(float(p["lm_beat_s"])), seconds_to_us(float(p["lm_takeover_s"])))
+    standby_names = [f"{name}-standby" for name in lm_names] if cfg.lm_standby else None
+    standby = StandbyTimes(seconds_to_us(cfg.lm_beat_s), seconds_to_us(cfg.lm_takeover_s))
 
     def partitions(spec):
         n = len(spec.workers) // gms
@@ -181,19 +183,19 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
 
     templates = [[PartitionView(part, num_resources=num_resources) for part in partitions(spec)]
                  for spec in cluster.clusters]
-    users = users_of(p, gms)
-    if users is not None and p["gang"]:
+    users = users_of(cfg, gms)
+    if users is not None and cfg.gang:
         raise ConfigError("gang=true and users do not combine yet: gang jobs would bypass the users' queues and "
                           "Algorithm 2's preemption; set one of them")
     fair = None
     if users is not None:
         total = tuple(sum(w.capacity[r] for w in cluster.workers()) for r in range(num_resources))
         provides = tuple(tuple(frozenset(w.constraints) for w in spec.workers) for spec in cluster.clusters)
-        fair = FairConfig(users[0], users[1], p["fairness"] == "on", total, provides)
+        fair = FairConfig(users[0], users[1], cfg.fairness == "on", total, provides)
 
-    gang = bool(p["gang"])
+    gang = cfg.gang
     gm_class = functools.partial(GangGlobalManager, machines=tuple(cluster.workers())) if gang else GlobalManager
-    lm_class, lm_extra = (GangLocalManager, {"lease_us": seconds_to_us(float(p["gang_lease_s"]))}) if gang \
+    lm_class, lm_extra = (GangLocalManager, {"lease_us": seconds_to_us(cfg.gang_lease_s)}) if gang \
         else (LocalManager, {})
 
     def gm_factory(g):
@@ -201,8 +203,8 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
             views = [[view.clone() for view in row] for row in templates]
             return gm_class(g, lm_names, views, policy=ctx.policy, feasible=ctx.feasible, recorder=ctx.recorder,
                                  launch_timeout_us=launch_timeout_us, request_timeout_us=request_timeout_us,
-                                 standby_names=standby_names, gm_queue=p["gm_queue"],
-                                 failed_launch=p["failed_launch"], fair=fair)
+                                 standby_names=standby_names, gm_queue=cfg.gm_queue,
+                                 failed_launch=cfg.failed_launch, fair=fair)
         return make
 
     for g in range(gms):
@@ -214,7 +216,7 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
         for name, peer, replica in replicas:
             ctx.add(name, lambda c=c, spec=spec, workers=workers, peer=peer, replica=replica: lm_class(
                 c, spec.workers, workers, gm_names, heartbeat_us=heartbeat_us, recorder=ctx.recorder, faults=faults,
-                peer_name=peer, replica=replica, standby=standby, launch_replies=p["launch_replies"] == "delta",
+                peer_name=peer, replica=replica, standby=standby, launch_replies=cfg.launch_replies == "delta",
                 users=fair is not None, **lm_extra))
     for c, spec in enumerate(cluster.clusters):
         standby_name = standby_names[c] if standby_names else None
@@ -368,19 +370,20 @@ def _declare(name: str, text: str, build, centralized: bool) -> Scheduler:
     def size(params: dict) -> Size:
         """GMs and LMs (and the LMs' standbys)."""
         lms = 1 if centralized else int(params["lms"])
-        return Size(gms(params) + lms * (2 if params["lm_standby"] else 1))
+        return Size(gms(params) + lms * (2 if typed(MeghaParams, params).lm_standby else 1))
 
     def users(params: dict) -> Users | None:
-        got = users_of(params, gms(params))
-        return None if got is None else Users(got[0], got[1], params["user_assign"], params["fairness"] == "on")
+        cfg = typed(MeghaParams, params)
+        got = users_of(cfg, gms(params))
+        return None if got is None else Users(got[0], got[1], cfg.user_assign, cfg.fairness == "on")
 
     def submission(params: dict) -> Submission:
         """Jobs go to a GM round robin or by task count, or to their user's GM; GMs report JobDone."""
-        run_users = users(params)
-        return Submission(params["job_to_gm"], seconds_to_us(float(params["resubmit_s"])),
+        cfg, run_users = typed(MeghaParams, params), users(params)
+        return Submission(cfg.job_to_gm, seconds_to_us(cfg.resubmit_s),
                           run_users.front_ends if run_users is not None else None)
 
-    return Scheduler(name, text, build, params=PARAMS, counters=COUNTERS,
+    return Scheduler(name, text, build, config=MeghaParams, counters=COUNTERS,
                      invalid_counters=("invalid_internal", "invalid_external"), survives=SURVIVES, checks=CHECKS,
                      roles=ROLES, events=EVENTS, search=SEARCH, exclusive=EXCLUSIVE, paths=PATHS, size=size,
                      submission=submission, users=users, job_traits=job_traits, features=features, panels=PANELS,
@@ -389,11 +392,12 @@ def _declare(name: str, text: str, build, centralized: bool) -> Scheduler:
 
 def job_traits(params: dict) -> dict:
     """Every job of a run with gang=true is a gang."""
-    return {"gang": True} if params["gang"] else {}
+    return {"gang": True} if typed(MeghaParams, params).gang else {}
 
 
 def features(params: dict) -> frozenset:
-    return frozenset(f for f, on in (("gangs", params["gang"]), ("users", params["users"])) if on)
+    cfg = typed(MeghaParams, params)
+    return frozenset(f for f, on in (("gangs", cfg.gang), ("users", cfg.users)) if on)
 
 
 MEGHA = _declare("megha", "Megha (2022/2023 papers): GMs with eventually consistent views, LMs that validate",

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import math
 
+import attrs
+
 from fedemu.fabric.errors import ConfigError
-from fedemu.model import Param, seconds_between, seconds_to_us, whole_at_least
+from fedemu.model import param, seconds_between, seconds_to_us, typed, whole_at_least
 from fedemu.policies.fair_queue import check_weight
 
 from ..common.invariants import Violation
@@ -75,29 +77,39 @@ def reserved_count(fraction, group_size: int) -> int:
 
 
 _SECONDS = seconds_between(0.001, 3600)
-FAULTS = (
-    Param("master_sync_s", 1.0, "seconds between a master's syncs of its group state to the second master "
-          "(while the group has work; the period doubles while nothing changes)", **_SECONDS),
-    Param("master_timeout_s", 3.0, "seconds without an expected sync, ping answer or status after which a "
-          "master or worker counts as failed", **_SECONDS),
-    Param("dist_retry_s", 1.0, "seconds before a distributor resends an unacknowledged task batch, and "
-          "between its pings of a silent master", **_SECONDS),
-    Param("resubmit_s", 10.0, "the submitter pings each distributor holding open jobs this often, handing "
-          "again the jobs it does not hold; 3 missed pings take it for down (its jobs go to the others)",
-          **_SECONDS),
-    Param("result_retry_s", 0.5, "seconds before a worker resends a result its distributor has not "
-          "acknowledged (doubling per retry)", **_SECONDS),
-)
-COMMON = (
-    Param("masters", 0, "masters (worker groups); 0: one per cluster, else equal slices of all workers",
-          **whole_at_least(0)),
-    Param("distributors", 3, "distributors (front ends jobs are submitted to)", **whole_at_least(1)),
-    Param("fqw", 0, "weighted-fair-queue weight W of short over long tasks; 0: the paper's 20, inf: strict",
-          ok=_valid_fqw, expected="an integer >= 1, inf, or 0 for the default"),
-) + FAULTS
-RESERVED = Param("reserved_fraction", 0.02, "share of each group's workers reserved for short jobs' tasks",
-                 ok=lambda v: not isinstance(v, bool) and isinstance(v, (int, float)) and 0 <= v < 1,
-                 expected="a number in [0, 1)")
+
+
+@attrs.frozen
+class PigeonCParams:
+    """PigeonC's keys (and Pigeon's): its groups, distributors and fair-queue weight, then the timeouts and
+    periods of its failover and retries (the papers give none: the defaults are ours)."""
+
+    masters: int = param(0, "masters (worker groups); 0: one per cluster, else equal slices of all workers",
+                         whole_at_least(0))
+    distributors: int = param(3, "distributors (front ends jobs are submitted to)", whole_at_least(1))
+    fqw: int = param(0, "weighted-fair-queue weight W of short over long tasks; 0: the paper's 20, inf: strict",
+                     {"ok": _valid_fqw, "expected": "an integer >= 1, inf, or 0 for the default"})
+    master_sync_s: float = param(1.0, "seconds between a master's syncs of its group state to the second master "
+                                 "(while the group has work; the period doubles while nothing changes)", _SECONDS)
+    master_timeout_s: float = param(3.0, "seconds without an expected sync, ping answer or status after which a "
+                                    "master or worker counts as failed", _SECONDS)
+    dist_retry_s: float = param(1.0, "seconds before a distributor resends an unacknowledged task batch, and between "
+                                "its pings of a silent master", _SECONDS)
+    resubmit_s: float = param(10.0, "the submitter pings each distributor holding open jobs this often, handing again "
+                              "the jobs it does not hold; 3 missed pings take it for down (its jobs go to the others)",
+                              _SECONDS)
+    result_retry_s: float = param(0.5, "seconds before a worker resends a result its distributor has not acknowledged "
+                                  "(doubling per retry)", _SECONDS)
+
+
+@attrs.frozen
+class PigeonParams(PigeonCParams):
+    """Pigeon's keys: PigeonC's and its reserved workers."""
+
+    reserved_fraction: float = param(0.02, "share of each group's workers reserved for short jobs' tasks",
+                                     {"ok": lambda v: not isinstance(v, bool) and isinstance(v, (int, float))
+                                      and 0 <= v < 1, "expected": "a number in [0, 1)"})
+
 
 COUNTERS = FRONT_END_COUNTERS + (
     ("wfq_high", "tasks of short jobs a master dispatched"),
@@ -168,19 +180,19 @@ SURVIVES = ("crash", "restart", "partition", "heal", "slow", "restore", "loss", 
 
 def _build(ctx: Context, *, constraint_aware: bool) -> list[str]:
     """Add every Pigeon (or PigeonC) actor; returns the distributor names."""
-    params, cluster, recorder = ctx.params, ctx.cluster, ctx.recorder
-    groups = groups_of(cluster, params["masters"])
-    weight = fair_queue_weight(params["fqw"])
-    cutoff_us = seconds_to_us(float(params["short_cutoff_s"]))
-    reserved = 0 if constraint_aware else reserved_count(params["reserved_fraction"], len(groups[0]))
+    cfg, cluster, recorder = ctx.config, ctx.cluster, ctx.recorder
+    groups = groups_of(cluster, cfg.masters)
+    weight = fair_queue_weight(cfg.fqw)
+    cutoff_us = seconds_to_us(float(ctx.params["short_cutoff_s"]))  # the run's, shared with the submitter
+    reserved = 0 if constraint_aware else reserved_count(cfg.reserved_fraction, len(groups[0]))
     num_resources = len(cluster.resources)
-    dist_names = [f"dist-{d}" for d in range(params["distributors"])]
+    dist_names = [f"dist-{d}" for d in range(cfg.distributors)]
     master_names = [f"master-{g}" for g in range(len(groups))]
     members = [[master_names[g]] + [f"w-{w.worker_id}" for w in workers] for g, workers in enumerate(groups)]
     counts = ConstraintSetCounts(groups) if constraint_aware else None
-    sync_us, timeout_us = (seconds_to_us(float(params[k])) for k in ("master_sync_s", "master_timeout_s"))
-    retry_us = seconds_to_us(float(params["dist_retry_s"]))
-    result_us = seconds_to_us(float(params["result_retry_s"]))
+    sync_us, timeout_us = seconds_to_us(cfg.master_sync_s), seconds_to_us(cfg.master_timeout_s)
+    retry_us = seconds_to_us(cfg.dist_retry_s)
+    result_us = seconds_to_us(cfg.result_retry_s)
     for d, name in enumerate(dist_names):
         ctx.add(name, lambda d=d: Distributor(master_names, counts=counts, short_cutoff_us=cutoff_us, recorder=recorder,
                                               feasible=ctx.feasible, members=members, retry_us=retry_us, index=d))
@@ -223,16 +235,17 @@ TOUR = ({"at_s": 2.0, "kind": "crash", "target": "master-0"},
 
 
 def size(params: dict) -> Size:
-    """The masters (one per group) and the distributors."""
-    groups = int(params["masters"]) or int(params["lms"])
-    return Size(groups + int(params["distributors"]), keys=("masters", "distributors"))
+    """The masters (one per group: a cluster's, by default) and the distributors."""
+    cfg = typed(PigeonCParams, params)
+    return Size((cfg.masters or int(params["lms"])) + cfg.distributors, keys=("masters", "distributors"))
 
 
 _COMMON = dict(survives=SURVIVES, checks=(master_matches_workers,), roles=ROLES, events=EVENTS, paths=PATHS,
                size=size, panels=PANELS, tour=TOUR)
 PIGEON = Scheduler("pigeon", "Pigeon (2019): distributors split jobs evenly over group masters with two WFQ "
                    "classes and reserved workers; ignores constraints", build_pigeon,
-                   params=COMMON + (RESERVED,), counters=COUNTERS + VIOLATIONS, constraint_aware=False,
+                   config=PigeonParams, counters=COUNTERS + VIOLATIONS, constraint_aware=False,
                    search=SEARCH + RESERVED_SEARCH, **_COMMON)
 PIGEONC = Scheduler("pigeonc", "PigeonC (2023): Pigeon with constraint-aware distribution and matching, no "
-                    "reserved workers", build_pigeonc, params=COMMON, counters=COUNTERS, search=SEARCH, **_COMMON)
+                    "reserved workers", build_pigeonc, config=PigeonCParams, counters=COUNTERS, search=SEARCH,
+                    **_COMMON)

@@ -11,8 +11,10 @@ run pays one ``ResultAck`` per task and a few timer events per actor.
 
 from __future__ import annotations
 
+import attrs
+
 from fedemu.fabric.faults import FAULT_KINDS
-from fedemu.model import Param, finite_at_least, seconds_between, seconds_to_us, whole_at_least
+from fedemu.model import finite_at_least, param, seconds_between, seconds_to_us, typed, whole_at_least
 from fedemu.policies.partition_view import PartitionView
 
 from ..plugin import FRONT_END_COUNTERS, Context, Histogram, Role, Scheduler, Size
@@ -20,25 +22,29 @@ from .events import EVENTS
 from .node import SparrowNode, node_books_balance, nodes_not_stuck
 from .scheduler import SparrowScheduler
 
-PARAMS = (
-    Param("schedulers", 3, "Sparrow schedulers (front ends jobs are submitted to)", **whole_at_least(1)),
-    Param("probe_ratio", 2.0, "probes per task (d in the Sparrow paper)", **finite_at_least(1)),
-)
 _SECONDS = seconds_between(0.001, 3600)
-FAULTS = (
-    Param("probe_timeout_s", 10.0, "seconds after a job's last probes after which its scheduler probes again "
-          "for its tasks still unbound (a lost probe or request, a failed node); doubles per round",
-          **_SECONDS),
-    Param("result_grace_s", 1.0, "seconds past a task's duration before its scheduler asks the node for the "
-          "result, and then waits for an answer before placing the task again", **_SECONDS),
-    Param("request_timeout_s", 1.0, "seconds before a node asks again for an unanswered request, and between "
-          "its resends of an unacknowledged result", **_SECONDS),
-    Param("resubmit_s", 10.0, "the submitter pings each scheduler holding open jobs this often, resubmitting "
-          "the jobs it does not hold; 3 missed pings take the scheduler for down", **_SECONDS),
-    Param("request_retries", 3, "times a node asks again before it gives a request up and frees what it "
-          "held for it", ok=lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 100,
-          expected="a whole number from 0 to 100"),
-)
+
+
+@attrs.frozen
+class SparrowParams:
+    """Sparrow's keys: its schedulers and probe ratio, then the timeouts of its recovery (the paper gives none:
+    the defaults are ours)."""
+
+    schedulers: int = param(3, "Sparrow schedulers (front ends jobs are submitted to)", whole_at_least(1))
+    probe_ratio: float = param(2.0, "probes per task (d in the Sparrow paper)", finite_at_least(1))
+    probe_timeout_s: float = param(10.0, "seconds after a job's last probes after which its scheduler probes again "
+                                   "for its tasks still unbound (a lost probe or request, a failed node); doubles per "
+                                   "round", _SECONDS)
+    result_grace_s: float = param(1.0, "seconds past a task's duration before its scheduler asks the node for the "
+                                  "result, and then waits for an answer before placing the task again", _SECONDS)
+    request_timeout_s: float = param(1.0, "seconds before a node asks again for an unanswered request, and between "
+                                     "its resends of an unacknowledged result", _SECONDS)
+    resubmit_s: float = param(10.0, "the submitter pings each scheduler holding open jobs this often, resubmitting "
+                              "the jobs it does not hold; 3 missed pings take the scheduler for down", _SECONDS)
+    request_retries: int = param(3, "times a node asks again before it gives a request up and frees what it held "
+                                 "for it", {"ok": lambda v: isinstance(v, int) and not isinstance(v, bool) and
+                                            0 <= v <= 100, "expected": "a whole number from 0 to 100"})
+
 
 COUNTERS = FRONT_END_COUNTERS + (
     ("probes", "probes the schedulers sent"),
@@ -67,13 +73,14 @@ def build(ctx: Context) -> list[str]:
     """Add every Sparrow actor; returns the scheduler names."""
     workers = tuple(ctx.cluster.workers())
     num_resources = len(ctx.cluster.resources)
-    ratio = float(ctx.params["probe_ratio"])
-    probe_timeout = seconds_to_us(ctx.params["probe_timeout_s"])
-    grace = seconds_to_us(ctx.params["result_grace_s"])
-    request_timeout = seconds_to_us(ctx.params["request_timeout_s"])
-    retries = ctx.params["request_retries"]
+    cfg: SparrowParams = ctx.config
+    ratio = cfg.probe_ratio
+    probe_timeout = seconds_to_us(cfg.probe_timeout_s)
+    grace = seconds_to_us(cfg.result_grace_s)
+    request_timeout = seconds_to_us(cfg.request_timeout_s)
+    retries = cfg.request_retries
     node_names = [f"w-{w.worker_id}" for w in workers]
-    names = [f"sparrow-{i}" for i in range(ctx.params["schedulers"])]
+    names = [f"sparrow-{i}" for i in range(cfg.schedulers)]
 
     def make(index):
         view = PartitionView(workers, num_resources=num_resources)
@@ -102,12 +109,12 @@ TOUR = ({"at_s": 2.0, "kind": "crash", "target": "sparrow-0", "for_s": 1.0},
 
 def size(params: dict) -> Size:
     """The schedulers; a job's probes (probe_ratio per task) all leave at once."""
-    return Size(int(params["schedulers"]), keys=("schedulers",), burst=float(params["probe_ratio"]),
-                burst_key="probe_ratio")
+    cfg = typed(SparrowParams, params)
+    return Size(cfg.schedulers, keys=("schedulers",), burst=cfg.probe_ratio, burst_key="probe_ratio")
 
 
 SPARROW = Scheduler("sparrow", "Sparrow (2013): distributed schedulers, batch probing, late binding",
-                    build, params=PARAMS + FAULTS, counters=COUNTERS, takes_policy=False,
+                    build, config=SparrowParams, counters=COUNTERS, takes_policy=False,
                     survives=FAULT_KINDS, checks=(node_books_balance, nodes_not_stuck), roles=ROLES,
                     events=EVENTS, search=SEARCH, paths=PATHS, size=size, panels=PANELS,
                     tour=TOUR)
