@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 
 from .errors import ConfigError
+from .inputs import read_text
 
 ZERO = "zero"
 NS_PER_US = 1000
@@ -120,7 +121,7 @@ def load(value, folder: str | os.PathLike) -> CostModel | None:
         raise ConfigError(f"cost_model {text!r} is neither a known model nor a JSON file; known: "
                           f"{', '.join([ZERO, *known])}, or the path of a model file")
     try:
-        table = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
+        table = json.loads(read_text(path, "a cost model JSON file"))
+    except ValueError as e:
         raise ConfigError(f"cost_model {str(path)!r}: cannot read it as JSON: {e}") from None
     return parse(table, path.stem)

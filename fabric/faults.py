@@ -20,6 +20,7 @@ from .errors import ConfigError
 
 FAULT_KINDS = ("crash", "restart", "partition", "heal", "slow", "restore", "loss", "dup")
 LINK_KINDS = ("slow", "restore", "loss", "dup")  # a link (a, b) or '*'
+MAX_SLOW_FACTOR = 1e6  # a larger one would push a message's time past what the journal's integers hold
 PROBABILITY_KINDS = ("loss", "dup")
 ACTOR_KINDS = ("crash", "restart")  # what the kernel applies; the network applies the rest
 
@@ -60,6 +61,16 @@ class Fault:
             raise ConfigError("fault slow needs a link (a, b); '*' is only for loss, dup and restore")
         if self.kind == "slow" and self.value <= 0:
             raise ConfigError(f"fault slow needs a latency factor > 0, got {self.value}")
+        if self.kind == "slow" and self.value > MAX_SLOW_FACTOR:
+            raise ConfigError(f"fault slow: a latency factor is at most {MAX_SLOW_FACTOR:g} (a 1 ms link then takes "
+                              f"{MAX_SLOW_FACTOR / 1e3 / 60:.0f} minutes), got {self.value:g}")
+        if self.kind in LINK_KINDS and len(self.target) == 2 and self.target[0] == self.target[1]:
+            raise ConfigError(f"fault {self.kind} on the link from {self.target[0]} to itself: an actor's messages to "
+                              "itself cross no link; name two actors")
+        if self.kind == "partition" and set(self.target[0]) & set(self.target[1]):
+            both = sorted(set(self.target[0]) & set(self.target[1]), key=str)
+            raise ConfigError(f"fault partition: {', '.join(map(str, both[:3]))} on both sides; the sides of a "
+                              "partition are two disjoint groups of actors")
         if self.kind in PROBABILITY_KINDS and not 0.0 <= self.value <= 1.0:
             raise ConfigError(f"fault {self.kind} needs a probability in [0, 1], got {self.value}")
 

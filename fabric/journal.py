@@ -8,6 +8,12 @@ the footer's is a map with counts and the blake2b digest of all blocks' payloads
 into one reusable buffer and hashed (and, when recording, framed and written) in 1 MiB blocks; with
 recording off the digest is still computed. The checksums frame the record bytes, they are not part
 of what the digest covers, so a run's digest does not depend on the layout.
+
+Reads are bounded (a journal is data from anywhere, docs/trust.md): a frame holds at most
+``MAX_FRAME_BYTES`` (64 MiB; the writer splits a larger window's records over several frames) and a
+header at most ``MAX_HEADER_BYTES`` (64 MiB); no msgpack string, array, map or ext may claim more items
+or bytes than the frame (or the header bytes read so far) holds. A length beyond them is "journal
+corrupted at byte N", found before anything is allocated for it.
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ def well_formed(item) -> bool:
 
 
 FLUSH_BYTES = 1 << 20
+MAX_FRAME_BYTES = 64 << 20
+MAX_HEADER_BYTES = 64 << 20
 BLOCK, FOOTER = b"R", b"F"
 _HEAD = struct.Struct(">cQI")  # kind, payload length, payload CRC-32
 _HEAD_CRC = struct.Struct(">I")
@@ -73,10 +81,12 @@ class Journal:
         self.header: dict | None = None
 
     def write_header(self, header: dict) -> None:
-        self.header = {"format": FORMAT, "version": VERSION, **header}
+        """Write the header; ``header`` is set only once it could be packed (a failure before leaves none)."""
+        full = {"format": FORMAT, "version": VERSION, **header}
+        data = messages.packb(full)
         if self._file is not None:
-            data = messages.packb(self.header)
             self._file.write(data + _HEAD_CRC.pack(zlib.crc32(data)))
+        self.header = full
 
     def append(self, record: tuple) -> None:
         """Pack one record (the fabric calls ``pack`` directly and ``maybe_drain`` once per window)."""
@@ -96,8 +106,9 @@ class Journal:
             self._digest.update(buf)
             self.bytes += len(buf)
             if self._file is not None:
-                self._file.write(frame_head(BLOCK, buf))
-                self._file.write(buf)
+                for start, end in _blocks(buf):
+                    self._file.write(frame_head(BLOCK, buf[start:end]))
+                    self._file.write(buf[start:end])
         buf.release()
         self._packer.reset()
 
@@ -123,6 +134,26 @@ class Journal:
             self._pending.abort()
 
 
+def _blocks(buf) -> list[tuple[int, int]]:
+    """``buf`` (whole records) cut into frames of at most MAX_FRAME_BYTES at record boundaries: one frame
+    almost always (a block is about FLUSH_BYTES); the rare larger window is read record by record."""
+    if len(buf) <= MAX_FRAME_BYTES:
+        return [(0, len(buf))]
+    unpacker = msgpack.Unpacker(max_buffer_size=len(buf))
+    unpacker.feed(buf)
+    cuts, start = [], 0
+    while unpacker.tell() < len(buf):
+        before = unpacker.tell()
+        unpacker.skip()
+        if unpacker.tell() - start > MAX_FRAME_BYTES:
+            if before == start:
+                raise JournalError(f"a record of {unpacker.tell() - before:,} bytes is larger than a journal frame "
+                                   f"may be ({MAX_FRAME_BYTES:,} bytes): it cannot be recorded")
+            cuts.append((start, before))
+            start = before
+    return cuts + [(start, len(buf))]
+
+
 class JournalReader:
     """Reads a journal: ``header``, then iterate ``records()``, then ``footer``. Damage raises
     JournalError: ``journal truncated at byte N`` when the file ends early, ``journal corrupted at byte
@@ -146,16 +177,23 @@ class JournalReader:
         return JournalError(f"{self.path}: {text}")
 
     def _read_header(self) -> dict:
-        unpacker = messages.new_unpacker()
+        """The header map, read in growing chunks: each try unpacks with lengths bounded by the bytes
+        read so far (``messages.new_unpacker``), up to MAX_HEADER_BYTES."""
+        data = b""
         while True:
-            chunk = self._file.read(1 << 16)
-            unpacker.feed(chunk)
+            chunk = self._file.read(max(1 << 16, len(data)))
+            data += chunk
+            unpacker = messages.new_unpacker(max(1, len(data)))
+            unpacker.feed(data)
             try:
                 header = unpacker.unpack()
                 break
-            except msgpack.OutOfData:
+            except (msgpack.OutOfData, ValueError):  # it needs more bytes (ValueError: a length beyond them)
                 if not chunk:
                     raise self._error("journal truncated at byte 0: expected the header") from None
+                if len(data) >= MAX_HEADER_BYTES:
+                    raise self._error(f"journal corrupted at byte 0 (header): it claims more than the "
+                                      f"{MAX_HEADER_BYTES:,} bytes a header may hold") from None
             except Exception:  # noqa: BLE001 - msgpack raises several types for foreign bytes
                 raise self._error(f"not a fedemu journal (no '{FORMAT}' header at byte 0)") from None
         end = unpacker.tell()
@@ -199,6 +237,9 @@ class JournalReader:
             what = "block" if kind == BLOCK else "footer" if kind == FOOTER else None
             if what is None:
                 raise self._error(f"journal corrupted at byte {at} (record {index}): unknown frame kind {kind!r}")
+            if length > MAX_FRAME_BYTES:
+                raise self._error(f"journal corrupted at byte {at} (record {index}): the {what} there claims "
+                                  f"{length:,} bytes, more than the {MAX_FRAME_BYTES:,} a frame may hold")
             if length > self.size - start:
                 raise self._error(f"journal truncated at byte {at}: the {what} there needs {length} bytes, "
                                   f"the file ends {self.size - start} bytes after its head")
@@ -211,7 +252,7 @@ class JournalReader:
                 self._read_footer(payload, at)
                 return
             self._digest.update(payload)
-            unpacker = messages.new_unpacker()
+            unpacker = messages.new_unpacker(max(1, length))
             unpacker.feed(payload)
             while unpacker.tell() < length:
                 offset = start + unpacker.tell()

@@ -187,6 +187,11 @@ class Fabric(Routing):
             self._push((fault.at_us, RANK_FAULT, OUTSIDE, len(self._faults), 0, OUTSIDE, resolved))
             self._faults.append(resolved)
 
+    @property
+    def faults(self) -> tuple:
+        """The fault events added so far (``fabric.faults.Fault``), in the order they were added."""
+        return tuple(r.fault for r in self._faults)
+
     def stop(self) -> None:
         """End the run once the current window is done."""
         self._stop = True

@@ -110,10 +110,22 @@ def _default(obj):
     raise TypeError(f"cannot journal a value of type {type(obj).__name__}: {obj!r}")
 
 
+@attrs.frozen
+class Unregistered:
+    """A nested message whose kind is not registered in this process (a user's scenario that replay did
+    not import): its tag and fields as recorded. It compares equal to the same record read again."""
+
+    tag: str
+    fields: tuple
+
+
 def _ext_hook(code, data):
-    if code == _NESTED_EXT:
-        tag, fields = msgpack.unpackb(data, use_list=False, ext_hook=_ext_hook)
-        return decode(tag, fields)
+    if code == _NESTED_EXT:  # ``unpackb`` bounds every length by the ext's own bytes
+        tag, fields = msgpack.unpackb(data, use_list=False, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+        if not isinstance(tag, str) or not isinstance(fields, tuple):
+            raise ValueError(f"a nested message is [tag, fields], got {tag!r:.60}, {fields!r:.60}")
+        cls = _BY_TAG.get(tag)
+        return Unregistered(tag, fields) if cls is None else cls(*fields)
     return msgpack.ExtType(code, data)
 
 
@@ -135,6 +147,9 @@ def packb(obj) -> bytes:
     return msgpack.packb(obj, default=_default, use_bin_type=True)
 
 
-def new_unpacker(file=None) -> msgpack.Unpacker:
-    return msgpack.Unpacker(file, use_list=False, ext_hook=_ext_hook, raw=False, strict_map_key=False,
-                            max_buffer_size=1 << 30)
+def new_unpacker(limit: int) -> msgpack.Unpacker:
+    """An unpacker for at most ``limit`` bytes: no string, array, map or ext it reads may claim more
+    items or bytes than that, so a damaged length is refused before anything is allocated for it."""
+    return msgpack.Unpacker(use_list=False, ext_hook=_ext_hook, raw=False, strict_map_key=False,
+                            max_buffer_size=limit, max_str_len=limit, max_bin_len=limit, max_array_len=limit,
+                            max_map_len=limit, max_ext_len=limit)

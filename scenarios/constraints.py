@@ -26,7 +26,7 @@ import attrs
 from fedemu.fabric.errors import ConfigError, unknown_name
 from fedemu.fabric.rand import Stream
 from fedemu.model import NUM_CONSTRAINTS, Cluster, ClusterSpec, Job, WorkerSpec, positive_int
-from fedemu.scenarios.files import read_text
+from fedemu.fabric.inputs import read_text
 
 DEFAULT_TABLE = Path(__file__).with_name("constraint_table.json")
 

@@ -21,6 +21,10 @@ from fedemu.scenarios.federation import build as _build
 from fedemu.scenarios.federation import declare  # noqa: F401  (the scenario's keys)
 
 PARAMS = {**_BASE, "jobs": 300, "load": 0.9, "lm_standby": True}
+# what a fault search (``fedemu fuzz failover``) keeps at these values: the shape this scenario's own plan
+# names actors of (a second distributor, five workers, the standby LMs), while it draws the workload
+SEARCH_KEEPS = ("gms", "lms", "workers_per_partition", "capacity", "distributors", "masters", "schedulers",
+                "lm_standby")
 
 
 def _crash(at_s, target, for_s=None):

@@ -28,7 +28,7 @@ from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.faults import FAULT_KINDS, LINK_KINDS, PROBABILITY_KINDS, Fault
 from fedemu.fabric.rand import Stream
 from fedemu.model import seconds_to_us
-from fedemu.scenarios.files import read_text
+from fedemu.fabric.inputs import read_text
 
 # role -> the name prefixes of its actors (an actor of a role is named ``<prefix>-<number>``): the workers,
 # each scheduler's roles (its plug-in declares them) and ``manager``, every role but the workers
@@ -106,20 +106,20 @@ class Plan:
             kind, at = entry.kind, entry.at_us
             if kind in ("crash", "restart"):
                 targets = side(entry.target)
-                out += [Fault(at, kind, (a,)) for a in targets]
+                out += [_fault(entry.where, at, kind, (a,)) for a in targets]
                 if entry.for_us is not None:
-                    out += [Fault(at + entry.for_us, "restart", (a,)) for a in targets]
+                    out += [_fault(entry.where, at + entry.for_us, "restart", (a,)) for a in targets]
             elif kind == "partition":
                 sides = (side(entry.target[0]), side(entry.target[1]))
-                out.append(Fault(at, kind, sides))
+                out.append(_fault(entry.where, at, kind, sides))
             elif kind == "heal" or entry.target == ("*",):
-                out.append(Fault(at, kind, entry.target, entry.value))
+                out.append(_fault(entry.where, at, kind, entry.target, entry.value))
             else:
                 link = tuple(resolve(end)[0] for end in entry.target)
-                out.append(Fault(at, kind, link, entry.value))
+                out.append(_fault(entry.where, at, kind, link, entry.value))
             if entry.for_us is not None and kind != "crash":
                 end = out[-1]
-                out.append(Fault(at + entry.for_us, ENDS_WITH[kind], () if kind == "partition" else end.target))
+                out.append(_fault(entry.where, at + entry.for_us, ENDS_WITH[kind], () if kind == "partition" else end.target))
         return out
 
 
@@ -355,6 +355,19 @@ def processes(params: dict, names, seed: int, jobs) -> list[Fault]:
         return []
     horizon = seconds_to_us(float(params["fault_horizon_s"])) or workload_horizon_us(jobs())
     return [f for role, mtbf, mttr in on for f in failure_process(names, seed, role, mtbf, mttr, horizon)]
+
+
+def check_restarts(existing, planned, source: str) -> None:
+    """Refuse a restart in ``planned`` (a plan's events, added after the scenario's own ``existing`` ones)
+    of an actor that no earlier fault crashed: it would do nothing (a running actor is not restarted)."""
+    crashed: set[str] = set()
+    events = sorted(enumerate([*existing, *planned]), key=lambda p: (p[1].at_us, p[0]))
+    for n, fault in events:
+        if fault.kind == "crash":
+            crashed.add(fault.target[0])
+        elif fault.kind == "restart" and n >= len(existing) and fault.target[0] not in crashed:
+            raise ConfigError(f"{source}: restart of {fault.target[0]} at {fault.at_us / 1e6:g} s: nothing crashed "
+                              f"{fault.target[0]} before then, so the restart would do nothing")
 
 
 def workload_horizon_us(jobs) -> int:

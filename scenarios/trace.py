@@ -8,7 +8,9 @@ fairness with ``user_assign=trace``; readers that do not ask for users ignore it
 takes the run's ``demand``/``demands`` and ``alpha``. Times become integer microseconds; a malformed
 line raises ``TraceError("FILE:LINE: ...")``.
 Every time must lie in [0, MAX_TRACE_S]: a larger one would overflow the journal's 64-bit integers or
-the per-second utilization series long before the run could finish.
+the per-second utilization series long before the run could finish. A line is at most MAX_LINE_CHARS
+characters (16 Mi: a million durations): a longer one, e.g. a huge file without newlines, is refused
+before it is held in memory.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ MIN_TASK_US = 1
 
 # The largest time a trace may give, in seconds (about 116 days; real traces span at most a month).
 MAX_TRACE_S = 1e7
+
+MAX_LINE_CHARS = 16 << 20
 
 _HEAD = ("arrival_s", "num_tasks", "mean_task_duration_s")
 
@@ -59,6 +63,21 @@ def _open(path):
         return open(path, encoding="utf-8", errors="replace")
     except OSError as exc:
         raise TraceError(f"{path}: cannot read trace: {exc.strerror}") from None
+
+
+def _lines(f, path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of an open trace, each read with a bound: a line longer than MAX_LINE_CHARS
+    is a TraceError naming it."""
+    lineno = 0
+    while True:
+        line = f.readline(MAX_LINE_CHARS + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > MAX_LINE_CHARS:
+            raise TraceError(f"{path}:{lineno}: the line is longer than {MAX_LINE_CHARS:,} characters (a trace line "
+                             "is one job: arrival, task count, mean and one duration per task)")
+        yield lineno, line
 
 
 EXTRA_KEYS = ("alpha", "demand", "user")
@@ -158,7 +177,7 @@ def _jobs(path, limit: int | None, first_job_id: int, fill=None, users: int | No
     prev_us = -1
     prev_tok = ""
     with _open(path) as f:
-        for lineno, line in enumerate(f, 1):
+        for lineno, line in _lines(f, path):
             fields = line.split()
             if not fields:
                 continue
@@ -207,7 +226,7 @@ def read_trace(path: str | os.PathLike, *, jobs: int | None = None, first_job_id
 def _check_not_empty(path) -> None:
     """Raise a TraceError unless the trace has a line that is not blank (read only up to that line)."""
     with _open(path) as f:
-        if not any(line.strip() for line in f):
+        if not any(line.strip() for _, line in _lines(f, path)):
             raise TraceError(f"{path}: the trace has no jobs (the file is empty or has only blank lines)")
 
 
@@ -216,7 +235,7 @@ def count_trace(path: str | os.PathLike) -> tuple[int, int]:
     _check_file(path)
     jobs = tasks = 0
     with _open(path) as f:
-        for lineno, line in enumerate(f, 1):
+        for lineno, line in _lines(f, path):
             fields = line.split()
             if fields:
                 tasks += _num_tasks(path, lineno, _extras(path, lineno, fields)[0] if "=" in line else fields)

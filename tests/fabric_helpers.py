@@ -8,6 +8,7 @@ used from plain tests and from hypothesis properties alike.
 from __future__ import annotations
 
 import os
+import textwrap
 import types
 from collections import Counter, defaultdict
 from heapq import heappop, heappush
@@ -249,7 +250,7 @@ def normalize(records) -> list[tuple]:
 
 
 def _unpack_all(data: bytes) -> list:
-    unpacker = messages.new_unpacker()
+    unpacker = messages.new_unpacker(max(1, len(data)))
     unpacker.feed(data)
     return list(unpacker)
 
@@ -553,3 +554,58 @@ __all__ = [
     "Scripted", "Sender", "Wake", "by_code", "check_invariants", "multiset_diff", "normalize", "per_actor",
     "read_journal", "reference_run", "run_fabric", "static_links",
 ]
+
+
+def capped_fedemu(argv, limit_mb: int = 700, **kwargs):
+    """``python -m fedemu ARGV`` in a child whose address space is capped at ``limit_mb``: a reader that
+    allocates what a file claims, or reads a huge file whole, fails there with a MemoryError."""
+    import resource
+    import subprocess
+    import sys
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit_mb << 20, limit_mb << 20))
+
+    return subprocess.run([sys.executable, "-m", "fedemu", *map(str, argv)], capture_output=True, text=True,
+                          preexec_fn=cap, timeout=300, **kwargs)
+
+
+def ping_pong_scenario(tag: str, *, on_ping: str = "", on_finish: str = "") -> str:
+    """The text of a user's scenario file: actors ``a`` and ``b``, ``a`` sends ``b`` a ``Ping(1)`` and each
+    answers with the next ``k`` until 5. ``on_ping`` and ``on_finish`` are lines (``msg`` in scope) added to
+    the handler and to the run's ``finish``."""
+    return textwrap.dedent(f'''
+        import sys
+        from fedemu.fabric.actor import Actor
+        from fedemu.fabric.messages import message
+
+        PARAMS = {{}}
+
+
+        @message("{tag}")
+        class Ping:
+            k: int
+
+
+        class A(Actor):
+            def on_start(self):
+                if self.id == 0:
+                    self.send(1, Ping(1))
+
+            def on_Ping(self, msg, src):
+                {on_ping or "pass"}
+                if msg.k < 5:
+                    self.send(src, Ping(msg.k + 1))
+
+
+        class Run:
+            def finish(self, fabric, info):
+                {on_finish or "pass"}
+                return info
+
+
+        def build(fabric, params):
+            for name in ("a", "b"):
+                fabric.add(name, A)
+            return Run()
+    ''')

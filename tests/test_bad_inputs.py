@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from fedemu.scenarios import preflight
 from fedemu.tools.cli import main
 
+from fabric_helpers import ping_pong_scenario
+
 TRACES = Path(__file__).resolve().parents[2] / "shared/data/meghanat_megha_simulator/traces/input"
 
 # Files the cases refer to as {name}; written into the test's tmp folder.
@@ -40,6 +42,14 @@ FILES = {
                     "\n\ndef build(fabric, params):\n    return Run()\n"),
     "s_text.txt": "PARAMS = {}\n",
     "a_file": "not a folder\n",
+    # findings of the trust-boundary issue: values that passed the checks, then failed or did nothing
+    "s_exit_import.py": "import sys\nsys.exit(3)\nPARAMS = {}\ndef build(fabric, params):\n    pass\n",
+    "s_exit_build.py": "import sys\nPARAMS = {}\ndef build(fabric, params):\n    sys.exit(0)\n",
+    "s_set_param.py": "PARAMS = {'when': 1j}\ndef build(fabric, params):\n    pass\n",
+    "p_slow_huge.toml": '[[fault]]\nat_s = 1\nkind = "slow"\nlink = ["gm-0", "lm-0"]\nvalue = 1e17\n',
+    "p_self_link.toml": '[[fault]]\nat_s = 1\nkind = "loss"\nlink = ["lm-1", "lm-1"]\nvalue = 1.0\n',
+    "p_self_partition.toml": '[[fault]]\nat_s = 1\nkind = "partition"\nsides = [["gm-0"], ["gm-0", "lm-1"]]\n',
+    "p_restart_running.toml": '[[fault]]\nat_s = 1\nkind = "restart"\ntarget = "gm-1"\n',
 }
 
 RUN = ["run", "default", "--quiet", "--out", "{out}", "--set", "jobs=20"]
@@ -48,7 +58,19 @@ SPARROW = RUN + ["--set", "scheduler=sparrow"]
 
 
 def _set(*items, base=RUN):
-    return [*base, *(x for item in items for x in ("--set", item))]
+    """``base`` with ``--set item`` for each item; a key of ``base`` set again is taken out of it first
+    (a key given twice is an error of its own)."""
+    keys = {item.split("=", 1)[0] for item in items}
+    kept, skip = [], False
+    for i, word in enumerate(base):
+        if skip:
+            skip = False
+            continue
+        if word == "--set" and base[i + 1].split("=", 1)[0] in keys:
+            skip = True
+            continue
+        kept.append(word)
+    return [*kept, *(x for item in items for x in ("--set", item))]
 
 
 # (case id, argv, a piece of the one error line)
@@ -167,6 +189,19 @@ CASES = [
     ("replay-seek-nan", ["replay", "no.log", "--tui", "--seek", "nan"], "argument --seek: 'nan' is not a number"),
     ("no-such-command", ["bogus"], "error: argument command: invalid choice: 'bogus'"),
     ("set-not-key-value", ["run", "default", "--out", "{out}", "--set", "jobs"], "is not key=value"),
+    # values that passed validation and then failed, or did nothing (findings 7 and 11)
+    ("set-twice", [*RUN, "--set", "jobs=10"], "--set jobs is given twice (jobs=20, then 'jobs=10')"),
+    ("slow-1e17", [*RUN, "--faults", "{p_slow_huge.toml}"], "a latency factor is at most 1e+06"),
+    ("self-link", [*RUN, "--faults", "{p_self_link.toml}"], "fault loss on the link from lm-1 to itself"),
+    ("self-partition", [*RUN, "--faults", "{p_self_partition.toml}"], "gm-0 on both sides"),
+    ("restart-running", [*RUN, "--faults", "{p_restart_running.toml}"],
+     "restart of gm-1 at 1 s: nothing crashed gm-1 before then, so the restart would do nothing"),
+    ("scenario-exit-import", ["run", "{s_exit_import.py}", "--out", "{out}"],
+     "{s_exit_import.py}:2: importing the scenario called sys.exit(3)"),
+    ("scenario-exit-build", ["run", "{s_exit_build.py}", "--out", "{out}"], "{s_exit_build.py}:4: build called sys.exit(0)"),
+    ("parameter-not-journalable", ["run", "{s_set_param.py}", "--record", "--out", "{out}"],
+     "parameter 'when' is 1j (complex); a parameter is a number, text"),
+    ("replay-from-after-to", ["replay", "no.log", "--from", "5", "--to", "1"], "--to 1 is before --from 5"),
 ]
 
 
@@ -206,7 +241,7 @@ def test_a_scenario_whose_finish_raises_is_one_line_and_keeps_its_journal(capsys
     assert code == 1 and err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith(f"fedemu: failed: {files['s_finish.py']}:6: the scenario raised KeyError: 'nope'; "
                           f"the journal is kept in {out / 'messages.log'}")
-    assert main(["replay", str(out / "messages.log"), "--verify"]) == 0
+    assert main(["replay", str(out / "messages.log"), "--verify", "--scenario", files["s_finish.py"]]) == 0
     assert capsys.readouterr().out.endswith("(run ended with: KeyError: 'nope')\n")
 
 
@@ -492,3 +527,42 @@ def test_a_summary_value_json_cannot_hold_is_one_line(tmp_path, capsys):
     assert main(["run", str(scen), "--quiet", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "summary.json cannot hold a value of type type" in err[0]
+
+
+def test_a_fault_after_the_end_of_the_run_is_said(capsys, tmp_path):
+    """Finding 7: a fault whose at_s lies past the end of the run was accepted and never happened, silently."""
+    plan = tmp_path / "late.toml"
+    plan.write_text('[[fault]]\nat_s = 5000\nkind = "crash"\ntarget = "gm-0"\n')
+    code, _, err = _run(capsys, "run", "default", "--quiet", "--set", "jobs=5", "--faults", str(plan))
+    assert code == 0
+    assert err.startswith("fedemu: warning: 1 fault(s) of the plan never happened: the run ended at ")
+    assert err.rstrip().endswith("s, before crash gm-0 at 5000 s") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("where", ["actor", "finish"])
+def test_a_scenario_calling_sys_exit_during_the_run_is_a_failed_run(capsys, tmp_path, where):
+    """Finding 7: a scenario calling sys.exit(0) or sys.exit(3) ended fedemu with no message."""
+    scen = tmp_path / "exits.py"
+    scen.write_text(ping_pong_scenario("exits.ping", **{f"on_{'ping' if where == 'actor' else where}": "sys.exit(3)"}))
+    code, _, err = _run(capsys, "run", str(scen), "--quiet", "--journal", str(tmp_path / "j.fjl"))
+    assert code == 1 and err.startswith(f"fedemu: failed: {scen}:") and err.count("\n") == 1, err
+    assert "sys.exit(3) was called" in err and (tmp_path / "j.fjl").is_file()
+
+
+
+
+def test_a_run_refused_before_its_header_leaves_no_journal(capsys, tmp_path):
+    """Finding 11: a failed run's "kept journal" was 162 bytes without a header when the failure came before
+    the first record (a parameter the journal cannot hold); such a parameter is bad input, and nothing is left."""
+    scen = tmp_path / "set_param.py"
+    scen.write_text("PARAMS = {'when': 1j}\n\n\ndef build(fabric, params):\n    pass\n")
+    code, _, err = _run(capsys, "run", str(scen), "--journal", str(tmp_path / "j.fjl"))
+    assert code == 2 and "parameter 'when' is 1j (complex)" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["set_param.py"]
+    from fedemu.fabric.journal import Journal
+
+    journal = Journal(tmp_path / "k.fjl")
+    with pytest.raises(TypeError):
+        journal.write_header({"params": {"when": object()}})
+    assert journal.header is None  # so a failure here leaves no journal (see tools.runner.keep_failed_journal)
+    journal.abort()

@@ -66,6 +66,27 @@ def test_check_determinism_on_the_demo(capsys, tmp_path):
     assert out == f"deterministic: two runs (PYTHONHASHSEED differing) gave {n} identical records\n"
 
 
+@pytest.mark.parametrize("ours", ["random", "4294967295", "0"])
+def test_check_determinism_under_any_hash_seed(tmp_path, ours):
+    """Finding 9: PYTHONHASHSEED=random gave a ValueError traceback, and 4294967295 a second run that died
+    of a fatal error (its seed 4294967295 + 12345 is out of Python's range)."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "fedemu", "run", "demo", "--check-determinism", "--set",
+                           "duration_ms=50"], capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": ours})
+    assert proc.returncode == 0 and proc.stderr == "" and proc.stdout.startswith("deterministic: "), proc.stderr
+
+
+def test_the_second_run_gets_another_valid_hash_seed():
+    from fedemu.tools.cli import HASH_SEED_MAX, _other_hash_seed
+
+    for ours in (None, "", "random", "0", "1", "4294967295", "4294967296", "-3"):
+        other = int(_other_hash_seed(ours))
+        assert 0 <= other <= HASH_SEED_MAX and str(other) != (ours or "0")
+
+
 NONDETERMINISTIC = textwrap.dedent('''
     import os
     from fedemu.fabric.actor import Actor

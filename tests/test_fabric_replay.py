@@ -290,10 +290,10 @@ def test_verify_detects_that_the_code_changed_since_recording(capsys, tmp_path):
     assert main(["run", str(scen), "--journal", str(log), "--quiet", "--set", "n=4"]) == 0
     capsys.readouterr()
     _, records, _ = read_journal(log)
-    assert run_cli(capsys, "replay", str(log), "--verify")[0] == 0
+    assert run_cli(capsys, "replay", str(log), "--verify", "--scenario", str(scen))[0] == 0
 
     scen.write_text(SCENARIO.replace("MULT = 1", "MULT = 2"))
-    code, out, _ = run_cli(capsys, "replay", str(log), "--verify")
+    code, out, _ = run_cli(capsys, "replay", str(log), "--verify", "--scenario", str(scen))
     first = next(i for i, r in enumerate(records) if r[0] == SEND and r[7] != (0,))  # Ping(1) became Ping(2)
     assert code == 1
     assert out.splitlines()[0] == (f"journals diverge at record {first} (virtual time "
@@ -303,7 +303,7 @@ def test_verify_detects_that_the_code_changed_since_recording(capsys, tmp_path):
     # b no longer answers the last ping: the re-run is the recording minus its last records
     assert records[-2][0] == SEND and records[-2][7] == (-1,)
     scen.write_text(SCENARIO.replace("LAST = 3", "LAST = 99"))
-    code, out, _ = run_cli(capsys, "replay", str(log), "--verify")
+    code, out, _ = run_cli(capsys, "replay", str(log), "--verify", "--scenario", str(scen))
     assert code == 1
     assert out.splitlines()[0] == (f"journals diverge at record {len(records) - 2} (virtual time "
                                    f"{records[-2][1] / 1e6:.6f}s): the re-run ended earlier")
@@ -313,7 +313,7 @@ def test_verify_detects_that_the_code_changed_since_recording(capsys, tmp_path):
     assert main(["run", str(scen), "--journal", str(log), "--quiet"]) == 0
     capsys.readouterr()
     scen.write_text(SCENARIO)
-    code, out, _ = run_cli(capsys, "replay", str(log), "--verify")
+    code, out, _ = run_cli(capsys, "replay", str(log), "--verify", "--scenario", str(scen))
     assert code == 1 and out.splitlines()[0].endswith("the re-run has more records")
     assert out.splitlines()[1] == "  expected: (nothing)"
 

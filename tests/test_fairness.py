@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from fedemu.actors.common.invariants import preempted_requeued_once
 from fedemu.fabric.errors import ConfigError, TraceError
 from fedemu.model import Job, Recorder
+from fedemu.scenarios import fairness as fairness_scenario
 from fedemu.scenarios.trace import count_trace, read_trace
 from fedemu.tools.cli import main
 from fedemu.tools.runner import execute
@@ -27,6 +28,8 @@ TOLERANCE = 0.05
 PAPER = {"users": 4, "shares": "10,25,15,50"}
 CONTENDED = {**PAPER, "lms": 1, "gms": 3, "workers_per_partition": 10, "constraints": False, "load": 3.0,
              "task_s": 20.0, "task_dist": "const", "fanout": 5, "jobs": 80}
+# the fairness scenario's own workload is the papers' GOOG trace; without it, the stand-in it offers
+FAIRNESS = {} if fairness_scenario.TRACE.is_file() else dict(fairness_scenario.STAND_IN)
 SMALL = settings(max_examples=8, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 
@@ -230,7 +233,7 @@ def test_the_invariant_catches_a_double_requeue_a_lost_task_and_a_duplicate():
 
 
 def test_the_fairness_scenario_is_the_papers_setup():
-    r = execute("fairness", overrides={"jobs": 6})
+    r = execute("fairness", overrides={**FAIRNESS, "jobs": 6})
     s = r.summary
     assert s["params"]["users"] == 4 and s["params"]["shares"] == "10,25,15,50" and s["cluster"]["workers"] == 198
     assert [u["gm"] for u in s["fairness"]["users"]] == [0, 1, 1, 2]
@@ -240,7 +243,7 @@ def test_the_fairness_scenario_is_the_papers_setup():
 def test_compare_rows_carry_each_users_shares(tmp_path):
     from fedemu.tools import compare
 
-    summary = execute("fairness", overrides={"jobs": 6}).summary
+    summary = execute("fairness", overrides={**FAIRNESS, "jobs": 6}).summary
     spec = {"scheduler": "megha", "policy": "random", "seed": 1, "out_dir": str(tmp_path)}
     row = compare.row_of(spec, summary)
     plain = compare.row_of({**spec, "scheduler": "pigeon"}, {"counters": {}})
@@ -253,7 +256,8 @@ def test_compare_rows_carry_each_users_shares(tmp_path):
 
 def test_a_run_with_users_replays_identically_and_plots_the_shares(tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["run", "fairness", "--set", "jobs=8", "--quiet", "--record", "--out", str(out)]) == 0
+    sets = [x for k, v in {**FAIRNESS, "jobs": 8}.items() for x in ("--set", f"{k}={v}")]
+    assert main(["run", "fairness", *sets, "--quiet", "--record", "--out", str(out)]) == 0
     assert (out / "share_over_time.png").stat().st_size > 0
     assert main(["replay", str(out / "messages.log"), "--verify"]) == 0
     assert "digest matches" in capsys.readouterr().out
@@ -266,3 +270,19 @@ def test_duplicated_messages_never_run_a_preempting_task_twice():
     for seed in range(1, 13):
         r = run(seed=seed, **{**CONTENDED, "dup": 0.3, "jobs": 40, "lms": 2, "workers_per_partition": 5})
         assert r.summary["counters"].get("duplicate_executions", 0) == 0
+
+
+def test_the_fairness_scenario_never_changes_its_workload_silently(monkeypatch, tmp_path, capsys):
+    """Finding 1: without the papers' data the fairness scenario ran a Poisson stand-in instead of its trace,
+    silently. Now its workload is the trace, and without the file it is refused with the stand-in's keys."""
+    assert fairness_scenario.PARAMS["workload"] == "trace"
+    monkeypatch.setattr(fairness_scenario, "TRACE", tmp_path / "absent" / "GOOG_subtrace.tr")
+    monkeypatch.setitem(fairness_scenario.PARAMS, "trace", str(fairness_scenario.TRACE))
+    assert main(["run", "fairness", "--quiet", "--set", "jobs=4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "GOOG_subtrace.tr, the papers' data, which is absent here" in err
+    hint = [w.replace("jobs=300", "jobs=4") for w in err.split("fedemu run fairness ")[1].split()]
+    assert hint[:2] == ["--set", "workload=poisson"] and "jobs=4" in hint
+    out = tmp_path / "out"
+    assert main(["run", "fairness", "--quiet", *hint, "--record", "--out", str(out)]) == 0
+    assert main(["replay", str(out / "messages.log"), "--verify"]) == 0  # its Poisson run replays as it ran

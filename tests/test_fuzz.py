@@ -27,6 +27,7 @@ from fedemu.tools import fuzz, strategies
 from fedemu.tools.cli import main
 
 import mermaid_grammar
+from fabric_helpers import ping_pong_scenario
 
 NAMES = ["gm-0", "gm-1", "lm-0", "lm-1", "w-0", "w-1", "w-2", "submitter"]
 QUICK = settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
@@ -478,3 +479,75 @@ def test_two_adjacent_bursts_of_one_link_are_merged_and_others_are_not():
     assert fuzz.merged_bursts(merged) is None
     assert fuzz.merged_bursts(plan((0, 1.0), (0.000001, 0.0), (0.000001, 0.5), (0.00157, 0.0))) is None  # other value
     assert fuzz.merged_bursts(plan((0, 1.0), (0.000001, 0.0), (0.000002, 1.0), (0.00157, 0.0))) is None  # a gap
+
+
+# ---- every built-in scenario, and a user's file ----------------------------------------------------------
+BUILT_IN = ["default", "demo", "failover", "fairness", "federation", "heterogeneous"]
+
+
+@pytest.mark.parametrize("scenario", BUILT_IN)
+def test_every_built_in_scenario_can_be_searched(scenario, tmp_path, capsys, monkeypatch):
+    """Finding 10: the search worked only on default: fairness drew users=0 beside its shares (and with
+    users=4, a shape its 198 workers do not fit), failover's own plan named lm-0-standby for a scheduler
+    drawn without standby LMs. A search keeps what a scenario sets (its setup) and draws the rest small."""
+    monkeypatch.chdir(tmp_path)
+    code = main(["fuzz", scenario, "--examples", "6", "--seed", "3", "--out", str(tmp_path / "f"), "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "no violation found" in out, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]  # nothing written beside --out
+
+
+def test_what_a_scenario_sets_is_kept_in_its_examples():
+    @settings(max_examples=25, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(strategies.examples("fairness"))
+    def fairness(example):
+        if example.scheduler in ("megha", "centralized"):
+            assert example.overrides["users"] == 4 and example.overrides["shares"] == "10,25,15,50"
+        assert example.overrides["workload"] == "poisson" and example.overrides["workers"] == 0
+
+    @settings(max_examples=25, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(strategies.examples("failover"))
+    def failover(example):
+        assert example.overrides["gms"] == fed.PARAMS["gms"] and example.overrides.get("distributors", 3) == 3
+        if example.scheduler in ("megha", "centralized"):
+            assert example.overrides["lm_standby"] is True
+
+    fairness()
+    failover()
+
+
+def test_a_key_of_some_schedulers_goes_to_their_runs_only(tmp_path, capsys):
+    """Finding 10: ``fuzz --set KEY=...`` for a key only some schedulers have stopped at the first example of
+    another scheduler; as compare does, it goes to the runs it applies to, and a key none has is refused."""
+    code = main(["fuzz", "default", "--set", "probe_ratio=2", "--schedulers", "megha,sparrow", "--examples", "8",
+                 "--seed", "2", "--out", str(tmp_path / "f"), "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "megha" in out and "sparrow" in out, err
+    code = main(["fuzz", "default", "--set", "probe_ratio=2", "--schedulers", "megha", "--examples", "2",
+                 "--out", str(tmp_path / "g"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and err == "fedemu: error: --set probe_ratio=... applies to none of the schedulers searched (megha)\n"
+
+
+def test_a_users_scenario_file_is_searched_or_refused_in_one_line(tmp_path, capsys):
+    """Finding 9: ``fedemu fuzz my_scenario.py`` on a valid scenario without parameters gave a 70-line
+    hypothesis traceback (it builds no actor: nothing to inject a fault into)."""
+    (tmp_path / "empty.py").write_text("PARAMS = {}\n\n\ndef build(fabric, params):\n    pass\n")
+    code = main(["fuzz", str(tmp_path / "empty.py"), "--examples", "3", "--out", str(tmp_path / "f"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and err == (f"fedemu: error: fuzz: scenario {tmp_path / 'empty.py'} builds no actors, so there "
+                                 "is nothing to inject a fault into\n")
+    (tmp_path / "two.py").write_text(ping_pong_scenario("fuzztest.two.ping"))
+    code = main(["fuzz", str(tmp_path / "two.py"), "--examples", "5", "--seed", "1", "--out", str(tmp_path / "g"),
+                 "--quiet"])
+    assert code == 0 and "no violation found" in capsys.readouterr().out
+
+
+def test_the_search_writes_no_hypothesis_folder_in_the_current_folder(tmp_path, monkeypatch):
+    """Finding 8: ``fuzz`` wrote ``.hypothesis/`` into the current folder, outside ``--out``."""
+    monkeypatch.chdir(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "fedemu", "fuzz", "default", "--examples", "2", "--seed", "1",
+                           "--out", str(tmp_path / "out"), "--quiet"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert (tmp_path / "out" / ".hypothesis").is_dir()

@@ -81,7 +81,7 @@ def test_a_run_that_fails_at_its_end_check_keeps_its_journal(tmp_path, scenario,
     _, records, footer = read_journal(log)
     assert footer["ended"] == "AssertionError: b saw 6 pings, expected 7" and footer["sent"] == 6
     assert sorted(p.name for p in tmp_path.iterdir()) == ["failing_scen.py", "log.fjl"]  # no temporary file
-    code, out, err = (main(["replay", str(log), "--verify"]), *capsys.readouterr())
+    code, out, err = (main(["replay", str(log), "--verify", "--scenario", str(scenario)]), *capsys.readouterr())
     assert (code, err) == (0, "")
     assert out == (f"identical: {len(records)} records, digest matches "
                    "(run ended with: AssertionError: b saw 6 pings, expected 7)\n")
@@ -97,7 +97,7 @@ def test_a_run_whose_actor_raises_keeps_its_journal_and_replays_the_same_way(tmp
     _, records, footer = read_journal(log)
     assert footer["ended"] == "ValueError: ping 3 is one too many for <object object>"
     assert max(r[1] for r in records) <= 400 + 1000
-    assert main(["replay", str(log), "--verify"]) == 0
+    assert main(["replay", str(log), "--verify", "--scenario", str(scenario)]) == 0
     assert capsys.readouterr().out.endswith("(run ended with: ValueError: ping 3 is one too many for <object object>)\n")
 
 
@@ -110,12 +110,12 @@ def test_a_failure_that_changes_is_a_divergence(tmp_path, scenario, capsys):
     n = len(read_journal(log)[1])
     scenario.write_text(FAILING.replace('raise AssertionError(f"b saw {seen} pings, expected {seen + 1}")',
                                         'raise AssertionError("something else")'))
-    code, out, _ = (main(["replay", str(log), "--verify"]), *capsys.readouterr())
+    code, out, _ = (main(["replay", str(log), "--verify", "--scenario", str(scenario)]), *capsys.readouterr())
     assert code == 1
     assert out.splitlines()[0] == (f"journals diverge at record {n} (virtual time ?): footers differ (ended: expected "
                                    "'AssertionError: b saw 6 pings, expected 7', got 'AssertionError: something else')")
     scenario.write_text(FAILING.replace('if self.actors[1].params["fail"] == "finish":', "if False:"))
-    code, out, _ = (main(["replay", str(log), "--verify"]), *capsys.readouterr())
+    code, out, _ = (main(["replay", str(log), "--verify", "--scenario", str(scenario)]), *capsys.readouterr())
     assert code == 1 and out.splitlines()[0].endswith(
         "footers differ (ended: expected 'AssertionError: b saw 6 pings, expected 7', got None)")
 
@@ -131,7 +131,7 @@ def test_a_good_journal_says_nothing_about_how_it_ended(tmp_path, scenario, caps
     log = tmp_path / "log.fjl"
     runner.execute(str(scenario), journal_path=log, overrides={"fail": "none"})
     assert "ended" not in read_journal(log)[2]
-    assert main(["replay", str(log), "--verify"]) == 0
+    assert main(["replay", str(log), "--verify", "--scenario", str(scenario)]) == 0
     assert capsys.readouterr().out.endswith("digest matches\n")
 
 

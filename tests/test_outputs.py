@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from fedemu.fabric.atomic import PendingFile, atomic_write
 from fedemu.fabric.errors import ConfigError
 from fedemu.tools import results
 from fedemu.tools.cli import main
@@ -53,6 +52,8 @@ def test_a_link_or_a_device_as_an_output_is_refused(capsys, tmp_path, option):
 
 
 def test_the_writer_refuses_a_non_regular_target_and_leaves_nothing(tmp_path):
+    from fedemu.fabric.atomic import PendingFile, atomic_write
+
     (tmp_path / "d").mkdir()
     with pytest.raises(ConfigError, match="exists and is a folder"):
         PendingFile(tmp_path / "d")
@@ -161,6 +162,8 @@ def test_the_scan_sees_raw_writes(tmp_path):
 
 
 def test_the_temporary_files_are_exclusive_and_hidden(tmp_path):
+    from fedemu.fabric.atomic import PendingFile
+
     pending = PendingFile(tmp_path / "x.log")
     assert pending.tmp.parent == tmp_path and pending.tmp.name.startswith(".x.log.")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import math
 import os
 import signal
@@ -49,6 +50,7 @@ def _cmd_run(args) -> int:
     with contextlib.redirect_stdout(sys.stderr) if args.log == STDOUT else contextlib.nullcontext():
         _print_summary(result.summary)  # with --log -, standard output holds the event log alone
         _warn_unfinished(result.summary)
+        _warn_late_faults(result.summary)
         if journal:
             print(f"journal: {journal}")
         if args.log and args.log != STDOUT:
@@ -84,6 +86,18 @@ def _warn_unfinished(summary: dict) -> None:
     print(f"fedemu: {level}: {jobs - done:,} of {jobs:,} jobs did not complete; {why}", file=sys.stderr)
 
 
+def _warn_late_faults(summary: dict) -> None:
+    """A line on stderr when faults of the plan lay after the run's end: they never happened."""
+    late = summary.get("faults_never_applied")
+    if not late or summary.get("partial"):
+        return
+    first = late[0]
+    more = f" and {len(late) - 1} more" if len(late) > 1 else ""
+    print(f"fedemu: warning: {len(late)} fault(s) of the plan never happened: the run ended at "
+          f"{summary.get('virtual_end_s', 0):g} s, before {first[1]} {'/'.join(map(str, first[2]))} at "
+          f"{first[0] / 1e6:g} s{more}", file=sys.stderr)
+
+
 def _print_summary(summary: dict) -> None:
     from .report import print_summary
 
@@ -116,7 +130,7 @@ def _check_determinism(args, overrides, journal, faults=None) -> int:
             cmd += ["--set", item]
         if args.faults:
             cmd += ["--faults", args.faults]
-        env = dict(os.environ, PYTHONHASHSEED=str((int(os.environ.get("PYTHONHASHSEED", "0") or 0) + 12345)))
+        env = dict(os.environ, PYTHONHASHSEED=_other_hash_seed(os.environ.get("PYTHONHASHSEED")))
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             print(proc.stderr.strip() or proc.stdout.strip(), file=sys.stderr)
@@ -126,18 +140,35 @@ def _check_determinism(args, overrides, journal, faults=None) -> int:
         return _compare_event_logs(args.log, second_log) if code == 0 and args.log else code
 
 
+HASH_SEED_MAX = 4_294_967_295  # Python's largest PYTHONHASHSEED
+
+
+def _other_hash_seed(ours: str | None) -> str:
+    """A PYTHONHASHSEED for the second run that differs from this process's: ours plus 12345, wrapped into
+    Python's range; with ours unset, 0 or ``random`` (not a number), a fixed 12345."""
+    try:
+        value = int(ours or "")
+    except ValueError:
+        return "12345"
+    if not 0 <= value <= HASH_SEED_MAX:
+        return "12345"
+    return str((value + 12345) % (HASH_SEED_MAX + 1))
+
+
 def _compare_event_logs(first: str, second: str) -> int:
-    """The two runs' event logs, line by line: 0 when identical, else the first difference and 1."""
+    """The two runs' event logs, line by line (streamed): 0 when identical, else the first difference and 1."""
+    n = 0
     with open(first, encoding="utf-8") as a, open(second, encoding="utf-8") as b:
-        ours, theirs = a.read().splitlines(), b.read().splitlines()
-    for n, (x, y) in enumerate(zip(ours, theirs), start=1):
-        if x != y:
-            print(f"event logs differ at line {n}:\n  first:  {x}\n  second: {y}")
-            return 1
-    if len(ours) != len(theirs):
-        print(f"event logs differ: {len(ours):,} lines in the first run, {len(theirs):,} in the second")
-        return 1
-    print(f"event log: the same {len(ours):,} lines in both runs")
+        for n, (x, y) in enumerate(itertools.zip_longest(a, b), start=1):
+            if x is None or y is None:  # one ended: count the rest of the other
+                longer = n + sum(1 for _ in (a if y is None else b))
+                ours, theirs = (longer, n - 1) if y is None else (n - 1, longer)
+                print(f"event logs differ: {ours:,} lines in the first run, {theirs:,} in the second")
+                return 1
+            if x != y:
+                print(f"event logs differ at line {n}:\n  first:  {x.rstrip()}\n  second: {y.rstrip()}")
+                return 1
+    print(f"event log: the same {n:,} lines in both runs")
     return 0
 
 
@@ -147,6 +178,11 @@ def _cmd_replay(args) -> int:
     filters = [opt for opt, value in (("--actor", args.actor), ("--kind", args.kind), ("--from", args.t_from),
                                       ("--to", args.t_to), ("--job", args.job)) if value is not None]
     drawn = [opt for opt, value in (("--diagram", args.diagram), ("--trace", args.trace)) if value is not None]
+    if args.t_from is not None and args.t_to is not None and float(args.t_from) > float(args.t_to):
+        raise ConfigError(f"--to {args.t_to} is before --from {args.t_from}: no record lies between them")
+    if args.scenario is not None and args.diagram is not None and args.trace is None:
+        raise ConfigError("--scenario names the scenario file to re-run (--verify, --tui, --trace) or whose "
+                          "message kinds to name (show): a diagram reads the journal alone")
     if drawn and (args.verify or args.tui or args.show):
         mode = "--verify" if args.verify else "--tui" if args.tui else "--show"
         raise ConfigError(f"{drawn[0]} writes a file, {mode} does something else: give one of them")
@@ -155,23 +191,25 @@ def _cmd_replay(args) -> int:
 
         if filters:
             raise ConfigError(f"{', '.join(filters)} filter the records shown; --tui shows the whole run")
-        return replay_live(args.log, seek_s=args.seek, paused=args.paused, pace=pace_option(args.pace))
+        return replay_live(args.log, seek_s=args.seek, paused=args.paused, pace=pace_option(args.pace),
+                           scenario_file=args.scenario)
     if args.seek is not None or args.paused or args.pace is not None:
         raise ConfigError("--seek, --paused and --pace control the live view: add --tui")
     if args.verify:
         if filters:
             raise ConfigError(f"{', '.join(filters)} filter the records shown; --verify compares them all")
-        return replay.verify(args.log)
+        return replay.verify(args.log, scenario_file=args.scenario)
     if args.diagram is not None or args.trace is not None:
         return _draw(args)
     if args.job is not None:
         raise ConfigError("--job filters a diagram or a trace: add --diagram FILE or --trace FILE.json")
-    return replay.show(args.log, actor=args.actor, kind=args.kind, t_from=args.t_from, t_to=args.t_to)
+    return replay.show(args.log, actor=args.actor, kind=args.kind, t_from=args.t_from, t_to=args.t_to,
+                       scenario_file=args.scenario)
 
 
 def _draw(args) -> int:
     """``--diagram FILE`` and ``--trace FILE.json``: the journal drawn, with the filters given."""
-    from . import diagram, trace_events
+    from . import diagram, replay, trace_events
 
     given = dict(t_from=args.t_from, t_to=args.t_to, actor=args.actor, job=args.job, kind=args.kind)
     outdir.check_file(args.diagram, "--diagram")
@@ -179,7 +217,10 @@ def _draw(args) -> int:
     if args.diagram is not None:
         print(diagram.write(args.log, args.diagram, **given))
     if args.trace is not None:
-        print(trace_events.write(args.log, args.trace, **given))
+        def rerun(header, probe):  # the service times: a re-run of the scenario --scenario or the header names
+            return replay.rerun(header, None, progress=probe, scenario_file=args.scenario).digest
+
+        print(trace_events.write(args.log, args.trace, rerun=rerun, **given))
     return 0
 
 
@@ -344,6 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("replay", help="verify or show a recorded journal")
     rp.add_argument("log")
+    rp.add_argument("--scenario", metavar="FILE", help="the scenario .py file to re-run (--verify, --tui, --trace) "
+                    "and whose message kinds to name: replay never imports a file a journal names (docs/trust.md)")
     mode = rp.add_mutually_exclusive_group()
     mode.add_argument("--verify", action="store_true", help="re-run from the header and compare")
     mode.add_argument("--show", action="store_true", help="print records, filtered by the options below "

@@ -18,6 +18,7 @@ import io
 import re
 import shlex
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -156,12 +157,35 @@ def _display_name(scenario: str) -> str:
     return ref.removeprefix("scenarios.")
 
 
-def search(scenario: str = "default", *, schedulers=None, kinds=None, fixed: dict | None = None,
-           examples: int | None = None, budget_s: float | None = None, seed: int | None = None,
-           out=None, derandomize: bool = False, max_events: int = 6, on_run=None) -> Outcome:
+@contextlib.contextmanager
+def _hypothesis_home(out):
+    """Hypothesis keeps its files (the example database, its cache of constants) in ``OUT/.hypothesis``
+    during a search, never in the current folder; without ``out``, in a temporary folder."""
+    from hypothesis import configuration
+
+    before = getattr(configuration, "__hypothesis_home_directory", None)
+    with contextlib.ExitStack() as stack:
+        home = Path(out) / ".hypothesis" if out is not None else \
+            Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="fedemu-fuzz-")))
+        configuration.set_hypothesis_home_dir(home)
+        try:
+            yield home
+        finally:
+            configuration.set_hypothesis_home_dir(before)
+
+
+def search(scenario: str = "default", **kwargs) -> Outcome:
     """Run examples until ``examples`` have run or ``budget_s`` wall seconds are spent, or a violation is
     found and shrunk (then written to ``out``/failure-K when ``out`` is given). ``on_run(tally)`` is
-    called after each run (the progress bar)."""
+    called after each run (the progress bar). Hypothesis keeps its files in ``out`` (``_hypothesis_home``)."""
+    with _hypothesis_home(kwargs.get("out")):
+        return _search(scenario, **kwargs)
+
+
+def _search(scenario: str = "default", *, schedulers=None, kinds=None, fixed: dict | None = None,
+            examples: int | None = None, budget_s: float | None = None, seed: int | None = None,
+            out=None, derandomize: bool = False, max_events: int = 6, on_run=None) -> Outcome:
+    """``search``, with hypothesis' home set."""
     scenario = _display_name(scenario)
     if schedulers is not None and "scheduler" in strategies.scenario_keys(scenario):
         for name in schedulers:
@@ -296,8 +320,9 @@ def write_failure(out: Path, failure: Failure) -> Failure:
         for _ in reader.records():
             pass
         digest = reader.footer.get("digest")
-        with contextlib.redirect_stdout(said):
-            replay.show(journal)
+        ref = runner.scenario_ref(example.scenario)
+        with contextlib.redirect_stdout(said):  # the search ran the user's file: its kinds print by name
+            replay.show(journal, scenario_file=None if ref.startswith("scenarios.") else ref)
         write_text(folder / "messages.txt", said.getvalue())
         diagram.write(journal, folder / "diagram.md", tail=True)
     reproduced = status == 1 and again == failure.verdict

@@ -50,7 +50,10 @@ def parse_overrides(items) -> dict:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"--set {item!r} is not key=value")
-        out[key.strip()] = parse_value(value)
+        key = key.strip()
+        if key in out:
+            raise ConfigError(f"--set {key} is given twice ({key}={out[key]!r}, then {item!r}); give each key once")
+        out[key] = parse_value(value)
     return out
 
 

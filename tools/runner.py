@@ -17,12 +17,14 @@ import importlib.util
 import inspect
 import os
 import re
+import shlex
 import sys
 import time
 from pathlib import Path
 
 import attrs
 
+from fedemu.fabric import messages
 from fedemu.fabric.errors import ConfigError, FedemuError, RunViolation
 from fedemu.fabric.journal import Journal
 from fedemu.fabric.kernel import Fabric
@@ -113,10 +115,16 @@ def _actor_where(exc: BaseException) -> str:
     return f"{name} at virtual time {now_us / 1e6:.6f} s" + (f" ({where})" if where else "")
 
 
+class ScenarioExit(Exception):
+    """A scenario's code called ``sys.exit`` during a run: the run failed (its journal kept), not fedemu."""
+
+
 def _user_error(exc: Exception, path: str, doing: str) -> ConfigError:
     """A one-line error for an exception raised by a user's scenario file: file, line, exception."""
     if isinstance(exc, SyntaxError):
         return ConfigError(f"{_where(exc, path)}: syntax error in the scenario: {exc.msg}")
+    if isinstance(exc, SystemExit):
+        return ConfigError(f"{_where(exc, path)}: {doing} called sys.exit({exc.code!r})")
     text = str(exc).strip().splitlines()
     return ConfigError(f"{_where(exc, path)}: {doing} raised {type(exc).__name__}"
                        + (f": {text[0]}" if text else ""))
@@ -136,7 +144,7 @@ def load(ref: str):
         except FedemuError:
             sys.modules.pop(name, None)
             raise
-        except Exception as exc:  # the user's file: its bug, reported as one line naming file and line
+        except (Exception, SystemExit) as exc:  # the user's file: its bug, one line naming file and line
             sys.modules.pop(name, None)
             raise _user_error(exc, ref, "importing the scenario") from None
     params, build = getattr(module, "PARAMS", None), getattr(module, "build", None)
@@ -166,7 +174,7 @@ def build_run(module, ref: str, fabric, params: dict):
         return module.build(fabric, params)
     except FedemuError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise _user_error(exc, ref, "build") from None
 
 
@@ -176,7 +184,7 @@ def failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {re.sub(r' at 0x[0-9a-fA-F]+', '', text)}".rstrip(": ")
 
 
-def keep_failed_journal(journal: Journal, fabric: Fabric | None, exc: Exception) -> None:
+def keep_failed_journal(journal: Journal, fabric: Fabric | None, exc: Exception, ref: str = "") -> None:
     """A run that failed after its header was written keeps its journal, closed with a footer whose
     ``ended`` says how, so ``fedemu replay LOG --verify`` can reproduce the failure. Bad input (a
     FedemuError) and a failure before the header leave nothing."""
@@ -189,8 +197,20 @@ def keep_failed_journal(journal: Journal, fabric: Fabric | None, exc: Exception)
     except Exception:  # noqa: BLE001 - a fabric broken by the failure: the footer says less
         counts = {}
     journal.close({**counts, "ended": failure(exc)})
+    named = "" if ref.startswith("scenarios.") or not ref else f" --scenario {shlex.quote(ref)}"
     exc.add_note(f"fedemu: the journal is kept in {journal.path}, its footer saying how the run ended; "
-                 f"`fedemu replay {journal.path} --verify` reproduces the failure")
+                 f"`fedemu replay {journal.path} --verify{named}` reproduces the failure")
+
+
+def journalable(params: dict, ref: str) -> None:
+    """Refuse (bad input, before the run) a parameter the journal's header cannot hold: a run is recorded
+    with its parameters, and one that could not be would leave a journal without a header."""
+    for key, value in params.items():
+        try:
+            messages.packb(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ConfigError(f"scenario {ref}: parameter {key!r} is {value!r:.80} ({type(value).__name__}); a "
+                              "parameter is a number, text, true/false, or a list or dict of those") from None
 
 
 class _running:
@@ -248,6 +268,7 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
     ref = scenario_ref(ref)
     module = load(ref)
     params = params_mod.resolve_scenario(module, overrides or {})
+    journalable(params, ref)
     journal = Journal(journal_path)
     fabric = events = None
     try:
@@ -259,7 +280,10 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
         run = build_run(module, ref, fabric, dict(params))
         plan = {}
         if faults is not None:  # checked against the built actors before anything runs
+            from fedemu.scenarios import fault_plan
+
             planned = faults.faults(fabric.names, seed)
+            fault_plan.check_restarts(fabric.faults, planned, faults.source)
             fabric.add_faults(planned)
             plan = {"fault_plan": faults.source, "faults": [list(f.as_data()) for f in planned]}
         journal.write_header({"seed": seed, "scenario": ref, "params": params, "actors": fabric.names, **plan})
@@ -275,23 +299,28 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
                 "wall_s": round(wall, 3), "events": stats.events,
                 "messages": stats.sent, "virtual_end_s": stats.now_us / 1e6, "digest": digest,
                 "messages_by_kind": stats.sent_by_kind, "drops_by_cause": stats.drops_by_cause}
+        late = [] if faults is None else [f for f in planned if f.at_us > stats.now_us]
+        if late:  # the run ended before them: said, not silently dropped
+            info["faults_never_applied"] = [list(f.as_data()) for f in late]
         partial = getattr(progress, "partial", None)  # the live view's q stopped the run early
         if partial:
             info["partial"] = partial
         summary = run.finish(fabric, info) if hasattr(run, "finish") else info
         if not isinstance(summary, dict):
             raise TypeError(f"finish returned {type(summary).__name__}, expected the summary as a dict")
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
+        if isinstance(exc, SystemExit):  # the scenario's own code ended the process: a failed run, said
+            exc = ScenarioExit(f"sys.exit({exc.code!r}) was called").with_traceback(exc.__traceback__)
         if not ref.startswith("scenarios.") and not isinstance(exc, FedemuError):
             exc.fedemu_where = _where(exc, ref)  # a user's scenario failed (an actor, finish): the CLI says one line
         elif getattr(exc, "fedemu_actor", None) is not None and not isinstance(exc, FedemuError):
             exc.fedemu_where = _actor_where(exc)  # an actor of ours raised mid-run: a failed run, one line
-        keep_failed_journal(journal, fabric, exc)
+        keep_failed_journal(journal, fabric, exc, ref)
         if events is not None and isinstance(exc, FedemuError):
             events.abort()
         elif events is not None:
             events.close()
-        raise
+        raise exc
     except BaseException:  # interrupted (Ctrl-C, SIGTERM): nothing to replay, no temporary file left
         journal.abort()
         if events is not None:

@@ -340,14 +340,59 @@ def scenario_keys(ref: str) -> set[str]:
     return set(runner.load(runner.scenario_ref(ref)).PARAMS)
 
 
+# keys a search never keeps from a scenario: its workload and its total of workers (the search draws a
+# small workload and cluster); a drawn key is left out where the scenario sets the other key named
+NOT_KEPT = ("workers", "workload", "trace", "rate", "jobs", "fanout", "task_s", "task_dist", "load")
+NOT_DRAWN_WITH = {"capacity": "machine_types"}  # machine_types gives every machine's capacity
+
+
+def scenario_keeps(ref: str) -> dict:
+    """What a scenario built on the federation keeps in a search: every key it sets away from the
+    federation's defaults (its setup: the fairness scenario's users and shares, the heterogeneous one's
+    machines and gangs), and the keys its ``SEARCH_KEEPS`` names (e.g. the failover scenario's shape, which
+    its own fault plan needs), at its values; not its workload (``NOT_KEPT``)."""
+    from fedemu.scenarios import federation
+
+    params = runner.load(ref).PARAMS
+    named = set(getattr(runner.load(ref), "SEARCH_KEEPS", ()))
+    return {k: v for k, v in params.items() if k in named or (k not in NOT_KEPT and k in federation.PARAMS
+                                                              and federation.PARAMS[k] != v)}
+
+
+def _sets_workers(ref: str) -> bool:
+    return runner.load(ref).PARAMS.get("workers", 0) != 0
+
+
+def applies(key: str, scheduler: str) -> bool:
+    """Whether ``key`` applies to a federation run of ``scheduler`` (``federation.declare``): a common key
+    (the policy's only for schedulers that take one), or one of the scheduler's own."""
+    return key in _keys_of(scheduler)
+
+
+@functools.cache
+def _keys_of(scheduler: str) -> frozenset:
+    from fedemu.scenarios import federation
+
+    params = {**federation.PARAMS, "scheduler": scheduler}
+    return frozenset(p.name for _, declared in federation.declare(params) for p in declared)
+
+
 def examples(scenario: str = "default", schedulers=None, kinds=None, fixed: dict | None = None,
              max_events: int = 6):
     """Whole runs of ``scenario``: a scheduler from ``schedulers`` (default: every registered one; none for
     a scenario without a ``scheduler`` key), a small workload and cluster where the scenario has those
-    keys (``fixed`` overrides are kept as given, never drawn), a seed, and a fault plan over the built
-    run's own actor names with the kinds ``allowed_kinds`` gives (``kinds``: what the user asks for)."""
+    keys, a seed, and a fault plan over the built run's own actor names with the kinds ``allowed_kinds``
+    gives (``kinds``: what the user asks for). ``fixed`` overrides, and what the scenario keeps
+    (``scenario_keys``), are never drawn; each goes to the runs of the schedulers it applies to (a key of
+    some schedulers only is refused when it applies to none of ``schedulers``)."""
     ref = runner.scenario_ref(scenario)
-    return _examples(scenario, ref, frozenset(runner.load(ref).PARAMS), schedulers, kinds, fixed, max_events)
+    keys = frozenset(runner.load(ref).PARAMS)
+    if "scheduler" in keys:
+        searched = list(schedulers or ([fixed["scheduler"]] if fixed and "scheduler" in fixed else registry.SCHEDULERS))
+        for key in fixed or ():
+            if not any(applies(key, s) for s in searched):
+                raise ConfigError(f"--set {key}=... applies to none of the schedulers searched ({', '.join(searched)})")
+    return _examples(scenario, ref, keys, schedulers, kinds, fixed, max_events)
 
 
 @st.composite
@@ -356,10 +401,15 @@ def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events):
     scheduler = None
     overrides: dict = {}
     if "scheduler" in keys:
+        kept = scenario_keeps(ref)
         scheduler = fixed.get("scheduler") or draw(st.sampled_from(list(schedulers or registry.SCHEDULERS)))
+        fixed = {k: v for k, v in {**kept, **fixed}.items() if applies(k, scheduler)}
         overrides["scheduler"] = scheduler
         drawn = {**draw(clusters(scheduler)), **draw(workloads())}
-        overrides.update({k: v for k, v in drawn.items() if k in keys or k in registry.get(scheduler).param_names})
+        overrides.update({k: v for k, v in drawn.items() if (k in keys or k in registry.get(scheduler).param_names)
+                          and not (k in NOT_DRAWN_WITH and NOT_DRAWN_WITH[k] in kept)})
+        if _sets_workers(ref) and "workers" not in fixed:  # the drawn partitions make the cluster, not its total
+            overrides["workers"] = 0
         overrides.update(draw(variants(ref, scheduler)))
     overrides.update(fixed)
     if scheduler is not None:
@@ -372,5 +422,7 @@ def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events):
             raise ConfigError(f"fuzz: scenario {scenario} with {_sets(overrides)}: {exc}") from None
         overrides["constraints"] = False  # constraints too rare for this tiny cluster: draw none
         names, horizon = built(ref, seed, tuple(sorted(overrides.items())))
+    if not names:
+        raise ConfigError(f"fuzz: scenario {scenario} builds no actors, so there is nothing to inject a fault into")
     plan = draw(fault_plans(names, horizon, allowed_kinds(scheduler, kinds), max_events=max_events))
     return Example(scenario, seed, overrides, plan, scheduler)

@@ -567,27 +567,29 @@ def live_view(**kwargs):
         yield view
 
 
-def replay_live(log_path, *, seek_s: float | None, paused: bool, pace: float | None) -> int:
-    """``fedemu replay LOG --tui``: re-run the journal's scenario with the dashboard (the journal
-    holds messages, not actor state) and check the digest against the journal's footer."""
+def replay_live(log_path, *, seek_s: float | None, paused: bool, pace: float | None, scenario_file=None) -> int:
+    """``fedemu replay LOG --tui``: re-run the journal's scenario (the built-in one its header names, or
+    ``scenario_file``: never a file the journal names) with the dashboard (the journal holds messages, not
+    actor state) and check the digest against the journal's footer."""
     from fedemu.fabric.journal import check
 
     from . import runner
-    from .replay import _checked_header
+    from .replay import overrides_of, scenario_of
 
+    reader = check(log_path)
+    header = reader.header
+    ref = scenario_of(header, scenario_file)
     if not terminal_ok():
         raise ConfigError("--tui needs a terminal on stdin and stdout; `fedemu replay LOG --verify` checks a "
                           "journal without one")
-    reader = check(log_path)
-    header = _checked_header(reader.header)
     expected = (reader.footer or {}).get("digest")
     seek_us = None if seek_s is None else seconds_to_us(seek_s)
-    title = f"replay of {os.path.basename(str(log_path))}: re-running {header['scenario']} seed {header['seed']}"
+    title = f"replay of {os.path.basename(str(log_path))}: re-running {ref} seed {header['seed']}"
     with live_view(paused=paused and seek_us is None, pace=pace, seek_us=seek_us, title=title, replay=True) as view:
         view.note = "actor state is not in the journal: re-running it from the header (same run)"
         while True:
             try:
-                result = runner.execute(header["scenario"], seed=header["seed"], overrides=header["params"],
+                result = runner.execute(ref, seed=header["seed"], overrides=overrides_of(header, ref),
                                         progress=view, faults=runner.recorded_faults(header))
                 break
             except Rewind as back:
