@@ -248,7 +248,18 @@ def check(params: dict) -> Estimate:
              f"(jobs={params['jobs']}; jobs=0 runs the whole trace)", level="note")
     _check_times(params, est, _workers(params))
     _check_load(params, _workers(params))
+    _check_users(params, est)
     return est
+
+
+def _check_users(params: dict, est: Estimate) -> None:
+    """Refuse more users than jobs when the run hands users their jobs (round robin or by share): the rest
+    would never have one, and each is still a queue and a share the GMs plan Algorithm 2 over."""
+    users = int(params.get("users") or 0)
+    if users > est.jobs and params.get("user_assign", "round-robin") != "trace":
+        raise ConfigError(f"users={params['users']!r} is more than the {est.jobs:,} jobs of the workload: "
+                          f"{users - est.jobs:,} users would never have a job; give at most {est.jobs:,} users, or "
+                          "more jobs")
 
 
 def _why_not(job, max_capacity: tuple[int, ...], resources: tuple[str, ...]) -> str:

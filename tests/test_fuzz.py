@@ -72,7 +72,16 @@ def test_a_plan_written_as_toml_reads_back_the_same(tables):
     plan = fp.from_tables(tables, "drawn")
     again = fp.parse(fp.to_toml(plan), "written.toml")
     assert _bare(again) == _bare(plan)
-    assert again.faults(NAMES, 7) == plan.faults(NAMES, 7)
+    assert _faults_or_refusal(again) == _faults_or_refusal(plan)
+
+
+def _faults_or_refusal(plan):
+    """The plan's events for NAMES, or why it is refused there (picks that name one actor at both ends of a
+    link or on both sides of a partition), without the file's name."""
+    try:
+        return plan.faults(NAMES, 7)
+    except ConfigError as exc:
+        return str(exc).split(": ", 1)[1]
 
 
 @QUICK

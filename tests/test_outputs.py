@@ -83,10 +83,14 @@ def test_outputs_on_one_path_or_on_a_result_file_are_refused(capsys, tmp_path, a
     assert not out.exists() and not (tmp_path / "x").exists()
 
 
-def test_an_empty_out_is_refused(capsys):
-    """Finding 8: --out '' exited 0 and wrote nothing."""
-    code, _, err = _run(capsys, *DEMO, "--out", "")
+@pytest.mark.parametrize("argv", [DEMO, ["compare", "default", "--set", "jobs=5"], ["fuzz", "default", "--examples", "1"],
+                                  ["reproduce", "pigeon-2019", "--quick"]])
+def test_an_empty_out_is_refused(capsys, tmp_path, monkeypatch, argv):
+    """Finding 8: --out '' exited 0 and wrote nothing (reproduce wrote into the current folder)."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(capsys, *argv, "--out", "")
     assert code == 2 and "--out '': expected the path of a folder" in err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_event_log_may_go_to_standard_output_alone(capsys, tmp_path):

@@ -93,7 +93,7 @@ def test_megha_panel_shows_queues_deltas_capacity_and_partitions():
     text = render(panels.topology(snap, before))
     assert row(text, "gm-0")[1:3] == ["7", "0"]  # queued, in flight
     assert row(text, "gm-1")[1:4] == ["8", "2", "3"]  # failures grew 1 -> 4 since the last sample
-    assert row(text, "gm-0")[-3:] == ["max", "1.5", "ms"] and row(text, "gm-1")[-3:] == ["max", "40.0", "ms"]
+    assert row(text, "gm-0")[-2:] == ["1.5", "ms"] and row(text, "gm-1")[-2:] == ["40.0", "ms"]  # the stalest view
     assert row(text, "gm-0")[3] == "0"
     lm0, lm1 = row(text, "lm-0"), row(text, "lm-1")
     assert lm0[1:4] == ["10/40", "2", "0"] and lm1[1:4] == ["15/40", "3", "3"]
@@ -199,6 +199,24 @@ def test_the_layout_fits_any_terminal_and_never_fails(width, height):
     if width >= 60 and height >= 20:
         assert len(lines) <= height
         assert "clock" in lines[0]
+
+
+def test_at_100_by_30_every_manager_has_its_one_line_row():
+    """Finding 12: at 100x30 the live view wrapped the GM "view age" column over three lines and dropped the
+    LM rows. A row is one line (a cell too wide is cut short with an ellipsis), a name is never cut."""
+    stats = megha_stats()
+    stats[2] = tui.Augmented(make(LocalManagerStatistics, name="lm-0-standby", lm=0, free_units=10),
+                             {"total_units": 40, "partitions": ((0, 10, 20),), "inflight": 0})
+    console = Console(record=True, width=100, height=30, file=io.StringIO(), color_system=None)
+    console.print(tui.frame(snapshot(stats), None, [(0, "x", "red")], (100, 30), panels.status_line("PAUSED", "1x")))
+    lines = console.export_text().splitlines()
+    for name in ("gm-0", "gm-1", "lm-0-standby", "lm-1"):
+        mine = [line for line in lines if f" {name} " in line]
+        assert len(mine) == 1, (name, lines)
+    gm = next(line for line in lines if " gm-1 " in line)
+    assert "40.0 ms" in gm
+    under = lines[lines.index(gm) + 1]
+    assert under.split("│")[1].strip() in ("", "local managers"), under
 
 
 def test_a_frame_leaves_no_reference_cycles():

@@ -28,7 +28,7 @@ from rich.table import Table
 
 from fedemu.fabric.errors import ConfigError, unknown_name
 
-from . import compare, pool, verdict
+from . import compare, outdir, pool, verdict
 from .atomic import atomic_write, write_text
 from .experiments import PAPERS, SCARCITY_LEVELS, Experiment
 
@@ -414,6 +414,7 @@ def main(args) -> int:
             if n not in {e.name for e in experiments}:
                 raise unknown_name("experiment", n, [e.name for e in experiments])
         experiments = [e for e in experiments if e.name in names]
+    outdir.check_out(args.out)
     out = Path(args.out or f"out/reproduce/{args.paper}{'-quick' if args.quick else ''}")
     command = "fedemu reproduce " + args.paper + (" --quick" if args.quick else "") + f" --seeds {seeds}" + \
         (f" --only {args.only}" if args.only else "")

@@ -62,12 +62,15 @@ def _fmt_rate(value: float | None, unit: str) -> str:
     return DASH if value is None else f"{value:,.0f} {unit}"
 
 
-def table(title: str, columns, left=()) -> Table:
-    """A compact table: ``columns`` right-aligned except those in ``left``, the first never wrapped."""
+def table(title: str, columns, left=(), names=()) -> Table:
+    """A compact table: ``columns`` right-aligned except those in ``left``, no cell wrapped (a row is one
+    line: a narrow panel cuts a cell short with …, never wraps it); the first column is as wide as the
+    longest of ``names`` (the actors of the rows), so a name is never cut."""
     t = Table(title=title, expand=True, title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD,
               title_style="bold", show_edge=False)
     for i, col in enumerate(columns):
-        t.add_column(col, justify="left" if col in left else "right", no_wrap=i == 0)
+        t.add_column(col, justify="left" if col in left else "right", no_wrap=True, overflow="ellipsis",
+                     min_width=max(map(len, names), default=None) if i == 0 else None)
     return t
 
 
@@ -170,7 +173,7 @@ def _cell(snap: Snapshot, prev: Snapshot | None, where: dict, stat, column):
         return f"{_num(field(stat, fields[0]))}/{_num(field(stat, fields[1]))}"
     if how == "max_ms":
         ages = field(stat, fields[0])
-        return DASH if not ages else f"max {max(ages) / 1e3:,.1f} ms"
+        return DASH if not ages else f"{max(ages) / 1e3:,.1f} ms"  # the stalest (its header says so)
     if how == "grid":
         lent = _delta(snap, prev, where[id(stat)], fields[1])
         return partition_grid(field(stat, fields[0]), bool(lent))
@@ -191,7 +194,8 @@ def declared_table(spec, snap: Snapshot, prev: Snapshot | None, k: dict) -> Tabl
     actors = k.get(spec.role, [])
     columns = [c for c in spec.columns if not c.optional or any(hasattr(a, c.fields[0]) for a in actors)]
     t = table(spec.title, (spec.header, *(c.header for c in columns)),
-              left=(spec.header, *(c.header for c in columns if c.how == "grid")))
+              left=(spec.header, *(c.header for c in columns if c.how == "grid")),
+              names=[str(field(a, "name", "")) for a in actors])
     where = _index(snap)
     for stat in actors:
         if _down_row(t, stat):

@@ -112,10 +112,12 @@ class Flights(dict):
         super().__init__()
         self.user_of = user_of
         self.units = [[0] * width for _ in range(users)]
+        self.changed: set[int] = set()  # the users whose units changed since ``GmFairness._use`` last looked
 
     def _count(self, flight, sign: int) -> None:
         user = self.user_of(flight.task)
         if 0 <= user < len(self.units):
+            self.changed.add(user)
             units = self.units[user]
             for r, d in enumerate(flight.task.demand):
                 units[r] += sign * d
@@ -153,6 +155,10 @@ class GmFairness:
         self.calm = False  # too many refusals in a row: no preemption until the next heartbeat
         self.inflight = Flights(self.user_of, n_users, len(fair.total))
         self.mine = frozenset(u for u, g in enumerate(fair.user_gm) if g == self.gm)  # the users queued here
+        self.changed: set[int] = set(range(n_users))  # the users whose ``usage`` changed since ``_use``
+        self.use = [0.0] * n_users  # each user's share consumed, as ``_use`` last worked it out
+        self.orders: dict = {}  # Algorithm 2's orders over ``use``: (user, demand) -> order
+        self.places: dict = {}  # user -> the (lm, worker) places it runs tasks at, in order
 
     def user_of(self, task) -> int:
         return self.job_user.get(task.job_id, -1) if self.fair is not None else -1
@@ -164,6 +170,7 @@ class GmFairness:
         for sign, tasks in ((-1, old), (1, row)):
             for _, _, user, demand in tasks:
                 if 0 <= user < len(self.usage):
+                    self.changed.add(user)
                     units = self.usage[user]
                     for r, d in enumerate(demand):
                         units[r] += sign * d
@@ -229,6 +236,8 @@ class GmFairness:
             self.recorder.count("reschedules", queue.rejected - rejected)
         if self.fair.preempt and not self.calm:
             for u in users:
+                if self._use()[u] >= self.fair.shares.fractions[u]:
+                    continue  # at or over its share: Algorithm 2 preempts nothing for it (preempt_order)
                 while queue.by_user[u].sizes[HIGH]:
                     got = queue.take(u, lambda sig, u=u: self._plan(u, sig))
                     if got is None:
@@ -241,18 +250,42 @@ class GmFairness:
         fair = self.fair
         return user in self.mine and dominant(self.inflight.units[user], fair.total) >= fair.shares.fractions[user]
 
+    def _use(self) -> list[float]:
+        """Each user's share consumed (this GM's users: their launches in flight, exact; the others' from
+        the LMs' holders), worked out again only for the users whose consumption changed; Algorithm 2's
+        orders and the places of those users are dropped then. A pass plans for many tasks over one view:
+        with many users, working every user out again for each task dominated the run (docs/fairness)."""
+        changed = self.changed | self.inflight.changed
+        if changed:
+            own, total, usage, use = self.inflight.units, self.fair.total, self.usage, self.use
+            for u in changed:
+                use[u] = dominant(own[u] if u in self.mine else usage[u], total)
+                self.places.pop(u, None)
+            self.changed.clear()
+            self.inflight.changed.clear()
+            self.orders.clear()
+        return self.use
+
+    def _places_of(self, user: int) -> list:
+        """The (lm, worker) places ``user`` runs tasks at, in order (kept while its consumption is unchanged)."""
+        self._use()
+        got = self.places.get(user)
+        if got is None:
+            got = self.places[user] = sorted(self.user_at[user])
+        return got
+
     def _plan(self, user: int, signature: tuple):
         """Algorithm 2 for a task of ``user`` with ``signature``: (lm, worker, victim user, victims), or None."""
         constraints, demand = signature
         fair = self.fair
-        total = fair.total
-        own = self.inflight.units  # this GM's users: exact; the others' from the LMs' holders
-        use = [dominant(own[u] if u in self.mine else units, total) for u, units in enumerate(self.usage)]
-        order = preempt_order(user, use, fair.shares, dominant(demand, total))
+        use = self._use()
+        order = self.orders.get((user, demand))
+        if order is None:
+            order = self.orders[(user, demand)] = preempt_order(user, use, fair.shares, dominant(demand, fair.total))
         need = frozenset(constraints)
         now = self.now
         for victim in order:
-            for lm, w in sorted(self.user_at[victim]):
+            for lm, w in self._places_of(victim):
                 if self.busy_until.get((lm, w), -1) > now or not need <= fair.provides[lm][w]:
                     continue
                 running = [((j, i), d) for j, i, u, d in self.holders[lm].get(w, ()) if u == victim]

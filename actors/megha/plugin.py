@@ -346,8 +346,8 @@ PATHS = ("invalid_internal", "invalid_external", "repartitions", "failovers", "g
          "preemptions_refused", "repeated_completions", "gang_aborts", "gang_leases_expired", "gang_commits_rechecked")
 PANELS = (
     Table("global managers", "gm", "GM", (
-        Column("queued", ("queued",)), Column("in flight", ("inflight",)), Column("invalid", ("failures",), "delta"),
-        Column("launches", ("launches",)), Column("ext.", ("external",)), Column("view age", ("view_age_us",), "max_ms")),
+        Column("queue", ("queued",)), Column("flight", ("inflight",)), Column("inval.", ("failures",), "delta"),
+        Column("launch", ("launches",)), Column("ext.", ("external",)), Column("age", ("view_age_us",), "max_ms")),
         colour_by="gm"),
     Table("local managers", "lm", "LM", (
         Column("free/total", ("free_units", "total_units"), "pair"),
