@@ -98,7 +98,6 @@ def verify(log_path, out=print, scenario_file=None) -> int:
     (exit 1). A damaged journal, or one whose scenario cannot be re-run here, is an error (exit 2),
     found before the re-run starts."""
     header = check(log_path).header
-    scenario_of(header, scenario_file, say=lambda _: None)  # refused before the re-run (said once, below)
     with tempfile.TemporaryDirectory(prefix="fedemu-replay-") as tmp:
         again = os.path.join(tmp, "again.fjl")
         try:

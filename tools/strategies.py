@@ -229,6 +229,17 @@ def _exclusive(scheduler: str, overrides: dict, fixed: dict) -> None:
             overrides[drop] = defaults[drop]
 
 
+def _jobs_for_every_user(overrides: dict, fixed: dict) -> None:
+    """A run has at least as many jobs as users (more users is refused): drawn jobs are raised to the
+    users, or drawn users lowered to the jobs when the jobs are fixed."""
+    users, jobs = int(overrides.get("users") or 0), int(overrides.get("jobs") or 0)
+    if users and jobs and users > jobs:
+        if "jobs" in fixed and "users" not in fixed:
+            overrides["users"] = jobs
+        else:
+            overrides["jobs"] = users
+
+
 # ---- whole runs ---------------------------------------------------------------------------------
 def set_text(value) -> str:
     """A value as ``--set`` writes it (``parse_value`` reads it back the same)."""
@@ -414,6 +425,7 @@ def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events):
     overrides.update(fixed)
     if scheduler is not None:
         _exclusive(scheduler, overrides, fixed)
+        _jobs_for_every_user(overrides, fixed)
     seed = draw(st.integers(0, 2**16))
     try:
         names, horizon = built(ref, seed, tuple(sorted(overrides.items())))
