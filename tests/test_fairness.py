@@ -69,8 +69,8 @@ def test_the_papers_mapping_is_the_default_for_four_users_on_three_gms():
     r = run(jobs=12, **PAPER)
     assert [u["gm"] for u in fairness(r)["users"]] == [0, 1, 1, 2]
     gms = {n: r.fabric.actor(r.fabric.addr(n)) for n in ("gm-0", "gm-1", "gm-2")}
-    assert set(gms["gm-0"].job_user.values()) == {0} and set(gms["gm-1"].job_user.values()) == {1, 2}
-    assert set(gms["gm-2"].job_user.values()) == {3}
+    assert set(gms["gm-0"].users.job_user.values()) == {0} and set(gms["gm-1"].users.job_user.values()) == {1, 2}
+    assert set(gms["gm-2"].users.job_user.values()) == {3}
     assert [u["jobs"] for u in fairness(r)["users"]] == [3, 3, 3, 3]  # round robin
 
 

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fedemu.actors.common.invariants import gangs_whole
-from fedemu.actors.megha.gang import GangLocalManager, whole_fit
+from fedemu.actors.megha.gang import whole_fit
+from fedemu.actors.megha.local_manager import LocalManager
 from fedemu.fabric.errors import ConfigError
 from fedemu.model import Cluster, ClusterSpec, Job, Recorder, WorkerSpec
 from fedemu.scenarios import fault_plan
@@ -35,7 +36,8 @@ def run(plan_tables=(), seed=1, **overrides):
 
 
 def gang_lms(r):
-    return [a for a in map(r.fabric.actor, range(len(r.fabric.names))) if isinstance(a, GangLocalManager)]
+    return [a.gang for a in map(r.fabric.actor, range(len(r.fabric.names)))
+            if isinstance(a, LocalManager) and a.gang is not None]
 
 
 def starts(rec, job_id, n):
@@ -190,6 +192,6 @@ def test_policy_tebas_places_a_gang_whole_by_algorithm_1_with_the_jobs_own_alpha
     rec = recorder_of(r.fabric)
     (fit, tasks, beta), = calls
     assert tasks == 4 and beta == 2 and max(fit) == pytest.approx(1 / (0.5 + 0.5 / 2.0))
-    speeds = {w.worker_id: w.speed for w in r.fabric.actor(r.fabric.addr("gm-0")).machines}
+    speeds = {w.worker_id: w.speed for w in r.fabric.actor(r.fabric.addr("gm-0")).gang.machines}
     used = [rec.tasks[(0, i)].worker for i in range(4)]
     assert len(set(used)) == 4 and all(speeds[w] == 2.0 for w in used)  # the first Fitness group, one each

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fedemu.actors.megha.checks import lm_matches_workers, one_active_lm, views_converge
 from fedemu.actors.megha.global_manager import GlobalManager
 from fedemu.actors.megha.local_manager import LocalManager
 from fedemu.actors.megha.messages import RETRIES
-from fedemu.actors.megha.plugin import CENTRALIZED, MEGHA, lm_matches_workers, one_active_lm, views_converge
+from fedemu.actors.megha.plugin import CENTRALIZED, MEGHA
 from fedemu.scenarios import fault_plan
 from fedemu.tools.runner import execute
 from scheduler_helpers import recorder_of

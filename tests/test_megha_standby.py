@@ -45,7 +45,7 @@ def test_the_standby_takes_over_a_crashed_active_lm_with_launches_in_flight():
 def test_a_restarted_old_active_rejoins_as_the_standby():
     r = run([crash("lm-0", 1.0, 4.0)], **STANDBY)
     old, new = replicas(r)
-    assert old.incarnation == 1 and not old.active and old.joined and old.epoch == new.epoch == 1
+    assert old.incarnation == 1 and not old.active and old.standby.joined and old.epoch == new.epoch == 1
     assert new.active and counters(r)["failovers"] == 1
     assert old.done == new.done  # the done tasks: from the join, then from the workers' reports to both
 

@@ -234,7 +234,7 @@ def test_a_task_whose_launch_failed_goes_back_or_front(where, expected):
     gm = _idle_gm(failed_launch=where)
     gm.on_Job(Job(1, 0, (10, 10)), 9)
     task = gm.queue.take(HIGH)[0]  # as if launched: in flight, then refused by the LM
-    gm._await(Inflight(task, 0, 0), 10)
+    gm.await_end(Inflight(task, 0, 0), 10)
     gm.on_LaunchFailed(LaunchFailed(1, 0, 0, 0, (), ()), 5)  # attempt 0: this flight's (never sent)
     assert _queue_order(gm) == expected
 

@@ -45,9 +45,7 @@ from fedemu.policies.change_log import NO_CAUSE
 from ..common.events import JOB_UNSCHEDULABLE
 from ..common.front_end import Pending
 from ..common.submitter import JobDone
-from .global_manager import REQUEST_TRIES, GlobalManager, Inflight
-from .local_manager import LocalManager
-from .messages import LaunchAccepted, LaunchFailed, TaskCompleted, backoff
+from .messages import RETRIES, LaunchAccepted, LaunchFailed, TaskCompleted, backoff
 
 
 # ---- messages -------------------------------------------------------------------------------------
@@ -177,85 +175,77 @@ class GangFlight:
 
 
 # ---- the GM side ------------------------------------------------------------------------------------
-class GangGlobalManager(GlobalManager):
-    """A GM whose gang jobs (``Job.gang``) are placed whole by the protocol above."""
+class GmGang:
+    """Gang jobs (``Job.gang``) placed whole by the protocol above: a component its ``GlobalManager``
+    holds (``gang``), called at the GM's few hook points (a job admitted, a view learnt, a pass, a job
+    adopted or closed, a launch resent) and acting through the GM (its view, its messages)."""
 
-    def __init__(self, *args, machines=(), **kwargs) -> None:
+    def __init__(self, gm, machines) -> None:
         """``machines``: every worker's WorkerSpec (a gang that cannot fit them all at once is rejected)."""
-        super().__init__(*args, **kwargs)
+        self.gm = gm
         self.machines = tuple(machines)
         self.providers: dict = {}  # constraint set -> machines that provide it (``gang_order``)
-        self.gangs: dict[int, list] = {}  # waiting gangs in arrival order: job -> [job, since_us, tried_at]
-        self.gang_flights: dict[int, GangFlight] = {}  # job -> its attempt out for votes
+        self.waiting: dict[int, list] = {}  # waiting gangs in arrival order: job -> [job, since_us, tried_at]
+        self.flights: dict[int, GangFlight] = {}  # job -> its attempt out for votes
         self.committed: dict[int, int] = {}  # job -> the attempt that committed it (while the job is open)
         self.tentative = 0  # undone trial allocations: they move the search's counters but free nothing
 
-    def _admit(self, job, src: int) -> bool:
-        """A gang that can never be held whole, even on idle machines, is rejected at submission."""
-        if job.gang and job.job_id not in self.open_jobs and job.job_id not in self.adopting \
-                and not whole_fit(self.machines, job.constraints, job.demand):
-            if self.fabric.event_log is not None:
-                emit(self, JOB_UNSCHEDULABLE, job=job.job_id, tasks=tuple(range(job.num_tasks)))
-            self.send(src, JobDone(job.job_id, self.now, tuple(range(job.num_tasks))))
+    def admits(self, job, src: int) -> bool:
+        """False, with the job rejected, for a gang that can never be held whole, even on idle machines."""
+        gm = self.gm
+        if job.gang and not whole_fit(self.machines, job.constraints, job.demand):
+            if gm.fabric.event_log is not None:
+                emit(gm, JOB_UNSCHEDULABLE, job=job.job_id, tasks=tuple(range(job.num_tasks)))
+            gm.send(src, JobDone(job.job_id, gm.now, tuple(range(job.num_tasks))))
             return False
-        return super()._admit(job, src)
+        return True
 
-    def _apply(self, lm: int, workers: tuple, frees: tuple, holders: tuple = ()) -> None:
-        super()._apply(lm, workers, frees, holders)
-        self._still_reserving(lm, workers)
+    def arrived(self, job) -> None:
+        """A gang admitted: it waits, since its arrival, for a pass that can place it whole."""
+        self.waiting[job.job_id] = [job, self.gm.arrived, -1]
 
-    def _set_free(self, lm: int, worker: int, free: tuple) -> None:
-        super()._set_free(lm, worker, free)
-        self._still_reserving(lm, (worker,))
-
-    def _still_reserving(self, lm: int, workers: tuple) -> None:
+    def learnt(self, lm: int, workers: tuple) -> None:
         """LM ``lm`` sent the values just learnt before it saw this GM's reservations it has not voted on
         yet (its messages come in order): take those reservations from the view again."""
-        if not self.gang_flights:
+        if not self.flights:
             return
         learnt = set(workers)
-        for flight in self.gang_flights.values():
+        search = self.gm.search
+        for flight in self.flights.values():
             if lm in flight.waiting:
                 for _, at, w in flight.placed:
                     if at == lm and w in learnt:
-                        self.search.take_back(lm, w, flight.job.demand)
+                        search.take_back(lm, w, flight.job.demand)
 
-    def on_Job(self, job, src: int) -> None:
+    def adopted(self, job_id: int) -> bool:
+        """A resubmitted gang the LMs answered for: True, waiting as a gang again, if nothing of it ran;
+        else what is missing is its remainder, placed as ordinary tasks (False: the GM does that)."""
+        gm = self.gm
+        job, _, running, done, _ = gm.adopting[job_id]
         if not job.gang:
-            super().on_Job(job, src)
-        elif self._admit(job, src):
-            self.gangs[job.job_id] = [job, self.arrived, -1]
-            self._schedule()
+            return False
+        if not running and not done:  # nothing of it ran: a gang again
+            del gm.adopting[job_id]
+            self.waiting[job_id] = [job, gm.now, -1]
+            gm.schedule()
+            return True
+        self.committed.setdefault(job_id, -1)  # it ran somewhere: what is missing is its remainder
+        return False
 
-    def _adopted(self, job_id: int) -> None:
-        job, _, running, done, _ = self.adopting[job_id]
-        if job.gang and not running and not done:  # nothing of it ran: a gang again
-            del self.adopting[job_id]
-            self.gangs[job_id] = [job, self.now, -1]
-            self._schedule()
-            return
-        if job.gang:
-            self.committed.setdefault(job_id, -1)  # it ran somewhere: what is missing is its remainder
-        super()._adopted(job_id)
-
-    def close_job(self, job_id: int) -> None:
+    def closed(self, job_id: int) -> None:
         self.committed.pop(job_id, None)
-        super().close_job(job_id)
 
-    def _schedule(self) -> None:
-        super()._schedule()
-        if self.gangs:
-            self._place_gangs()
-
-    def _place_gangs(self) -> None:
-        """Try the waiting gangs in order whose last try saw a view that has changed since, until
-        ``GANG_MISSES`` of them did not fit (a try scans the view once per task: a pass stays cheap)."""
-        search = self.search
+    def place(self, order=None) -> None:
+        """Try the waiting gangs (in ``order``, by default arrival) whose last try saw a view that has
+        changed since, until ``GANG_MISSES`` of them did not fit (a try scans the view once per task: a
+        pass stays cheap)."""
+        gm = self.gm
+        search = gm.search
         misses = 0
-        for k, job_id in enumerate(list(self.gangs)):
+        for k, job_id in enumerate(list(self.waiting) if order is None else order):
             if search.total_free <= 0 or misses >= GANG_MISSES:
                 break
-            entry = self.gangs[job_id]
+            entry = self.waiting[job_id]
             if entry[2] == search.gain_total - self.tentative:
                 continue
             placed = self._fit(entry[0], k == 0)
@@ -263,16 +253,17 @@ class GangGlobalManager(GlobalManager):
                 entry[2] = search.gain_total - self.tentative
                 misses += 1
                 continue
-            del self.gangs[job_id]
+            del self.waiting[job_id]
             self._reserve(entry[0], entry[1], placed)
-        self.charge("worker", search.take_scanned())
+        gm.charge("worker", search.take_scanned())
 
     def _fit(self, job, head: bool) -> list | None:
         """Every task of ``job`` allocated in the view, as (index, lm, worker); or None, nothing allocated.
         The most constrained tasks go first (``gang_order``), placed by the worker-choice policy; if that
         leaves a task with no worker, the ``head`` of the waiting gangs tries first fit in machine order too
         (on idle machines that is ``whole_fit``: a gang admitted at submission fits once they drain)."""
-        if self.search.policy is not None and self.search.policy.name == "tebas" and len(set(job.constraints)) == 1:
+        search = self.gm.search
+        if search.policy is not None and search.policy.name == "tebas" and len(set(job.constraints)) == 1:
             return self._tebas(job)
         order = gang_order(self.machines, job.constraints, self.providers)
         placed = self._place(job, order, False)
@@ -282,7 +273,7 @@ class GangGlobalManager(GlobalManager):
 
     def _place(self, job, order: list, first_fit: bool) -> list | int:
         """The placement, or how many tasks were placed before one found no worker (all undone)."""
-        search, demand = self.search, job.demand
+        search, demand = self.gm.search, job.demand
         placed = []
         for i in order:
             signature = (job.constraints[i], demand)
@@ -299,9 +290,10 @@ class GangGlobalManager(GlobalManager):
     def _tebas(self, job) -> list | None:
         """TEBAS's Algorithm 1 for the whole gang (policy tebas, one constraint set): every worker of the
         view with room for one task (this GM's partitions first), by Fitness for the job's alpha, in beta
-        groups, up to RemainCap each (``policies.tebas.assign``); None when they cannot take every task. (As every machine is a
-        candidate, this needs no first-fit fallback: on idle machines it places what ``whole_fit`` does.)"""
-        search, demand = self.search, job.demand
+        groups, up to RemainCap each (``policies.tebas.assign``); None when they cannot take every task. (As
+        every machine is a candidate, this needs no first-fit fallback: on idle machines it places what
+        ``whole_fit`` does.)"""
+        search, demand = self.gm.search, job.demand
         where, speeds, frees = [], [], []
         own_first = [search.home] + search.external_order  # equal Fitness: this GM's partitions first (Megha's
         for p in own_first:  # internal-first search; GMs that agree on Fitness then collide less)
@@ -330,122 +322,129 @@ class GangGlobalManager(GlobalManager):
     def _first_fit(self, signature: tuple):
         """(lm, partition, local) of the first worker in machine order the view has room on, or None."""
         constraints, demand = signature
-        for lm, row in enumerate(self.search.views):
+        search = self.gm.search
+        for lm, row in enumerate(search.views):
             for p, view in enumerate(row):
                 if view.free_count:
                     cand = view.suitable(constraints, demand)
-                    self.search.scanned += view.n
+                    search.scanned += view.n
                     if len(cand):
                         return lm, p, int(cand.min())
         return None
 
     def _reserve(self, job, since_us: int, placed: list) -> None:
-        self.attempts += 1
-        flight = self.gang_flights[job.job_id] = GangFlight(job, self.attempts, since_us, placed)
-        self.recorder.count("gang_attempts")
-        now = self.now
+        gm = self.gm
+        gm.attempts += 1
+        flight = self.flights[job.job_id] = GangFlight(job, gm.attempts, since_us, placed)
+        gm.recorder.count("gang_attempts")
+        now = gm.now
         for i, _, _ in placed:
-            self.recorder.task_dispatched(job.job_id, i, since_us, now)
-        self.launches += len(placed)
+            gm.recorder.task_dispatched(job.job_id, i, since_us, now)
+        gm.launches += len(placed)
         self._ask_votes(flight)
 
     def _ask_votes(self, flight: GangFlight) -> None:
+        gm = self.gm
         job, single = flight.job, len({lm for _, lm, _ in flight.placed}) == 1
         for lm in flight.waiting:
-            self._to_lm(lm, GangReserve(job.job_id, flight.attempt, self.gm, flight.part(lm), job.demand, single))
-        self.set_timer(backoff(self.request_timeout_us, flight.asks), GangTimer(job.job_id, flight.attempt, flight.asks))
+            gm.to_lm(lm, GangReserve(job.job_id, flight.attempt, gm.gm, flight.part(lm), job.demand, single))
+        gm.set_timer(backoff(gm.request_timeout_us, flight.asks), GangTimer(job.job_id, flight.attempt, flight.asks))
 
-    def on_GangTimer(self, msg: GangTimer, src: int) -> None:
-        flight = self.gang_flights.get(msg.job_id)
+    def on_timer(self, msg: GangTimer) -> None:
+        flight = self.flights.get(msg.job_id)
         if flight is None or flight.attempt != msg.attempt or flight.asks != msg.asks:
             return
-        if flight.asks < REQUEST_TRIES:
+        if flight.asks < RETRIES:
             flight.asks += 1
             self._ask_votes(flight)
         else:
             self._abort(flight)
-            self._schedule()
+            self.gm.schedule()
 
-    def on_GangVote(self, msg: GangVote, src: int) -> None:
-        flight = self.gang_flights.get(msg.job_id)
-        learn = msg.workers and self._followed(msg.lm, src)
+    def on_vote(self, msg: GangVote, src: int) -> None:
+        gm = self.gm
+        flight = self.flights.get(msg.job_id)
+        learn = msg.workers and gm.followed(msg.lm, src)
         if flight is None or flight.attempt != msg.attempt or msg.lm not in flight.waiting:
             if learn:
-                self._apply(msg.lm, msg.workers, msg.frees)
+                gm.apply(msg.lm, msg.workers, msg.frees)
             given_up = flight is None or flight.attempt != msg.attempt
             if msg.ok and given_up and self.committed.get(msg.job_id) != msg.attempt:
-                self._to_lm(msg.lm, GangRelease(msg.job_id, msg.attempt))  # a yes for an attempt given up
-            self._schedule()
+                gm.to_lm(msg.lm, GangRelease(msg.job_id, msg.attempt))  # a yes for an attempt given up
+            gm.schedule()
             return
         if not msg.ok:
             self._abort(flight)
             if learn:
-                self._apply(msg.lm, msg.workers, msg.frees)
+                gm.apply(msg.lm, msg.workers, msg.frees)
         else:
             flight.waiting.remove(msg.lm)  # (the vote's values count this LM's part already)
             if learn:
-                self._apply(msg.lm, msg.workers, msg.frees)
+                gm.apply(msg.lm, msg.workers, msg.frees)
             if not flight.waiting:
                 self._commit(flight)
-        self._schedule()
+        gm.schedule()
 
     def _abort(self, flight: GangFlight) -> None:
         """Give the attempt up: every LM of it lets go, the view gets its allocations back, the gang waits."""
+        gm = self.gm
         job = flight.job
-        del self.gang_flights[job.job_id]
-        self.recorder.count("gang_aborts")
+        del self.flights[job.job_id]
+        gm.recorder.count("gang_aborts")
         for lm in sorted({lm for _, lm, _ in flight.placed}):
-            self._to_lm(lm, GangRelease(job.job_id, flight.attempt))
+            gm.to_lm(lm, GangRelease(job.job_id, flight.attempt))
         for _, lm, w in flight.placed:
-            self.search.give_back(lm, w, job.demand)
-        if job.job_id in self.open_jobs:
-            self.gangs[job.job_id] = [job, self.now, -1]
+            gm.search.give_back(lm, w, job.demand)
+        if job.job_id in gm.open_jobs:
+            self.waiting[job.job_id] = [job, gm.now, -1]
 
     def _commit(self, flight: GangFlight) -> None:
         """Every part is held (or, for one LM, launched): the tasks are launches awaiting their end."""
+        gm = self.gm
         job = flight.job
-        del self.gang_flights[job.job_id]
+        del self.flights[job.job_id]
         self.committed[job.job_id] = flight.attempt
         lms = sorted({lm for _, lm, _ in flight.placed})
         if len(lms) > 1:
-            self.recorder.gang_committed(job.job_id, self.now)  # (a one-LM gang: the LM records its launch)
+            gm.recorder.gang_committed(job.job_id, gm.now)  # (a one-LM gang: the LM records its launch)
             for lm in lms:
-                self._to_lm(lm, GangCommit(job.job_id, flight.attempt, self.gm, flight.part(lm), job.demand))
-        left = self.open_jobs.get(job.job_id)
+                gm.to_lm(lm, GangCommit(job.job_id, flight.attempt, gm.gm, flight.part(lm), job.demand))
+        left = gm.open_jobs.get(job.job_id)
         for i, lm, w in flight.placed:
-            p = w // self.search.per_partition
-            self.internal += p == self.gm
-            self.external += p != self.gm
+            p = w // gm.search.per_partition
+            gm.internal += p == gm.gm
+            gm.external += p != gm.gm
             if left is None or left[1][i]:  # its completion came first (the vote was lost and asked again)
                 continue
             task = Pending(job.job_id, i, job.durations_us[i], job.constraints[i], job.demand, flight.since_us)
-            inflight = Inflight(task, lm, w)
+            inflight = gm.new_flight(task, lm, w)
             inflight.attempt = flight.attempt
-            self._await(inflight, self.now + task.duration_us)
+            gm.await_end(inflight, gm.now + task.duration_us)
 
-    def _send_launch(self, flight: Inflight) -> None:
-        """A committed gang task asked again: the commit again, for that one task."""
+    def resend(self, flight) -> bool:
+        """A committed gang task asked again: the commit again, for that one task (True); False for any
+        other launch."""
         task = flight.task
         if flight.attempt and flight.attempt == self.committed.get(task.job_id):
-            self._to_lm(flight.lm, GangCommit(task.job_id, flight.attempt, self.gm,
-                                              ((task.index, flight.worker, task.duration_us),), task.demand))
-        else:
-            super()._send_launch(flight)
+            self.gm.to_lm(flight.lm, GangCommit(task.job_id, flight.attempt, self.gm.gm,
+                                                ((task.index, flight.worker, task.duration_us),), task.demand))
+            return True
+        return False
 
 
 # ---- the LM side ------------------------------------------------------------------------------------
-class GangLocalManager(LocalManager):
-    """An LM that holds gang parts under a lease, and launches them on a commit."""
+class LmGang:
+    """Gang holds under a lease, launched on a commit: a component its ``LocalManager`` holds (``gang``)."""
 
-    def __init__(self, *args, lease_us: int, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, lm, lease_us: int) -> None:
+        self.lm = lm
         self.lease_us = lease_us
         self.holds: dict[tuple[int, int], list] = {}  # (job, attempt) -> [owner GM, demand, tasks]
         self.ended: set[tuple[int, int]] = set()  # attempts committed or let go here (a late reserve: no)
 
-    def gang_held(self, w: int) -> list[int]:
+    def held(self, w: int) -> list[int]:
         """The resources held on worker ``w`` for gangs (the workers do not know of holds)."""
-        out = [0] * len(self.capacity[w])
+        out = [0] * len(self.lm.capacity[w])
         for _, demand, tasks in self.holds.values():
             for _, worker, _ in tasks:
                 if worker == w:
@@ -453,19 +452,20 @@ class GangLocalManager(LocalManager):
                         out[r] += d
         return out
 
-    def on_GangReserve(self, msg: GangReserve, src: int) -> None:
-        if self._hold(msg, src):
+    def on_reserve(self, msg: GangReserve, src: int) -> None:
+        lm = self.lm
+        if lm.hold(msg, src):
             return
         key = (msg.job_id, msg.attempt)
-        gm = self.gm_ids[msg.gm]
-        if key in self.holds or any((msg.job_id, i) in self.tasks or (msg.job_id, i) in self.done
+        gm = lm.gm_ids[msg.gm]
+        if key in self.holds or any((msg.job_id, i) in lm.tasks or (msg.job_id, i) in lm.done
                                     for i, _, _ in msg.tasks):
             # a retry (the vote was lost or is late): yes again, with the part's workers as they are now, so
             # the GM's view does not count the reservation twice (values it learnt since may include it)
             workers = tuple(sorted({w for _, w, _ in msg.tasks}))
-            self.charge("change", len(workers))
-            self.send(gm, GangVote(msg.job_id, msg.attempt, self.lm, True, workers,
-                                   tuple(tuple(self.free[w]) for w in workers)))
+            lm.charge("change", len(workers))
+            lm.send(gm, GangVote(msg.job_id, msg.attempt, lm.lm, True, workers,
+                                 tuple(tuple(lm.free[w]) for w in workers)))
             return
         bad = -1 if key not in self.ended else msg.tasks[0][1]
         need: dict[int, list] = {}
@@ -474,112 +474,107 @@ class GangLocalManager(LocalManager):
             for r, d in enumerate(msg.demand):
                 need[w][r] += d
         for w in sorted(need):
-            if bad < 0 and (w in self.down or any(f < d for f, d in zip(self.free[w], need[w]))):
+            if bad < 0 and (w in lm.down or any(f < d for f, d in zip(lm.free[w], need[w]))):
                 bad = w
         if bad >= 0:
-            self.recorder.count("gang_refusals")
-            workers, frees = self.change_log.since(msg.gm, always=bad)
-            self.charge("change", len(workers))
-            self.send(gm, GangVote(msg.job_id, msg.attempt, self.lm, False, workers, frees))
+            lm.recorder.count("gang_refusals")
+            workers, frees = lm.change_log.since(msg.gm, always=bad)
+            lm.charge("change", len(workers))
+            lm.send(gm, GangVote(msg.job_id, msg.attempt, lm.lm, False, workers, frees))
             return
         for w in sorted(need):
             for r, d in enumerate(need[w]):
-                self.free[w][r] -= d
-            self._changed(w, msg.gm)
+                lm.free[w][r] -= d
+            lm.changed(w, msg.gm)
         self.holds[key] = [msg.gm, msg.demand, msg.tasks]
         if msg.commit:  # the whole gang is here: a local decision
-            self.recorder.gang_committed(msg.job_id, self.now)
+            lm.recorder.gang_committed(msg.job_id, lm.now)
             self._launch_held(key, msg.gm, msg.tasks, msg.demand)
         else:
-            self.set_timer(self.lease_us, GangLease(msg.job_id, msg.attempt))
-        workers, frees = self.change_log.fresh(msg.gm) if self.launch_replies else ((), ())
-        self.charge("change", len(workers))
-        self.send(gm, GangVote(msg.job_id, msg.attempt, self.lm, True, workers, frees))
+            lm.set_timer(self.lease_us, GangLease(msg.job_id, msg.attempt))
+        workers, frees = lm.change_log.fresh(msg.gm) if lm.launch_replies else ((), ())
+        lm.charge("change", len(workers))
+        lm.send(gm, GangVote(msg.job_id, msg.attempt, lm.lm, True, workers, frees))
 
-    def on_GangCommit(self, msg: GangCommit, src: int) -> None:
-        if self._hold(msg, src):
+    def on_commit(self, msg: GangCommit, src: int) -> None:
+        if self.lm.hold(msg, src):
             return
         self._launch_held((msg.job_id, msg.attempt), msg.gm, msg.tasks, msg.demand)
 
     def _launch_held(self, key, gm: int, tasks: tuple, demand: tuple) -> None:
         """Launch ``tasks`` of the gang attempt ``key``: from its hold, or checked again when not held."""
+        lm = self.lm
         hold = self.holds.get(key)
         held = {i for i, _, _ in hold[2]} if hold is not None else set()
         job_id, attempt = key
         for index, w, duration_us in tasks:
             tkey = (job_id, index)
-            if tkey in self.tasks:  # already running: a retried commit
-                task = self.tasks[tkey]
+            if tkey in lm.tasks:  # already running: a retried commit
+                task = lm.tasks[tkey]
                 task.owner = gm
-                self.recorder.count("duplicate_launches_suppressed")
-                self.send(self.gm_ids[gm], LaunchAccepted(job_id, index, self.lm, task.worker,
-                                                          tuple(self.free[task.worker]), task.end_us))
+                lm.recorder.count("duplicate_launches_suppressed")
+                lm.send(lm.gm_ids[gm], LaunchAccepted(job_id, index, lm.lm, task.worker,
+                                                      tuple(lm.free[task.worker]), task.end_us))
                 continue
-            if tkey in self.done:
-                self.recorder.count("duplicate_launches_suppressed")
-                self.send(self.gm_ids[gm], TaskCompleted(job_id, index, self.lm, w, tuple(self.free[w])))
+            if tkey in lm.done:
+                lm.recorder.count("duplicate_launches_suppressed")
+                lm.send(lm.gm_ids[gm], TaskCompleted(job_id, index, lm.lm, w, tuple(lm.free[w])))
                 continue
-            if index in held and w not in self.down:
+            if index in held and w not in lm.down:
                 held.discard(index)
-                self._release_one(hold, index)
-                self.recorder.task_handled(job_id, index, self.arrived, self.now)
-                self._start_task(tkey, w, gm, demand, duration_us)
+                hold[2] = tuple(t for t in hold[2] if t[0] != index)  # its resources stay taken: it launches
+                lm.recorder.task_handled(job_id, index, lm.arrived, lm.now)
+                lm.start_task(tkey, w, gm, demand, duration_us)
                 continue
-            self.recorder.count("gang_commits_rechecked")
-            free = self.free[w]
-            self.recorder.task_handled(job_id, index, self.arrived, self.now)
-            if w not in self.down and all(f >= d for f, d in zip(free, demand)):
+            lm.recorder.count("gang_commits_rechecked")
+            free = lm.free[w]
+            lm.recorder.task_handled(job_id, index, lm.arrived, lm.now)
+            if w not in lm.down and all(f >= d for f, d in zip(free, demand)):
                 for r, d in enumerate(demand):
                     free[r] -= d
-                self._changed(w, gm)
-                self._start_task(tkey, w, gm, demand, duration_us)
+                lm.changed(w, gm)
+                lm.start_task(tkey, w, gm, demand, duration_us)
             else:
-                workers, frees = self.change_log.since(gm, always=w)
-                self.send(self.gm_ids[gm], LaunchFailed(job_id, index, attempt, self.lm, workers, frees))
+                workers, frees = lm.change_log.since(gm, always=w)
+                lm.send(lm.gm_ids[gm], LaunchFailed(job_id, index, attempt, lm.lm, workers, frees))
         if hold is not None and not hold[2]:
             del self.holds[key]
         self.ended.add(key)
 
-    def _release_one(self, hold: list, index: int) -> None:
-        """Take task ``index`` out of a hold; its resources stay taken (the launch uses them)."""
-        hold[2] = tuple(t for t in hold[2] if t[0] != index)
-
-    def on_GangRelease(self, msg: GangRelease, src: int) -> None:
-        if self._hold(msg, src):
+    def on_release(self, msg: GangRelease, src: int) -> None:
+        if self.lm.hold(msg, src):
             return
         self._let_go((msg.job_id, msg.attempt))
 
-    def on_GangLease(self, msg: GangLease, src: int) -> None:
-        if self.active and (msg.job_id, msg.attempt) in self.holds:
-            self.recorder.count("gang_leases_expired")
+    def on_lease(self, msg: GangLease) -> None:
+        if self.lm.active and (msg.job_id, msg.attempt) in self.holds:
+            self.lm.recorder.count("gang_leases_expired")
             self._let_go((msg.job_id, msg.attempt))
 
     def _let_go(self, key) -> None:
+        lm = self.lm
         self.ended.add(key)
         hold = self.holds.pop(key, None)
         if hold is None:
             return
         _, demand, tasks = hold
         for _, w, _ in tasks:
-            if w in self.down:
+            if w in lm.down:
                 continue  # a down worker's free stays 0 until it is reconciled (without the hold)
             for r, d in enumerate(demand):
-                self.free[w][r] += d
-            self._changed(w, NO_CAUSE)
+                lm.free[w][r] += d
+            lm.changed(w, NO_CAUSE)
 
-    def on_AdoptJob(self, msg, src: int) -> None:
+    def adopting(self, job_id: int) -> None:
         """A GM adopts the job: the holds of earlier attempts go (it places what did not run afresh)."""
-        if self._hold(msg, src):
-            return  # kept for after a rebuild (it comes back through here), or only observed by a standby
-        for key in sorted(k for k in self.holds if k[0] == msg.job_id):
+        for key in sorted(k for k in self.holds if k[0] == job_id):
             self._let_go(key)
-        super().on_AdoptJob(msg, src)
 
-    def _reconcile(self, w: int, status) -> None:
-        """The worker's record rebuilt from what it runs; the holds on it are taken again (a hold that no
-        longer fits is let go: its commit will be checked again)."""
-        super()._reconcile(w, status)
-        free = self.free[w]
+    def reconciled(self, w: int) -> None:
+        """The worker's record was rebuilt from what it runs; the holds on it are taken again (a hold that
+        no longer fits is let go: its commit will be checked again)."""
+        lm = self.lm
+        free = lm.free[w]
         for key in sorted(self.holds):
             _, demand, tasks = self.holds[key]
             n = sum(1 for t in tasks if t[1] == w)
@@ -590,8 +585,7 @@ class GangLocalManager(LocalManager):
                     free[r] -= d * n
             else:
                 self.holds[key][2] = tuple(t for t in tasks if t[1] != w)
-            self._changed(w, NO_CAUSE)
+            lm.changed(w, NO_CAUSE)
 
-    def _forget_state(self) -> None:
-        super()._forget_state()
+    def forget(self) -> None:
         self.holds.clear()

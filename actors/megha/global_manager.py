@@ -61,7 +61,8 @@ from ..common.events import JOB_UNSCHEDULABLE
 from ..common.front_end import JobFrontEnd, Pending
 from ..common.submitter import JobDone, Ping, Pong
 from .events import LAUNCH_REQUEUED
-from .gm_fairness import GmFairness
+from .gang import GangTimer, GangVote, GmGang
+from .gm_fairness import FairConfig, GmFairness
 from .messages import (RETRIES, AdoptJob, Fenced, GmTimer, Heartbeat, HeartbeatAck, JobTasks, Launch,
                              LaunchAccepted, LaunchFailed, LaunchOk, Snapshot, SnapshotRequest, TaskCompleted,
                              TaskLost, backoff)
@@ -105,13 +106,20 @@ class Inflight:
         self.seq = 0
 
 
-class GlobalManager(GmFairness, JobFrontEnd, Actor):
+class GlobalManager(JobFrontEnd, Actor):
+    """The GM of Megha's papers (above): a queue, a view, matching and launches. What a run adds hangs
+    off it as components, each None when off: ``users`` (user queues and Algorithm 2, ``gm_fairness``)
+    and ``gang`` (gangs placed whole, ``gang``)."""
+
     COST_ROLE, COST_UNITS = "gm", ("worker", "change")  # a single server (fabric.service): what it charges
+
     def __init__(self, gm: int, lm_names: list[str], views, *, policy, feasible, recorder,
                  launch_timeout_us: int = 2_000_000, request_timeout_us: int = 1_000_000, gm_queue: str = "fifo",
-                 failed_launch: str = "back", standby_names: list[str] | None = None, fair=None) -> None:
+                 failed_launch: str = "back", standby_names: list[str] | None = None,
+                 fair: FairConfig | None = None, machines=None) -> None:
         """``views[lm][p]``: PartitionView of partition p (GM p's) in LM lm's cluster; ``standby_names``:
-        each LM's standby replica (active-standby LMs); ``fair``: the run's users (``gm_fairness``)."""
+        each LM's standby replica (active-standby LMs); ``fair``: the run's users (``gm_fairness``);
+        ``machines``: every worker's WorkerSpec, given when jobs are gangs (``gang``)."""
         super().__init__()
         self.gm = gm
         self.lm_names = lm_names
@@ -142,9 +150,10 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
         self.started_us = 0
         self.heard_us = [0] * len(lm_names)  # when each LM's state was last learnt (the view's age)
         self.launches = self.internal = self.external = self.failures = self.passes = 0
-        self.fair = None
-        if fair is not None:  # users: one queue each, round robin, and Algorithm 2 (gm_fairness)
-            self._init_fairness(fair, gm_queue == "fewest-remaining")
+        self.users = GmFairness(self, fair, gm_queue == "fewest-remaining") if fair is not None else None
+        if self.users is not None:  # one queue per user, and launches in flight counted per user
+            self.queue, self.inflight = self.users.queue, self.users.flights
+        self.gang = GmGang(self, machines) if machines is not None else None
 
     def new_flight(self, task, lm: int, worker: int) -> Inflight:
         return Inflight(task, lm, worker)
@@ -168,15 +177,19 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
         self.heard_us[lm] = self.now
         self.charge("change")
         self.search.learn(lm, (worker,), (free,))
+        if self.gang is not None:
+            self.gang.learnt(lm, (worker,))
 
-    def _apply(self, lm: int, workers: tuple, frees: tuple, holders: tuple = ()) -> None:
+    def apply(self, lm: int, workers: tuple, frees: tuple, holders: tuple = ()) -> None:
         """Learn absolute free vectors of LM ``lm``'s workers (the search's memo notes the change), and
         with users who holds each of them."""
         self.heard_us[lm] = self.now
         self.charge("change", len(workers))
         self.search.learn(lm, workers, frees)
-        if holders and self.fair is not None:
-            self.learn_holders(lm, workers, holders)
+        if holders and self.users is not None:
+            self.users.learn_holders(lm, workers, holders)
+        if self.gang is not None:
+            self.gang.learnt(lm, workers)
 
     def _forget(self, lm: int) -> None:
         """Treat LM ``lm``'s view as empty (launch nothing there) until its snapshot arrives."""
@@ -185,12 +198,12 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
         zero = (0,) * search.views[lm][0].num_resources
         search.learn(lm, tuple(range(n)), (zero,) * n)
         self.rebuilding.add(lm)
-        if self.fair is not None:
-            self.forget_holders(lm)
+        if self.users is not None:
+            self.users.forget_holders(lm)
 
     def _ask_snapshots(self) -> None:
         for lm in sorted(self.rebuilding):
-            self._to_lm(lm, SnapshotRequest(self.gm))
+            self.to_lm(lm, SnapshotRequest(self.gm))
         self.snapshot_asks += 1
         self.set_timer(backoff(self.request_timeout_us, self.snapshot_asks), GmTimer("snapshots"))
 
@@ -198,6 +211,8 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
     def _admit(self, job, src: int) -> bool:
         """Open the job unless it is open already (a duplicate) or can never run (reported at once)."""
         if job.job_id in self.open_jobs or job.job_id in self.adopting:
+            return False
+        if self.gang is not None and not self.gang.admits(job, src):
             return False
         bad = self.infeasible(job)
         if bad:
@@ -207,17 +222,20 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
             return False
         self.source[job.job_id] = src
         self.open_job(job.job_id, job.num_tasks)
-        if self.fair is not None:
-            self.job_user[job.job_id] = job.user
+        if self.users is not None:
+            self.users.job_user[job.job_id] = job.user
         return True
 
     def on_Job(self, job, src: int) -> None:
         if not self._admit(job, src):
             return
-        now = self.arrived  # the tasks wait from the job's arrival (in the mailbox while the GM is busy)
-        for i, d in enumerate(job.durations_us):
-            self._enqueue(Pending(job.job_id, i, d, job.constraints[i], job.demand, now))
-        self._schedule()
+        if job.gang and self.gang is not None:
+            self.gang.arrived(job)
+        else:
+            now = self.arrived  # the tasks wait from the job's arrival (in the mailbox while the GM is busy)
+            for i, d in enumerate(job.durations_us):
+                self._enqueue(Pending(job.job_id, i, d, job.constraints[i], job.demand, now))
+        self.schedule()
 
     def on_Resubmit(self, msg, src: int) -> None:
         """A job handed again (its GM failed, or a message was lost): ask the LMs what of it ran."""
@@ -232,7 +250,7 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
         entry = self.adopting[job_id]
         entry[4] += 1
         for lm in sorted(entry[1]):
-            self._to_lm(lm, AdoptJob(job_id, self.gm))
+            self.to_lm(lm, AdoptJob(job_id, self.gm))
         self.set_timer(backoff(self.request_timeout_us, entry[4]), GmTimer(f"adopt {job_id}"))
 
     def on_JobTasks(self, msg: JobTasks, src: int) -> None:
@@ -247,6 +265,8 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
             self._adopted(msg.job_id)
 
     def _adopted(self, job_id: int) -> None:
+        if self.gang is not None and self.gang.adopted(job_id):
+            return  # a gang again
         job, _, running, done, _ = self.adopting.pop(job_id)
         now = self.now
         for i, d in enumerate(job.durations_us):
@@ -255,16 +275,18 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
                 continue
             if i in running:
                 lm, worker, end_us = running[i]
-                self._await(Inflight(task, lm, worker), end_us)
+                self.await_end(self.new_flight(task, lm, worker), end_us)
             else:
                 self._enqueue(task)
         for i in sorted(done):
             if job_id in self.open_jobs:
                 self.task_done(job_id, i)
-        self._schedule()
+        self.schedule()
 
     def close_job(self, job_id: int) -> None:
         """The job's last task is done: tell its owner of record (the submitter), which records it."""
+        if self.gang is not None:
+            self.gang.closed(job_id)
         self.send(self.source.pop(job_id), JobDone(job_id, self.now, ()))
 
     def on_Ping(self, msg: Ping, src: int) -> None:
@@ -277,14 +299,13 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
 
     # ---- messages from LMs -------------------------------------------------------------
     def on_TaskCompleted(self, msg: TaskCompleted, src: int) -> None:
-        if self._followed(msg.lm, src):
+        if self.followed(msg.lm, src):
             self._set_free(msg.lm, msg.worker, msg.free)
         self.inflight.pop((msg.job_id, msg.index), None)
-        if self.fair is not None:
-            self.release_own(msg.lm, msg.worker, msg.job_id, msg.index)
+        self._released(msg.lm, msg.worker, msg.job_id, msg.index)
         self.task_done(msg.job_id, msg.index)
         self._check_due()
-        self._schedule()
+        self.schedule()
 
     def on_Heartbeat(self, msg: Heartbeat, src: int) -> None:
         """A delta, or a beacon (prev == upto) to acknowledge. A gap in the positions means one was
@@ -309,11 +330,11 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
         if msg.prev != last:
             self._resync(lm)
         self.lm_upto[lm] = msg.upto
-        self._apply(lm, msg.workers, msg.frees, msg.holders)
-        if self.fair is not None:
-            self.heard_heartbeat()
+        self.apply(lm, msg.workers, msg.frees, msg.holders)
+        if self.users is not None:
+            self.users.heard_heartbeat()
         self._check_due()
-        self._schedule()
+        self.schedule()
 
     def _resync(self, lm: int) -> None:
         """Ask LM ``lm`` for its whole state (a heartbeat was lost), unless already asking."""
@@ -326,7 +347,7 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
 
     def _ask_resync(self, lm: int) -> None:
         self.resync_asks[lm] += 1
-        self._to_lm(lm, SnapshotRequest(self.gm))
+        self.to_lm(lm, SnapshotRequest(self.gm))
         self.set_timer(backoff(self.request_timeout_us, self.resync_asks[lm]), GmTimer(f"resync {lm}"))
 
     def on_Snapshot(self, msg: Snapshot, src: int) -> None:
@@ -338,55 +359,54 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
         self.rebuilding.discard(lm)
         self.resyncing.discard(lm)
         self.lm_inc[lm], self.lm_upto[lm] = msg.incarnation, msg.upto
-        self._apply(lm, msg.workers, msg.frees, msg.holders)
+        self.apply(lm, msg.workers, msg.frees, msg.holders)
         if not self.rebuilding and self.incarnation > 0 and self.started_us >= 0:
             self.recorder.count("gm_rebuilds")
             self.recorder.recovered(self.now - self.started_us)
             self.started_us = -1
-        self._schedule()
+        self.schedule()
 
     def on_LaunchFailed(self, msg: LaunchFailed, src: int) -> None:
         self.failures += 1
-        if self._followed(msg.lm, src):
-            self._apply(msg.lm, msg.workers, msg.frees, msg.holders)
+        if self.followed(msg.lm, src):
+            self.apply(msg.lm, msg.workers, msg.frees, msg.holders)
         key = (msg.job_id, msg.index)
         flight = self.inflight.get(key)
         if flight is not None and flight.attempt == msg.attempt:  # (not a late answer to an earlier launch)
             del self.inflight[key]
-            if self.fair is not None:
-                self.release_own(flight.lm, flight.worker, msg.job_id, msg.index)
+            self._released(flight.lm, flight.worker, msg.job_id, msg.index)
             if self.fabric.event_log is not None:
                 emit(self, LAUNCH_REQUEUED, job=msg.job_id, task=msg.index, lm=self.lm_names[msg.lm],
                      learned=len(msg.workers))
-            self._requeue(flight.task, front=self.failed_front)
-        self._schedule()
+            self.requeue(flight.task, front=self.failed_front)
+        self.schedule()
 
     def on_LaunchOk(self, msg: LaunchOk, src: int) -> None:
         """A valid launch's reply: the changes this GM has not seen (not its own)."""
-        if msg.workers and self._followed(msg.lm, src):
-            self._apply(msg.lm, msg.workers, msg.frees, msg.holders)
-            self._schedule()
+        if msg.workers and self.followed(msg.lm, src):
+            self.apply(msg.lm, msg.workers, msg.frees, msg.holders)
+            self.schedule()
 
     def on_LaunchAccepted(self, msg: LaunchAccepted, src: int) -> None:
         """A retried launch of a task already running there: wait for its end."""
-        if self._followed(msg.lm, src):
+        if self.followed(msg.lm, src):
             self._set_free(msg.lm, msg.worker, msg.free)
         flight = self.inflight.get((msg.job_id, msg.index))
         if flight is not None:
             flight.lm, flight.asks = msg.lm, 1
-            self._await(flight, msg.end_us)
-        self._schedule()
+            self.await_end(flight, msg.end_us)
+        self.schedule()
 
     def on_TaskLost(self, msg: TaskLost, src: int) -> None:
         """The task's worker stayed down: schedule it again."""
         flight = self.inflight.pop((msg.job_id, msg.index), None)
-        if flight is not None and self.fair is not None:
-            self.release_own(flight.lm, flight.worker, msg.job_id, msg.index)
+        if flight is not None:
+            self._released(flight.lm, flight.worker, msg.job_id, msg.index)
         if flight is not None and msg.job_id in self.open_jobs:
-            self._requeue(flight.task)
-            self._schedule()
+            self.requeue(flight.task)
+            self.schedule()
 
-    def _requeue(self, task: Pending, front: bool = False) -> None:
+    def requeue(self, task: Pending, front: bool = False) -> None:
         task.since_us = self.arrived
         if front:
             self.queue.push_front(HIGH, task, (task.constraints, task.demand))
@@ -394,7 +414,7 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
             self._enqueue(task)
 
     # ---- launches that get no answer -----------------------------------------------------
-    def _await(self, flight: Inflight, end_us: int) -> None:
+    def await_end(self, flight: Inflight, end_us: int) -> None:
         """Expect the task's completion by ``end_us`` plus the launch timeout. No timer: overdue launches
         are looked for when the GM hears from an LM or from the submitter (``_check_due``), which costs
         nothing in a busy GM and is at most a ping period late in an idle one."""
@@ -450,31 +470,36 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
                 flight.asks += 1
                 self.recorder.count("launches_retried")
                 self._send_launch(flight)
-                self._await(flight, now + task.duration_us)
+                self.await_end(flight, now + task.duration_us)
             else:  # that LM does not answer: queue the task again, launch nothing there until heard from
                 del inflight[(task.job_id, task.index)]
                 self.recorder.count("launches_abandoned")
-                if self.fair is not None:
-                    self.release_own(flight.lm, flight.worker, task.job_id, task.index)
+                self._released(flight.lm, flight.worker, task.job_id, task.index)
                 if flight.lm not in self.rebuilding:
                     self._forget(flight.lm)
                     self.snapshot_asks = 0
                     self._ask_snapshots()
-                self._requeue(task)
+                self.requeue(task)
         if expired:
-            self._schedule()
+            self.schedule()
 
     # ---- queue and matching ------------------------------------------------------------
     def _enqueue(self, task: Pending) -> None:
         left = self.open_jobs.get(task.job_id)  # ranked by its job's tasks not yet done (gm_queue)
         self.queue.push(HIGH, task, (task.constraints, task.demand), left[0] if left else 0)
 
-    def _schedule(self) -> None:
-        """One pass: place queued tasks oldest first until nothing more fits the view. A signature
-        that matches nowhere is parked for the rest of the pass (a "reschedule")."""
-        if self.fair is not None:
-            self._schedule_users()
-            return
+    def schedule(self) -> None:
+        """One pass over the queue (the users' queues, with users), then over the waiting gangs."""
+        if self.users is not None:
+            self.users.schedule()
+        else:
+            self._pass()
+        if self.gang is not None and self.gang.waiting:
+            self.gang.place()
+
+    def _pass(self) -> None:
+        """Place queued tasks oldest first until nothing more fits the view. A signature that matches
+        nowhere is parked for the rest of the pass (a "reschedule")."""
         queue, search = self.queue, self.search
         if not queue.sizes[HIGH] or search.total_free <= 0:
             return
@@ -485,13 +510,13 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
             got = take(HIGH, find)
             if got is None:
                 break
-            self._launch(got[0], *got[1])
+            self.launch(got[0], *got[1])
         self.charge("worker", search.take_scanned())
         if queue.rejected != rejected:  # something was parked: due again in the next pass
             queue.reopen()
             self.recorder.count("reschedules", queue.rejected - rejected)
 
-    def _launch(self, task: Pending, lm: int, p: int, local: int) -> None:
+    def launch(self, task: Pending, lm: int, p: int, local: int) -> None:
         worker = self.search.allocate(lm, p, local, task.demand)
         if p != self.gm:
             self.external += 1
@@ -499,24 +524,33 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
             self.internal += 1
         self.launches += 1
         self.recorder.task_dispatched(task.job_id, task.index, task.since_us, self.now)
-        flight = Inflight(task, lm, worker)
+        flight = self.new_flight(task, lm, worker)
         self._send_launch(flight)
-        self._await(flight, self.now + task.duration_us)
-        if self.fair is not None:
-            self.hold_own(flight)
+        self.await_end(flight, self.now + task.duration_us)
+        if self.users is not None:
+            self.users.hold_own(flight)
+
+    def _released(self, lm: int, worker: int, job_id: int, index: int) -> None:
+        """A launch of this GM no longer holds LM ``lm``'s worker (its end, a failure, a loss): the users'
+        holders view lets it go."""
+        if self.users is not None:
+            self.users.release_own(lm, worker, job_id, index)
 
     def _send_launch(self, flight: Inflight) -> None:
         """Ask the flight's LM to launch its task; a failure reply names the attempt, so a late one (a
         duplicate, or the answer to an earlier launch of the task) cannot cancel a later launch."""
+        if self.gang is not None and self.gang.resend(flight):
+            return
         if not flight.attempt:
             self.attempts += 1
             flight.attempt = self.attempts
         task, worker = flight.task, flight.worker
         external = worker // self.search.per_partition != self.gm
-        self._to_lm(flight.lm, Launch(task.job_id, task.index, task.duration_us, task.demand, worker, self.gm,
-                                      external, flight.attempt, self.user_of(task)))
+        user = self.users.user_of(task) if self.users is not None else -1
+        self.to_lm(flight.lm, Launch(task.job_id, task.index, task.duration_us, task.demand, worker, self.gm,
+                                     external, flight.attempt, user))
 
-    def _to_lm(self, lm: int, msg) -> None:
+    def to_lm(self, lm: int, msg) -> None:
         """Send to LM ``lm``: with active-standby LMs, to both replicas (only the active acts on it)."""
         if self.replicas:
             for dst in self.replicas[lm]:
@@ -537,7 +571,7 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
             self.recorder.count("gm_lm_switches")
         return True
 
-    def _followed(self, lm: int, src: int) -> bool:
+    def followed(self, lm: int, src: int) -> bool:
         """Whether an answer's free vectors may be learnt: with standby LMs only the followed replica's
         are. An answer from the other is an old active's, or a new active's this GM has not heard the
         epoch of: ask both for a snapshot, whose epoch says which to follow."""
@@ -545,6 +579,19 @@ class GlobalManager(GmFairness, JobFrontEnd, Actor):
             return True
         self._resync(lm)
         return False
+
+    # ---- the components' messages --------------------------------------------------------
+    def on_PreemptFailed(self, msg, src: int) -> None:
+        self.users.on_preempt_failed(msg, src)
+
+    def on_Preempted(self, msg, src: int) -> None:
+        self.users.on_preempted(msg, src)
+
+    def on_GangVote(self, msg: GangVote, src: int) -> None:
+        self.gang.on_vote(msg, src)
+
+    def on_GangTimer(self, msg: GangTimer, src: int) -> None:
+        self.gang.on_timer(msg)
 
     def statistics(self) -> GlobalManagerStatistics:
         now = self.fabric.now if self.fabric is not None else self.now

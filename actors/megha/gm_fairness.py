@@ -140,28 +140,30 @@ class Flights(dict):
 
 
 class GmFairness:
-    """User queues, the holders view and Algorithm 2 of a ``GlobalManager`` (a mixin)."""
+    """User queues, the holders view and Algorithm 2 of one GM: a component its ``GlobalManager`` holds
+    (``users``). The GM serves its queue (``queue``) and counts its launches in flight (``flights``)."""
 
-    def _init_fairness(self, fair: FairConfig, ranked: bool) -> None:
+    def __init__(self, gm, fair: FairConfig, ranked: bool) -> None:
+        self.gm = gm
         self.fair = fair
         self.job_user: dict[int, int] = {}
         self.queue = UserQueues(lambda task: self.job_user.get(task.job_id, 0), ranked)
         n_users = len(fair.shares)
-        self.holders = [dict() for _ in self.lm_names]  # per LM: worker -> ((job, index, user, demand), ...)
+        self.holders = [dict() for _ in gm.lm_names]  # per LM: worker -> ((job, index, user, demand), ...)
         self.usage = [[0] * len(fair.total) for _ in range(n_users)]  # per user: units held, per resource
         self.user_at = [dict() for _ in range(n_users)]  # per user: (lm, worker) -> its tasks there
         self.busy_until: dict[tuple, int] = {}  # (lm, worker) -> a preemption there is in flight until then
         self.refusals = 0
         self.calm = False  # too many refusals in a row: no preemption until the next heartbeat
-        self.inflight = Flights(self.user_of, n_users, len(fair.total))
-        self.mine = frozenset(u for u, g in enumerate(fair.user_gm) if g == self.gm)  # the users queued here
+        self.flights = Flights(self.user_of, n_users, len(fair.total))
+        self.mine = frozenset(u for u, g in enumerate(fair.user_gm) if g == gm.gm)  # the users queued here
         self.changed: set[int] = set(range(n_users))  # the users whose ``usage`` changed since ``_use``
         self.use = [0.0] * n_users  # each user's share consumed, as ``_use`` last worked it out
         self.orders: dict = {}  # Algorithm 2's orders over ``use``: (user, demand) -> order
         self.places: dict = {}  # user -> the (lm, worker) places it runs tasks at, in order
 
     def user_of(self, task) -> int:
-        return self.job_user.get(task.job_id, -1) if self.fair is not None else -1
+        return self.job_user.get(task.job_id, -1)
 
     # ---- the holders view ----------------------------------------------------------------
     def _set_holders(self, lm: int, w: int, row: tuple) -> None:
@@ -207,13 +209,14 @@ class GmFairness:
             self._set_holders(lm, w, kept)
 
     # ---- scheduling ------------------------------------------------------------------------
-    def _schedule_users(self) -> None:
+    def schedule(self) -> None:
         """One pass: users round robin, one task each per turn, until no user's task fits the view; then,
         with fairness on, Algorithm 2 for each user left blocked."""
-        queue, search = self.queue, self.search
+        gm = self.gm
+        queue, search = self.queue, gm.search
         if not queue.sizes[HIGH]:
             return
-        self.passes += 1
+        gm.passes += 1
         rejected = queue.rejected
         users = queue.rotation()
         turn = users
@@ -226,14 +229,14 @@ class GmFairness:
                     continue
                 got = queue.take(u, search.find)
                 if got is not None:
-                    self._launch(got[0], *got[1])
+                    gm.launch(got[0], *got[1])
                     queue.turn = u + 1
                     again.append(u)
             turn = again
-        self.charge("worker", search.take_scanned())
+        gm.charge("worker", search.take_scanned())
         if queue.rejected != rejected:
             queue.reopen()
-            self.recorder.count("reschedules", queue.rejected - rejected)
+            gm.recorder.count("reschedules", queue.rejected - rejected)
         if self.fair.preempt and not self.calm:
             for u in users:
                 if self._use()[u] >= self.fair.shares.fractions[u]:
@@ -248,21 +251,21 @@ class GmFairness:
     def _at_share(self, user: int) -> bool:
         """Whether one of this GM's users holds its share already (its launches in flight)."""
         fair = self.fair
-        return user in self.mine and dominant(self.inflight.units[user], fair.total) >= fair.shares.fractions[user]
+        return user in self.mine and dominant(self.flights.units[user], fair.total) >= fair.shares.fractions[user]
 
     def _use(self) -> list[float]:
         """Each user's share consumed (this GM's users: their launches in flight, exact; the others' from
         the LMs' holders), worked out again only for the users whose consumption changed; Algorithm 2's
         orders and the places of those users are dropped then. A pass plans for many tasks over one view:
         with many users, working every user out again for each task dominated the run (docs/fairness)."""
-        changed = self.changed | self.inflight.changed
+        changed = self.changed | self.flights.changed
         if changed:
-            own, total, usage, use = self.inflight.units, self.fair.total, self.usage, self.use
+            own, total, usage, use = self.flights.units, self.fair.total, self.usage, self.use
             for u in changed:
                 use[u] = dominant(own[u] if u in self.mine else usage[u], total)
                 self.places.pop(u, None)
             self.changed.clear()
-            self.inflight.changed.clear()
+            self.flights.changed.clear()
             self.orders.clear()
         return self.use
 
@@ -283,65 +286,69 @@ class GmFairness:
         if order is None:
             order = self.orders[(user, demand)] = preempt_order(user, use, fair.shares, dominant(demand, fair.total))
         need = frozenset(constraints)
-        now = self.now
+        search = self.gm.search
+        now = self.gm.now
         for victim in order:
             for lm, w in self._places_of(victim):
                 if self.busy_until.get((lm, w), -1) > now or not need <= fair.provides[lm][w]:
                     continue
                 running = [((j, i), d) for j, i, u, d in self.holders[lm].get(w, ()) if u == victim]
-                p, local = divmod(w, self.search.per_partition)
-                victims = choose_victims(running, self.search.views[lm][p].free_of(local), demand)
+                p, local = divmod(w, search.per_partition)
+                victims = choose_victims(running, search.views[lm][p].free_of(local), demand)
                 if victims:
                     return lm, w, victim, victims
         return None
 
     def _preempt(self, task, lm: int, w: int, victim: int, victims: tuple) -> None:
         """Ask LM ``lm`` to stop ``victims`` on worker ``w`` and launch ``task`` there; the view takes it as done."""
+        gm = self.gm
         user = self.user_of(task)
-        self.recorder.task_dispatched(task.job_id, task.index, task.since_us, self.now)
-        self.recorder.count("preemption_attempts")
-        self.recorder.count_user("preemption_attempts", user)
-        flight = self.new_flight(task, lm, w)
-        self.attempts += 1
-        flight.attempt = self.attempts
-        external = w // self.search.per_partition != self.gm
-        self._to_lm(lm, Preempt(task.job_id, task.index, task.duration_us, task.demand, w, self.gm, external,
-                                flight.attempt, user, task.constraints, victim, victims))
-        self._await(flight, self.now + task.duration_us)
-        self.busy_until[(lm, w)] = self.now + self.launch_timeout_us
+        gm.recorder.task_dispatched(task.job_id, task.index, task.since_us, gm.now)
+        gm.recorder.count("preemption_attempts")
+        gm.recorder.count_user("preemption_attempts", user)
+        flight = gm.new_flight(task, lm, w)
+        gm.attempts += 1
+        flight.attempt = gm.attempts
+        external = w // gm.search.per_partition != gm.gm
+        gm.to_lm(lm, Preempt(task.job_id, task.index, task.duration_us, task.demand, w, gm.gm, external,
+                             flight.attempt, user, task.constraints, victim, victims))
+        gm.await_end(flight, gm.now + task.duration_us)
+        self.busy_until[(lm, w)] = gm.now + gm.launch_timeout_us
         row = self.holders[lm].get(w, ())
         self._set_holders(lm, w, tuple(t for t in row if (t[0], t[1]) not in victims))
         self.hold_own(flight)
 
     # ---- answers ------------------------------------------------------------------------------
-    def on_PreemptFailed(self, msg, src: int) -> None:
-        if self._followed(msg.lm, src):
-            self._apply(msg.lm, msg.workers, msg.frees, msg.holders)
+    def on_preempt_failed(self, msg, src: int) -> None:
+        gm = self.gm
+        if gm.followed(msg.lm, src):
+            gm.apply(msg.lm, msg.workers, msg.frees, msg.holders)
         key = (msg.job_id, msg.index)
-        flight = self.inflight.get(key)
+        flight = self.flights.get(key)
         if flight is not None and flight.attempt == msg.attempt:
-            del self.inflight[key]
+            del self.flights[key]
             self.busy_until.pop((flight.lm, flight.worker), None)
             self.release_own(flight.lm, flight.worker, msg.job_id, msg.index)
             self.refusals += 1
             if self.refusals >= PREEMPT_TRIES:
                 self.calm = True
                 self.refusals = 0
-            self._requeue(flight.task, front=True)
-        self._schedule()
+            gm.requeue(flight.task, front=True)
+        gm.schedule()
 
-    def on_Preempted(self, msg, src: int) -> None:
+    def on_preempted(self, msg, src: int) -> None:
         """One of this GM's tasks was preempted: queue it again, from scratch (once per launch)."""
+        gm = self.gm
         key = (msg.job_id, msg.index)
-        flight = self.inflight.get(key)
-        if flight is None or flight.attempt != msg.attempt or flight.lm != msg.lm or msg.job_id not in self.open_jobs:
+        flight = self.flights.get(key)
+        if flight is None or flight.attempt != msg.attempt or flight.lm != msg.lm or msg.job_id not in gm.open_jobs:
             return
-        del self.inflight[key]
+        del self.flights[key]
         self.release_own(msg.lm, msg.worker, msg.job_id, msg.index)
-        self.recorder.task_requeued(msg.job_id, msg.index)
-        self.recorder.count_user("preempted", self.user_of(flight.task))
-        self._requeue(flight.task)
-        self._schedule()
+        gm.recorder.task_requeued(msg.job_id, msg.index)
+        gm.recorder.count_user("preempted", self.user_of(flight.task))
+        gm.requeue(flight.task)
+        gm.schedule()
 
     def heard_heartbeat(self) -> None:
         self.calm = False

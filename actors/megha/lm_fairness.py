@@ -34,18 +34,27 @@ from .events import PREEMPTION, PREEMPT_REFUSED
 from .messages import LmTimer, PreemptFailed, Preempted, StopTask
 
 
-class Fairness:
-    """The preemption protocol of a ``LocalManager`` (a mixin: it uses the LM's state and launches)."""
+class LmFairness:
+    """The preemption protocol of one LM: a component its ``LocalManager`` holds (``users``). It keeps the
+    stops under way and acts through the LM (its state, its launches)."""
+
+    def __init__(self, lm) -> None:
+        self.lm = lm
+        self.stopping: dict[int, list] = {}  # worker -> [Preempt request, victims, asks, nonce, since]
+        self.provides = [frozenset(w.constraints) for w in lm.specs]
+
+    def forget(self) -> None:
+        """A takeover or step-down: a stop under way is forgotten (the rebuild learns what still runs)."""
+        self.stopping = {}
 
     def holders(self, workers) -> tuple:
-        """With users: per worker of ``workers``, its running tasks as (job, index, user, demand)."""
-        if not self.users:
-            return ()
-        tasks = self.tasks
+        """Per worker of ``workers``, its running tasks as (job, index, user, demand)."""
+        lm = self.lm
+        tasks = lm.tasks
         out = []
         for w in workers:
             row = []
-            for key in sorted(self.execs[w]):
+            for key in sorted(lm.execs[w]):
                 task = tasks.get(key)
                 if task is not None and task.worker == w:
                     row.append((key[0], key[1], task.user, task.demand))
@@ -58,39 +67,42 @@ class Fairness:
         key = (msg.job_id, msg.index)
         return any((e[0].job_id, e[0].index) == key for e in self.stopping.values())
 
-    def on_Preempt(self, msg, src: int) -> None:
-        if self._hold(msg, src) or self._repeated(msg) or self.stop_pending(msg):
+    def on_preempt(self, msg, src: int) -> None:
+        lm = self.lm
+        if lm.hold(msg, src) or lm.repeated(msg) or self.stop_pending(msg):
             return
-        self.recorder.task_handled(msg.job_id, msg.index, self.arrived, self.now)
+        lm.recorder.task_handled(msg.job_id, msg.index, lm.arrived, lm.now)
         w = msg.worker
         why = self._refuse(msg)
         if why:
-            self.recorder.count("preemptions_refused")
-            self.recorder.count_user("preemptions_refused", msg.user)
-            if self.fabric.event_log is not None:
-                emit(self, PREEMPT_REFUSED, job=msg.job_id, task=msg.index, worker=self.worker_names[w], why=why)
+            lm.recorder.count("preemptions_refused")
+            lm.recorder.count_user("preemptions_refused", msg.user)
+            if lm.fabric.event_log is not None:
+                emit(lm, PREEMPT_REFUSED, job=msg.job_id, task=msg.index, worker=lm.worker_names[w], why=why)
             self._preempt_failed(msg, why)
             return
-        self.seq += 1
-        self.stopping[w] = [msg, tuple(sorted(tuple(k) for k in msg.victims)), 1, self.seq, self.now]
-        self._ask_stop(w)
+        lm.seq += 1
+        self.stopping[w] = [msg, tuple(sorted(tuple(k) for k in msg.victims)), 1, lm.seq, lm.now]
+        self.ask_stop(w)
 
     def _preempt_failed(self, msg, why: str) -> None:
-        workers, frees = self.change_log.since(msg.gm, always=msg.worker)
-        self.charge("change", len(workers))
-        self.send(self.gm_ids[msg.gm], PreemptFailed(msg.job_id, msg.index, msg.attempt, self.lm, why, workers,
-                                                     frees, self.holders(workers)))
+        lm = self.lm
+        workers, frees = lm.change_log.since(msg.gm, always=msg.worker)
+        lm.charge("change", len(workers))
+        lm.send(lm.gm_ids[msg.gm], PreemptFailed(msg.job_id, msg.index, msg.attempt, lm.lm, why, workers,
+                                                 frees, self.holders(workers)))
 
     def _refuse(self, msg) -> str:
         """Why the preemption request cannot go ahead on the true state ("" when it can)."""
+        lm = self.lm
         w, demand = msg.worker, msg.demand
-        if w in self.down or w in self.rebuilding:
+        if w in lm.down or w in lm.rebuilding:
             return "the worker is down"
         if w in self.stopping:
             return "a preemption is under way on the worker"
-        room = list(self.free[w])
+        room = list(lm.free[w])
         for key in msg.victims:
-            task = self.tasks.get(tuple(key))
+            task = lm.tasks.get(tuple(key))
             if task is None or task.worker != w or task.user != msg.victim_user:
                 return f"task {key[0]}.{key[1]} no longer runs there for user {msg.victim_user}"
             for r, d in enumerate(task.demand):
@@ -98,65 +110,67 @@ class Fairness:
         if not all(f >= d for f, d in zip(room, demand)):
             return "stopping the victims leaves too little room"
         need = set(msg.constraints)
-        for v, free in enumerate(self.free):
-            if v not in self.down and v not in self.stopping and all(f >= d for f, d in zip(free, demand)) \
+        for v, free in enumerate(lm.free):
+            if v not in lm.down and v not in self.stopping and all(f >= d for f, d in zip(free, demand)) \
                     and need <= self.provides[v]:
-                return f"{self.worker_names[v]} has room for the task (no preemption while a worker is idle)"
+                return f"{lm.worker_names[v]} has room for the task (no preemption while a worker is idle)"
         return ""
 
-    def _ask_stop(self, w: int) -> None:
+    def ask_stop(self, w: int) -> None:
+        lm = self.lm
         entry = self.stopping[w]
-        self.send(self.worker_ids[w], StopTask(entry[1]))
-        self.set_timer(self.faults.probe_timeout_us, LmTimer("stop", w, entry[3]))
+        lm.send(lm.worker_ids[w], StopTask(entry[1]))
+        lm.set_timer(lm.faults.probe_timeout_us, LmTimer("stop", w, entry[3]))
 
-    def stop_timer(self, msg: LmTimer) -> None:
+    def on_timer(self, msg: LmTimer) -> None:
         """No answer to a stop: ask again, or give the preemption up after the probe retries."""
         entry = self.stopping.get(msg.worker)
         if entry is None or entry[3] != msg.nonce:
             return
-        if entry[2] < self.faults.probe_retries:
+        if entry[2] < self.lm.faults.probe_retries:
             entry[2] += 1
-            self._ask_stop(msg.worker)
+            self.ask_stop(msg.worker)
             return
         del self.stopping[msg.worker]
         self._preempt_failed(entry[0], "the worker did not answer the stop")
 
-    def on_Stopped(self, msg, src: int) -> None:
-        if self._hold(msg, src):
+    def on_stopped(self, msg, src: int) -> None:
+        lm = self.lm
+        if lm.hold(msg, src):
             return
-        w = self.local_of[src]
+        w = lm.local_of[src]
         entry = self.stopping.get(w)
         if entry is None or tuple(tuple(k) for k in msg.keys) != entry[1]:
             return  # a late or repeated answer
         del self.stopping[w]
         request = entry[0]
         finished = {tuple(k) for k in msg.finished}
-        execs, free = self.execs[w], self.free[w]
+        execs, free = lm.execs[w], lm.free[w]
         stopped = []
         for key in entry[1]:
             if key not in execs:
                 continue  # it completed meanwhile (its TaskFinished came first), or was reconciled
             if key in finished:  # its TaskFinished was lost: complete it now
-                self._finished(w, key)
+                lm.finished(w, key)
                 continue
             demand = execs.pop(key)
             for r, d in enumerate(demand):
                 free[r] += d
-            task = self.tasks.pop(key, None)
+            task = lm.tasks.pop(key, None)
             if task is not None:
                 stopped.append(key)
-                self.recorder.count("preemptions")
-                self.send(self.gm_ids[task.owner], Preempted(key[0], key[1], self.lm, w, task.attempt))
-        if stopped and self.fabric.event_log is not None:
-            emit(self, PREEMPTION, job=request.job_id, task=request.index, worker=self.worker_names[w],
+                lm.recorder.count("preemptions")
+                lm.send(lm.gm_ids[task.owner], Preempted(key[0], key[1], lm.lm, w, task.attempt))
+        if stopped and lm.fabric.event_log is not None:
+            emit(lm, PREEMPTION, job=request.job_id, task=request.index, worker=lm.worker_names[w],
                  user=request.user, victim_user=request.victim_user, victims=[list(k) for k in stopped])
         if stopped:
-            self.recorder.preemptions.append((self.now, self.specs[w].worker_id, request.user, request.victim_user,
-                                              (request.job_id, request.index), tuple(stopped), entry[4]))
-        if all(f >= d for f, d in zip(free, request.demand)) and w not in self.down:
-            self._start(request, w, NO_CAUSE)
+            lm.recorder.preemptions.append((lm.now, lm.specs[w].worker_id, request.user, request.victim_user,
+                                            (request.job_id, request.index), tuple(stopped), entry[4]))
+        if all(f >= d for f, d in zip(free, request.demand)) and w not in lm.down:
+            lm.start(request, w, NO_CAUSE)
         else:
-            self._changed(w, NO_CAUSE)
+            lm.changed(w, NO_CAUSE)
             self._preempt_failed(request, "stopping the victims left too little room")
 
     def stopping_keys(self, w: int) -> tuple:

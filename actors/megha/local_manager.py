@@ -49,11 +49,12 @@ from fedemu.policies.change_log import NO_CAUSE, ChangeLog
 from ..common.events import RELAUNCH
 from ..common.protocol import RunTask, TaskFinished
 from .events import LAUNCH_INVALID, REPARTITION
-from .lm_fairness import Fairness
+from .gang import LmGang
+from .lm_fairness import LmFairness
 from .messages import (RETRIES, AdoptJob, Heartbeat, HeartbeatAck, HeartbeatTick, JobTasks, Launch,
                              LaunchAccepted, LaunchFailed, LaunchOk, LmTimer, Probe, Registered, Snapshot,
                              SnapshotRequest, Takeover, TaskCompleted, TaskLost, WorkerStatus, backoff)
-from .standby import Replica, StandbyTimes
+from .standby import Standby, StandbyTimes
 
 HEARTBEAT_RESENDS = 30  # quiet ticks in a row the LM keeps ticking for an unconfirmed delta (beacons)
 
@@ -102,15 +103,32 @@ class FaultTimes:
     down_timeout_us: int
 
 
-class LocalManager(Fairness, Replica, Actor):
+def routed(component: str, method: str, timer: bool = False):
+    """A handler that hands its message to one of the actor's components (``users``, ``standby``, ``gang``)."""
+    if timer:
+        def handler(self, msg, src):
+            getattr(getattr(self, component), method)(msg)
+    else:
+        def handler(self, msg, src):
+            getattr(getattr(self, component), method)(msg, src)
+    handler.__doc__ = f"Handled by the {component} component ({method})."
+    return handler
+
+
+class LocalManager(Actor):
+    """The LM of Megha's papers (above); what a run adds hangs off it as components, each None when off:
+    ``users`` (the preemption protocol of global fairness, ``lm_fairness``), ``standby`` (the
+    active/standby role, ``standby``) and ``gang`` (gang holds and commits, ``gang``)."""
+
     COST_ROLE, COST_UNITS = "lm", ("change",)  # a single server (fabric.service): what it charges
 
     def __init__(self, lm: int, workers, worker_names: list[str], gm_names: list[str], *, heartbeat_us: int,
                  recorder, faults: FaultTimes, peer_name: str | None = None, replica: int = 0,
-                 standby: StandbyTimes | None = None, launch_replies: bool = False, users: bool = False) -> None:
+                 standby: StandbyTimes | None = None, launch_replies: bool = False, users: bool = False,
+                 gang_lease_us: int | None = None) -> None:
         """``worker_names[w]`` names the actor of LM-local worker ``w``; ``gm_names[g]`` GM ``g``'s actor;
         ``peer_name`` the other replica of this LM (active-standby LMs; ``replica`` 0 starts active);
-        ``users``: tasks belong to users (global fairness, ``lm_fairness``)."""
+        ``users``: tasks belong to users (global fairness); ``gang_lease_us``: gangs are held this long."""
         super().__init__()
         self.lm = lm
         self.specs = list(workers)
@@ -121,9 +139,6 @@ class LocalManager(Fairness, Replica, Actor):
         self.local_of: dict[int, int] = {}  # worker actor id -> LM-local worker index
         self.heartbeat_us = heartbeat_us
         self.launch_replies = launch_replies  # answer a valid launch with the GM's unseen changes too
-        self.users = users
-        self.stopping: dict[int, list] = {}  # worker -> [Preempt request, victims, asks, nonce] of a stop under way
-        self.provides = [frozenset(w.constraints) for w in self.specs] if users else []
         self.recorder = recorder
         self.faults = faults
         n = len(self.specs)
@@ -152,23 +167,15 @@ class LocalManager(Fairness, Replica, Actor):
         self.heartbeats = 0
         self.armed = False
         self.tick_at = 0
-        # active-standby (see standby): without a peer this LM is always active, its epoch its incarnation
-        self.peer_name = peer_name
-        self.replica = replica
-        self.standby = standby
-        self.peer_id = -1
-        self.notify: tuple = ()  # who workers tell of a task's end: this LM, and its peer
+        self.notify: tuple = ()  # who workers tell of a task's end: this LM (and its peer, with a standby)
+        # without a standby this LM is always active, its epoch its incarnation (``standby`` changes both)
         self.active = True
         self.epoch = 0
-        self.beating = False
-        self.expect_by = -1  # a standby: when the active's next sign of life is due (-1: none is)
-        self.expect_nonce = 0
-        self.pinged = False
-        self.heard_peer_us = 0
-        self.joined = False
-        self.join_asks = 0
         if len(worker_names) != n:
             raise ValueError(f"LM {lm}: {len(worker_names)} worker names for {n} workers")
+        self.users = LmFairness(self) if users else None
+        self.standby = Standby(self, peer_name, replica, standby) if peer_name is not None else None
+        self.gang = LmGang(self, gang_lease_us) if gang_lease_us is not None else None
 
     def on_start(self) -> None:
         addr = self.fabric.addr
@@ -176,14 +183,14 @@ class LocalManager(Fairness, Replica, Actor):
         self.gm_ids = [addr(name) for name in self.gm_names]
         self.local_of = {actor: w for w, actor in enumerate(self.worker_ids)}
         self.notify = (self.id,)
-        if self.peer_name is not None:
-            self._start_replica()
+        if self.standby is not None:
+            self.standby.start()
             return
         self.epoch = self.incarnation
         if self.incarnation > 0:  # memory lost: ask every worker before validating anything
             self.started_us = self.now
             self.rebuilding = set(range(len(self.specs)))
-            self._ask_rebuild(0)
+            self.ask_rebuild(0)
 
     # ---- timers and the change log --------------------------------------------------
     def _arm(self, after_us: int = -1) -> None:
@@ -200,7 +207,7 @@ class LocalManager(Fairness, Replica, Actor):
     def home_gm(self, worker: int) -> int:
         return worker // self.per_partition
 
-    def _changed(self, worker: int, cause: int) -> None:
+    def changed(self, worker: int, cause: int) -> None:
         """Log a change GM ``cause`` made; an idle LM's heartbeat timer starts again."""
         self.change_log.record(worker, cause)
         self.quiet = 0
@@ -246,19 +253,23 @@ class LocalManager(Fairness, Replica, Actor):
             self.change_log.ack(msg.gm, msg.upto)
 
     # ---- launches and completions -----------------------------------------------------
-    def _hold(self, msg, src) -> bool:
+    def holders(self, workers) -> tuple:
+        """With users: per worker of ``workers``, its running tasks as (job, index, user, demand)."""
+        return self.users.holders(workers) if self.users is not None else ()
+
+    def hold(self, msg, src) -> bool:
         """Whether the message waits (a rebuild) or is only observed (a standby) instead of handled now."""
         if not self.active:
-            self._observe(msg, src)
+            self.standby.observe(msg, src)
             return True
-        if self.peer_id >= 0:
-            self._keep_beating()
+        if self.standby is not None:
+            self.standby.keep_beating()
         if self.rebuilding:
             self.held.append((msg, src))
             return True
         return False
 
-    def _repeated(self, msg) -> bool:
+    def repeated(self, msg) -> bool:
         """A launch (or preemption request) of a task this LM runs or ran: answered, and True."""
         key = (msg.job_id, msg.index)
         w = msg.worker
@@ -277,21 +288,21 @@ class LocalManager(Fairness, Replica, Actor):
             return True
         return False
 
-    def _start(self, msg, w: int, cause: int) -> None:
+    def start(self, msg, w: int, cause: int) -> None:
         """Launch ``msg``'s task on worker ``w``, which has its demand free (the change is ``cause``'s)."""
         key = (msg.job_id, msg.index)
         free = self.free[w]
         demand = msg.demand
         for r, d in enumerate(demand):
             free[r] -= d
-        self._changed(w, cause)
+        self.changed(w, cause)
         if msg.external:
             self.repartitions += 1
             self.recorder.count("repartitions")
             if self.fabric.event_log is not None:
                 emit(self, REPARTITION, job=msg.job_id, task=msg.index, worker=self.worker_names[w],
                      gm=self.gm_names[msg.gm], home=self.gm_names[self.home_gm(w)])
-        self._start_task(key, w, msg.gm, demand, msg.duration_us, msg.user, msg.attempt)
+        self.start_task(key, w, msg.gm, demand, msg.duration_us, msg.user, msg.attempt)
         if self.launch_replies:
             workers, frees = self.change_log.fresh(msg.gm)
             self.charge("change", len(workers))
@@ -299,14 +310,17 @@ class LocalManager(Fairness, Replica, Actor):
                                                     self.holders(workers)))
 
     def on_Launch(self, msg: Launch, src: int) -> None:
-        if self._hold(msg, src) or self._repeated(msg) or (self.stopping and self.stop_pending(msg)):
+        users = self.users
+        if self.hold(msg, src) or self.repeated(msg) or (users is not None and users.stopping and
+                                                           users.stop_pending(msg)):
             return
         self.recorder.task_handled(msg.job_id, msg.index, self.arrived, self.now)
         w = msg.worker
         free = self.free[w]
         demand = msg.demand
-        if w not in self.down and w not in self.stopping and all(f >= d for f, d in zip(free, demand)):
-            self._start(msg, w, msg.gm)
+        if w not in self.down and (users is None or w not in users.stopping) and \
+                all(f >= d for f, d in zip(free, demand)):
+            self.start(msg, w, msg.gm)
             return
         if msg.external:
             self.invalid_external += 1
@@ -322,7 +336,7 @@ class LocalManager(Fairness, Replica, Actor):
         self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, msg.attempt, self.lm, workers, frees,
                                                     self.holders(workers)))
 
-    def _start_task(self, key, w: int, gm: int, demand: tuple, duration_us: int, user: int = -1,
+    def start_task(self, key, w: int, gm: int, demand: tuple, duration_us: int, user: int = -1,
                     attempt: int = 0) -> None:
         """Run task ``key`` of ``user`` on worker ``w`` (its demand already taken from ``free``) for GM ``gm``."""
         self.launches += 1
@@ -332,18 +346,18 @@ class LocalManager(Fairness, Replica, Actor):
         self.send(self.worker_ids[w], RunTask(key[0], key[1], duration_us, demand, gm, self.notify, user))
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
-        if self._hold(msg, src):
+        if self.hold(msg, src):
             return
         w = self.local_of[src]
         key = (msg.job_id, msg.index)
         if key not in self.execs[w]:  # a duplicate report, or of an execution already reconciled
             self.recorder.count("stale_finishes")
             return
-        self._finished(w, key)
+        self.finished(w, key)
         if w in self.down:  # it is alive after all: find out what it runs
             self._probe(w, 0)
 
-    def _finished(self, w: int, key) -> None:
+    def finished(self, w: int, key) -> None:
         """An execution of ``key`` on worker ``w`` ended; the first one completes the task."""
         demand = self.execs[w].pop(key)
         free = self.free[w]
@@ -352,15 +366,15 @@ class LocalManager(Fairness, Replica, Actor):
                 free[r] += d
         task = self.tasks.pop(key, None)
         if task is None:
-            self._changed(w, NO_CAUSE)
+            self.changed(w, NO_CAUSE)
             return
         self.done[key] = w
-        self._changed(w, task.owner)
+        self.changed(w, task.owner)
         self.send(self.gm_ids[task.owner], TaskCompleted(key[0], key[1], self.lm, w, tuple(free)))
 
     # ---- a restarted GM, a resubmitted job -------------------------------------------
     def on_SnapshotRequest(self, msg: SnapshotRequest, src: int) -> None:
-        if self._hold(msg, src):
+        if self.hold(msg, src):
             return
         self.change_log.reset(msg.gm)
         n = len(self.free)
@@ -369,8 +383,10 @@ class LocalManager(Fairness, Replica, Actor):
                                                 self.holders(range(n))))
 
     def on_AdoptJob(self, msg: AdoptJob, src: int) -> None:
-        if self._hold(msg, src):
-            return
+        if self.hold(msg, src):
+            return  # kept for after a rebuild (it comes back through here), or only observed by a standby
+        if self.gang is not None:
+            self.gang.adopting(msg.job_id)
         running = []
         for (job_id, index), task in self.tasks.items():
             if job_id == msg.job_id:
@@ -378,7 +394,7 @@ class LocalManager(Fairness, Replica, Actor):
                 running.append((index, task.worker, task.end_us))
         done = tuple(sorted(index for job_id, index in self.done if job_id == msg.job_id))
         for w in sorted({self.done[(msg.job_id, index)] for index in done}):
-            self._changed(w, NO_CAUSE)  # its completion may never have reached the adopter: send the worker
+            self.changed(w, NO_CAUSE)  # its completion may never have reached the adopter: send the worker
         self.send(self.gm_ids[msg.gm], JobTasks(self.lm, msg.job_id, tuple(sorted(running)), done))
 
     # ---- worker failure ----------------------------------------------------------------
@@ -403,15 +419,15 @@ class LocalManager(Fairness, Replica, Actor):
     def _ask(self, w: int) -> None:
         """Probe worker ``w`` for what this LM records there; an active replica names its epoch, which the
         worker follows if it missed the takeover (no answer to ``Takeover`` before the rebuild gave up)."""
-        epoch = self.epoch if self.peer_id >= 0 and self.active else 0
+        epoch = self.epoch if self.standby is not None and self.active else 0
         self.send(self.worker_ids[w], Probe(tuple(sorted(self.execs[w])), False, epoch))
 
     def on_LmTimer(self, msg: LmTimer, src: int) -> None:
         w = msg.worker
         if msg.what in ("beat", "expect", "join"):
-            self._replica_timer(msg)
+            self.standby.on_timer(msg)
         elif msg.what == "stop":
-            self.stop_timer(msg)
+            self.users.on_timer(msg)
         elif msg.what == "probe":
             probe = self.probing.get(w)
             if probe is None or probe[1] != msg.nonce:
@@ -429,7 +445,7 @@ class LocalManager(Fairness, Replica, Actor):
                     self.set_timer(backoff(self.faults.down_timeout_us, self.down_asks[w]), msg)
         elif msg.what == "rebuild" and self.rebuilding:
             if msg.nonce < self.faults.probe_retries:
-                self._ask_rebuild(msg.nonce + 1)
+                self.ask_rebuild(msg.nonce + 1)
             else:
                 for w in sorted(self.rebuilding):
                     self._mark_down(w)
@@ -444,7 +460,7 @@ class LocalManager(Fairness, Replica, Actor):
         free = self.free[w]
         for r in range(len(free)):
             free[r] = 0
-        self._changed(w, NO_CAUSE)
+        self.changed(w, NO_CAUSE)
         self.set_timer(self.faults.down_timeout_us, LmTimer("down", w, self.seq))
 
     def _hand_back(self, w: int) -> None:
@@ -459,23 +475,23 @@ class LocalManager(Fairness, Replica, Actor):
 
     def on_WorkerStatus(self, msg: WorkerStatus, src: int) -> None:
         if not self.active:
-            self._observe(msg, src)
+            self.standby.observe(msg, src)
             return
-        if self.peer_id >= 0:
-            self._keep_beating()
+        if self.standby is not None:
+            self.standby.keep_beating()
         w = self.local_of[src]
         if msg.incarnation > self.worker_inc[w]:  # a restarted worker registers (or answers)
             self.worker_inc[w] = msg.incarnation
             self.send(src, Registered(self.epoch))
         elif msg.incarnation < self.worker_inc[w]:
             return  # from an earlier incarnation: stale
-        self._reconcile(w, msg)
+        self.reconcile(w, msg)
         if w in self.rebuilding:
             self.rebuilding.discard(w)
             if not self.rebuilding:
                 self._rebuilt()
 
-    def _reconcile(self, w: int, status: WorkerStatus) -> None:
+    def reconcile(self, w: int, status: WorkerStatus) -> None:
         """Make the record of worker ``w`` what it says: complete what it finished, count what it runs,
         relaunch what it lost (a lost launch, or a restart), or hand that back when it no longer fits."""
         self.probing.pop(w, None)
@@ -485,12 +501,13 @@ class LocalManager(Fairness, Replica, Actor):
         running = {(r[0], r[1]): r for r in status.running}
         done = set(map(tuple, status.done))
         relaunch = []
-        stopping = self.stopping_keys(w)  # victims of a stop under way stay recorded until it is answered
+        # victims of a stop under way stay recorded until it is answered
+        stopping = self.users.stopping_keys(w) if self.users is not None else ()
         for key in sorted(execs):
             if key in running or (key in stopping and key not in done):
                 continue
             if key in done:
-                self._finished(w, key)
+                self.finished(w, key)
                 continue
             del execs[key]
             task = tasks.get(key)
@@ -531,13 +548,15 @@ class LocalManager(Fairness, Replica, Actor):
                 self.recorder.count("tasks_handed_back")
                 self.send(self.gm_ids[task.owner], TaskLost(key[0], key[1], self.lm))
         if free != before:
-            self._changed(w, NO_CAUSE)
-        if w in self.stopping:  # it may not have had the stop (a restart): ask again
-            self._ask_stop(w)
+            self.changed(w, NO_CAUSE)
+        if self.users is not None and w in self.users.stopping:  # it may not have had the stop: ask again
+            self.users.ask_stop(w)
+        if self.gang is not None:
+            self.gang.reconciled(w)
 
     # ---- a restarted LM -----------------------------------------------------------------
-    def _ask_rebuild(self, attempt: int) -> None:
-        ask = Probe((), True) if self.peer_id < 0 else Takeover(self.epoch)
+    def ask_rebuild(self, attempt: int) -> None:
+        ask = Probe((), True) if self.standby is None else Takeover(self.epoch)
         for w in sorted(self.rebuilding):
             self.send(self.worker_ids[w], ask)
         self.set_timer(backoff(self.faults.probe_timeout_us, attempt + 1), LmTimer("rebuild", -1, attempt))
@@ -548,10 +567,45 @@ class LocalManager(Fairness, Replica, Actor):
         self.recorder.count("lm_rebuilds")
         self.recorder.recovered(self.now - self.started_us)
         for w in range(len(self.free)):
-            self._changed(w, NO_CAUSE)
+            self.changed(w, NO_CAUSE)
         held, self.held = self.held, []
         for msg, src in held:
             getattr(self, "on_" + type(msg).__name__)(msg, src)
+
+    def forget_state(self) -> None:
+        """What only an active holds (the done tasks stay: they are facts the workers reported): a replica
+        that takes over or steps down drops it, and so does each component."""
+        self.free = [list(c) for c in self.capacity]
+        self.change_log = ChangeLog(self.free, len(self.gm_names))
+        self.tasks.clear()
+        for execs in self.execs:
+            execs.clear()
+        self.due.clear()
+        self.due_at.clear()
+        self.probing.clear()
+        self.down.clear()
+        self.down_asks.clear()
+        if self.users is not None:
+            self.users.forget()
+        self.rebuilding = set()
+        self.held = []
+        self.quiet = 0
+        self.armed = False
+        if self.gang is not None:
+            self.gang.forget()
+
+    # ---- the components' messages --------------------------------------------------------
+    on_Preempt = routed("users", "on_preempt")
+    on_Stopped = routed("users", "on_stopped")
+    on_LmPing = routed("standby", "on_ping")
+    on_Fenced = routed("standby", "on_fenced")
+    on_Join = routed("standby", "on_join")
+    on_LmBeat = routed("standby", "on_beat")
+    on_Joined = routed("standby", "on_joined")
+    on_GangReserve = routed("gang", "on_reserve")
+    on_GangCommit = routed("gang", "on_commit")
+    on_GangRelease = routed("gang", "on_release")
+    on_GangLease = routed("gang", "on_lease", timer=True)
 
     def statistics(self) -> LocalManagerStatistics:
         gms, per = len(self.gm_names), self.per_partition

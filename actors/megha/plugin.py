@@ -5,31 +5,26 @@ one cluster, with one GM and one LM. Actors, in this order: ``gm-<g>``, ``lm-<c>
 
 Both survive crashes and restarts of any actor, partitions, slow links, message loss and duplication
 (``survives``); the recovery protocols are described in ``global_manager``, ``local_manager``,
-``worker`` and ``common.submitter``. Two end-of-run checks look at the live actors: every live LM's free
-vectors equal its live workers' true free capacity (``lm_matches_workers``), and every live GM's view
-equals the LMs' state once each LM's unacknowledged changes are applied (``views_converge``).
+``worker`` and ``common.submitter``; fairness, gangs and standby LMs are components of the GM and the LM
+(``gm_fairness``/``lm_fairness``, ``gang``, ``standby``). End-of-run checks of the live actors: ``checks``.
 """
 
 from __future__ import annotations
 
-import functools
-
 import attrs
-import numpy as np
 
 from fedemu.fabric.errors import ConfigError
 from fedemu.model import finite_at_least, one_of, param, seconds_between, seconds_to_us, typed, whole_at_least
 from fedemu.policies.fair_share import Shares
 from fedemu.policies.partition_view import PartitionView
 
-from ..common.invariants import Violation
 from ..plugin import FRONT_END_COUNTERS, Column, Context, Role, Scheduler, Size, Submission, Table, Users
+from .checks import lm_matches_workers, one_active_lm, views_converge
 from .events import EVENTS
-from .gang import GANG_COUNTERS, GangGlobalManager, GangLocalManager
+from .gang import GANG_COUNTERS
 from .global_manager import GlobalManager
 from .gm_fairness import FairConfig
 from .local_manager import FaultTimes, LocalManager
-from .messages import RETRIES
 from .standby import StandbyTimes
 from .worker import MeghaWorker
 
@@ -193,18 +188,16 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
         provides = tuple(tuple(frozenset(w.constraints) for w in spec.workers) for spec in cluster.clusters)
         fair = FairConfig(users[0], users[1], cfg.fairness == "on", total, provides)
 
-    gang = cfg.gang
-    gm_class = functools.partial(GangGlobalManager, machines=tuple(cluster.workers())) if gang else GlobalManager
-    lm_class, lm_extra = (GangLocalManager, {"lease_us": seconds_to_us(cfg.gang_lease_s)}) if gang \
-        else (LocalManager, {})
+    machines = tuple(cluster.workers()) if cfg.gang else None  # (gangs are placed whole: see gang)
+    lease_us = seconds_to_us(cfg.gang_lease_s) if cfg.gang else None
 
     def gm_factory(g):
         def make():
             views = [[view.clone() for view in row] for row in templates]
-            return gm_class(g, lm_names, views, policy=ctx.policy, feasible=ctx.feasible, recorder=ctx.recorder,
+            return GlobalManager(g, lm_names, views, policy=ctx.policy, feasible=ctx.feasible, recorder=ctx.recorder,
                                  launch_timeout_us=launch_timeout_us, request_timeout_us=request_timeout_us,
                                  standby_names=standby_names, gm_queue=cfg.gm_queue,
-                                 failed_launch=cfg.failed_launch, fair=fair)
+                                 failed_launch=cfg.failed_launch, fair=fair, machines=machines)
         return make
 
     for g in range(gms):
@@ -214,114 +207,16 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
         replicas = [(lm_names[c], None, 0)] if standby_names is None else \
             [(lm_names[c], standby_names[c], 0), (standby_names[c], lm_names[c], 1)]
         for name, peer, replica in replicas:
-            ctx.add(name, lambda c=c, spec=spec, workers=workers, peer=peer, replica=replica: lm_class(
+            ctx.add(name, lambda c=c, spec=spec, workers=workers, peer=peer, replica=replica: LocalManager(
                 c, spec.workers, workers, gm_names, heartbeat_us=heartbeat_us, recorder=ctx.recorder, faults=faults,
                 peer_name=peer, replica=replica, standby=standby, launch_replies=cfg.launch_replies == "delta",
-                users=fair is not None, **lm_extra))
+                users=fair is not None, gang_lease_us=lease_us))
     for c, spec in enumerate(cluster.clusters):
         standby_name = standby_names[c] if standby_names else None
         for w in spec.workers:
             ctx.add(f"w-{w.worker_id}", lambda w=w, c=c, standby_name=standby_name: MeghaWorker(
                 w, ctx.recorder, lm_names[c], retry_us=request_timeout_us, standby_name=standby_name))
     return gm_names
-
-
-def _live(fabric, kind) -> list:
-    """The live actors of class ``kind``, in actor order."""
-    out = []
-    for idx in range(len(fabric.names)):
-        actor = fabric.actor(idx)
-        if isinstance(actor, kind):
-            out.append(actor)
-    return out
-
-
-def _acting(fabric) -> dict:
-    """Per cluster, the live LM that acts for it: the active replica of the latest epoch (a standby, or
-    an old active that has not heard of a later epoch yet, does not)."""
-    out = {}
-    for lm in _live(fabric, LocalManager):
-        if lm.active and (lm.lm not in out or lm.epoch > out[lm.lm].epoch):
-            out[lm.lm] = lm
-    return out
-
-
-def _unheld(lm, w: int) -> list[int]:
-    """LM ``lm``'s free vector of worker ``w`` with its gang holds there given back (workers know no holds)."""
-    held = lm.gang_held(w) if isinstance(lm, GangLocalManager) else None
-    return lm.free[w] if held is None else [f + h for f, h in zip(lm.free[w], held)]
-
-
-def lm_matches_workers(fabric) -> list[Violation]:
-    """Every acting LM (not rebuilding) holds each live worker's true free vector, and has none of them
-    down for good (a worker it still probes, after a partition say, is on its way back up)."""
-    out = []
-    for lm in _acting(fabric).values():
-        if lm.rebuilding:
-            continue
-        for w, wid in enumerate(lm.worker_ids):
-            worker = fabric.actor(wid)
-            if worker is None:
-                continue
-            if w in lm.down:
-                if lm.down_asks.get(w, 0) < RETRIES:
-                    continue  # the LM still probes it: the worker's recovery was under way when the run ended
-                out.append(Violation("lm_matches_workers", lm.worker_names[w], fabric.now,
-                                     f"{lm.name} has it down, but it is up"))
-            elif tuple(free := _unheld(lm, w)) != tuple(worker.free):
-                out.append(Violation("lm_matches_workers", lm.worker_names[w], fabric.now,
-                                     f"{lm.name} holds free {tuple(free)}, the worker has {tuple(worker.free)}"))
-    return out
-
-
-def one_active_lm(fabric) -> list[Violation]:
-    """With standby LMs: each cluster's live workers follow one LM, the acting one (the active replica of
-    the latest epoch), and every live GM follows it too; a replica that still believes it is active
-    with an older epoch is fenced on its first launch or heartbeat. Without standbys it holds trivially."""
-    out = []
-    acting = _acting(fabric)
-    for lm in _live(fabric, LocalManager):
-        if lm.peer_name is None or lm.rebuilding or lm is not acting.get(lm.lm):
-            continue
-        for w, wid in enumerate(lm.worker_ids):
-            worker = fabric.actor(wid)
-            if worker is not None and worker.lm_id != lm.id and w not in lm.down:
-                out.append(Violation("one_active_lm", lm.worker_names[w], fabric.now,
-                                     f"follows {fabric.names[worker.lm_id]} (epoch {worker.epoch}), but {lm.name} "
-                                     f"is the active LM of epoch {lm.epoch}"))
-        for gm in _live(fabric, GlobalManager):  # (a GM the LM's first heartbeat has yet to reach will follow)
-            if lm.lm in gm.rebuilding or lm.lm in gm.resyncing:
-                continue  # it has asked both replicas for a snapshot: the active's answer decides
-            if gm.lm_ids[lm.lm] != lm.id and not lm.change_log.unsent(gm.gm):
-                out.append(Violation("one_active_lm", gm.name, fabric.now,
-                                     f"follows {fabric.names[gm.lm_ids[lm.lm]]}, but {lm.name} is the active LM "
-                                     f"of epoch {lm.epoch}"))
-    return out
-
-
-def views_converge(fabric) -> list[Violation]:
-    """Every live GM's view of every live LM equals the LM's state, once the changes that GM has not
-    acknowledged yet (past its cursor in the LM's change log) are applied."""
-    out = []
-    acting = _acting(fabric)
-    truth = {c: np.array(lm.free, dtype=np.int64) for c, lm in acting.items()}  # each LM's, once
-    for gm in _live(fabric, GlobalManager):
-        for c, lm_id in enumerate(gm.lm_ids):
-            lm = fabric.actor(lm_id)
-            if lm is None or lm is not acting.get(c) or lm.rebuilding or c in gm.rebuilding or c in gm.resyncing:
-                continue
-            unsent = lm.change_log.unsent(gm.gm)
-            per = gm.search.per_partition
-            for p, view in enumerate(gm.search.views[c]):
-                seen, held = view.free, truth[c][p * per:p * per + view.n]
-                for local in np.nonzero((seen != held).any(axis=1))[0].tolist():
-                    w = p * per + local
-                    if w in unsent:
-                        continue
-                    out.append(Violation("views_converge", f"{gm.name} view of {lm.worker_names[w]}", fabric.now,
-                                         f"{gm.name} sees free {tuple(int(x) for x in seen[local])}, {lm.name} "
-                                         f"holds {tuple(lm.free[w])}"))
-    return out
 
 
 def build_megha(ctx: Context) -> list[str]:

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import attrs
 
-from fedemu.policies.change_log import ChangeLog
-
 from .messages import RETRIES, Fenced, Join, Joined, LmBeat, LmPing, LmTimer, Takeover, backoff
 
 
@@ -42,170 +40,181 @@ class StandbyTimes:
     takeover_us: int
 
 
-class Replica:
-    """The active/standby role of a ``LocalManager`` (a mixin: it uses the LM's state and rebuild)."""
+class Standby:
+    """The active/standby role of one LM replica: a component its ``LocalManager`` holds. It watches the
+    peer (as the standby) or beats to it (as the active), and changes the LM's role and epoch."""
 
-    def _start_replica(self) -> None:
+    def __init__(self, lm, peer_name: str, replica: int, times: StandbyTimes) -> None:
+        self.lm = lm
+        self.peer_name = peer_name
+        self.replica = replica  # 0 starts active; replica r only takes epochs with epoch % 2 == r
+        self.times = times
+        self.peer_id = -1
+        self.beating = False
+        self.expect_by = -1  # a standby: when the active's next sign of life is due (-1: none is)
+        self.expect_nonce = 0
+        self.pinged = False
+        self.heard_peer_us = 0
+        self.joined = False
+        self.join_asks = 0
+
+    def start(self) -> None:
         """At start: replica 0 of a fresh run is active in epoch 0; any other start is a standby."""
-        self.peer_id = self.fabric.addr(self.peer_name)
-        self.notify = (self.id, self.peer_id)
-        if self.incarnation == 0 and self.replica == 0:
+        lm = self.lm
+        self.peer_id = lm.fabric.addr(self.peer_name)
+        lm.notify = (lm.id, self.peer_id)
+        if lm.incarnation == 0 and self.replica == 0:
             return
-        self.active = False
-        if self.incarnation > 0:  # memory lost: find the active (or take over if none answers)
+        lm.active = False
+        if lm.incarnation > 0:  # memory lost: find the active (or take over if none answers)
             self._join()
-            self._expect(self.now + self.standby.takeover_us)
+            self._expect(lm.now + self.times.takeover_us)
 
     def _next_epoch(self) -> int:
-        epoch = self.epoch + 1
+        epoch = self.lm.epoch + 1
         return epoch if epoch % 2 == self.replica else epoch + 1
 
     # ---- the active side --------------------------------------------------------------
     def _work_in_hand(self) -> bool:
-        return bool(self.tasks or self.held or self.rebuilding or self.change_log.pending())
+        lm = self.lm
+        return bool(lm.tasks or lm.held or lm.rebuilding or lm.change_log.pending())
 
-    def _keep_beating(self) -> None:
+    def keep_beating(self) -> None:
         """Activity: beat now unless beats are already under way."""
         if not self.beating:
             self.beating = True
             self._beat()
 
     def _beat(self) -> None:
+        lm = self.lm
         if self._work_in_hand():
-            self.send(self.peer_id, LmBeat(self.epoch, self.now + self.standby.beat_us))
-            self.set_timer(self.standby.beat_us, LmTimer("beat", -1, self.epoch))
+            lm.send(self.peer_id, LmBeat(lm.epoch, lm.now + self.times.beat_us))
+            lm.set_timer(self.times.beat_us, LmTimer("beat", -1, lm.epoch))
         else:
-            self.send(self.peer_id, LmBeat(self.epoch, 0))
+            lm.send(self.peer_id, LmBeat(lm.epoch, 0))
             self.beating = False
 
-    def on_LmPing(self, msg: LmPing, src: int) -> None:
-        if msg.epoch > self.epoch:
+    def on_ping(self, msg: LmPing, src: int) -> None:
+        lm = self.lm
+        if msg.epoch > lm.epoch:
             self._step_down(msg.epoch)
-        elif self.active:
-            self.send(src, LmBeat(self.epoch, self.now + self.standby.beat_us if self.beating else 0))
+        elif lm.active:
+            lm.send(src, LmBeat(lm.epoch, lm.now + self.times.beat_us if self.beating else 0))
 
-    def on_Fenced(self, msg: Fenced, src: int) -> None:
-        if msg.epoch > self.epoch:
+    def on_fenced(self, msg: Fenced, src: int) -> None:
+        lm = self.lm
+        if msg.epoch > lm.epoch:
             self._step_down(msg.epoch)
-        elif self.active and src in self.local_of and not self.rebuilding:
-            self.send(src, Takeover(self.epoch))  # a worker that has not heard of this epoch (it restarted)
+        elif lm.active and src in lm.local_of and not lm.rebuilding:
+            lm.send(src, Takeover(lm.epoch))  # a worker that has not heard of this epoch (it restarted)
 
-    def on_Join(self, msg: Join, src: int) -> None:
-        if msg.epoch > self.epoch:
+    def on_join(self, msg: Join, src: int) -> None:
+        lm = self.lm
+        if msg.epoch > lm.epoch:
             self._step_down(msg.epoch)
-        elif self.active:
-            done = tuple((j, i, w) for (j, i), w in sorted(self.done.items()))
-            self.send(src, Joined(self.epoch, done))
+        elif lm.active:
+            done = tuple((j, i, w) for (j, i), w in sorted(lm.done.items()))
+            lm.send(src, Joined(lm.epoch, done))
 
     # ---- the standby side -------------------------------------------------------------
-    def _observe(self, msg, src: int) -> None:
+    def observe(self, msg, src: int) -> None:
         """A standby sees a request or an update: note done tasks, and expect the active to beat."""
+        lm = self.lm
         if type(msg).__name__ == "TaskFinished":
-            self.done[(msg.job_id, msg.index)] = self.local_of[src]
+            lm.done[(msg.job_id, msg.index)] = lm.local_of[src]
         if self.expect_by < 0:
-            self._expect(self.now + self.standby.takeover_us)
+            self._expect(lm.now + self.times.takeover_us)
 
     def _expect(self, at_us: int) -> None:
+        lm = self.lm
         self.expect_by = at_us
         self.expect_nonce += 1
-        self.set_timer(max(0, at_us - self.now), LmTimer("expect", -1, self.expect_nonce))
+        lm.set_timer(max(0, at_us - lm.now), LmTimer("expect", -1, self.expect_nonce))
 
-    def on_LmBeat(self, msg: LmBeat, src: int) -> None:
-        if msg.epoch < self.epoch:
-            if self.active:  # an old active that has not heard of me yet
-                self.send(src, Fenced(self.epoch))
+    def on_beat(self, msg: LmBeat, src: int) -> None:
+        lm = self.lm
+        if msg.epoch < lm.epoch:
+            if lm.active:  # an old active that has not heard of me yet
+                lm.send(src, Fenced(lm.epoch))
             return
-        if self.active:
-            if msg.epoch == self.epoch:
+        if lm.active:
+            if msg.epoch == lm.epoch:
                 return
             self._step_down(msg.epoch)
-        self.epoch = msg.epoch
-        self.heard_peer_us = self.now
+        lm.epoch = msg.epoch
+        self.heard_peer_us = lm.now
         self.pinged = False
         if msg.next_us:
-            self._expect(msg.next_us + self.standby.beat_us)
+            self._expect(msg.next_us + self.times.beat_us)
         else:
             self.expect_by = -1
             self.expect_nonce += 1
 
-    def on_Joined(self, msg: Joined, src: int) -> None:
-        if msg.epoch < self.epoch or self.active:
+    def on_joined(self, msg: Joined, src: int) -> None:
+        lm = self.lm
+        if msg.epoch < lm.epoch or lm.active:
             return
-        self.epoch = msg.epoch
+        lm.epoch = msg.epoch
         self.joined = True
-        self.heard_peer_us = self.now
+        self.heard_peer_us = lm.now
         for job_id, index, w in msg.done:
-            self.done[(job_id, index)] = w
+            lm.done[(job_id, index)] = w
 
     def _join(self) -> None:
+        lm = self.lm
         self.joined = False
         self.join_asks = 1
-        self.send(self.peer_id, Join(self.epoch))
-        self.set_timer(backoff(self.standby.takeover_us, 1), LmTimer("join", -1, 1))
+        lm.send(self.peer_id, Join(lm.epoch))
+        lm.set_timer(backoff(self.times.takeover_us, 1), LmTimer("join", -1, 1))
 
-    def _replica_timer(self, msg: LmTimer) -> None:
+    def on_timer(self, msg: LmTimer) -> None:
+        lm = self.lm
         what = msg.what
         if what == "beat":
-            if self.active and msg.nonce == self.epoch:
+            if lm.active and msg.nonce == lm.epoch:
                 self._beat()
             else:
                 self.beating = False
         elif what == "expect":
-            if self.active or msg.nonce != self.expect_nonce:
+            if lm.active or msg.nonce != self.expect_nonce:
                 return
             if not self.pinged:  # overdue: ask, and wait one takeover timeout for the answer
                 self.pinged = True
-                self.send(self.peer_id, LmPing(self.epoch))
-                self._expect(self.now + self.standby.takeover_us)
+                lm.send(self.peer_id, LmPing(lm.epoch))
+                self._expect(lm.now + self.times.takeover_us)
             else:
                 self._take_over()
         elif what == "join":
-            if not self.active and not self.joined and self.join_asks < RETRIES:
+            if not lm.active and not self.joined and self.join_asks < RETRIES:
                 self.join_asks += 1
-                self.send(self.peer_id, Join(self.epoch))
-                self.set_timer(backoff(self.standby.takeover_us, self.join_asks), LmTimer("join", -1, self.join_asks))
+                lm.send(self.peer_id, Join(lm.epoch))
+                lm.set_timer(backoff(self.times.takeover_us, self.join_asks), LmTimer("join", -1, self.join_asks))
 
     # ---- changes of role --------------------------------------------------------------
     def _take_over(self) -> None:
         """The active does not answer: become it in the next epoch, after asking every worker."""
-        self.active = True
+        lm = self.lm
+        lm.active = True
         self.pinged = False
         self.expect_by = -1
-        self.epoch = self._next_epoch()
-        self.recorder.count("failovers")
-        self.started_us = self.heard_peer_us  # detection plus takeover, from the last sign of life
-        self._forget_state()
-        self.rebuilding = set(range(len(self.specs)))
-        self._ask_rebuild(0)
+        lm.epoch = self._next_epoch()
+        lm.recorder.count("failovers")
+        lm.started_us = self.heard_peer_us  # detection plus takeover, from the last sign of life
+        lm.forget_state()
+        lm.rebuilding = set(range(len(lm.specs)))
+        lm.ask_rebuild(0)
         self.beating = False
-        self._keep_beating()  # an old active still up hears of the new epoch
+        self.keep_beating()  # an old active still up hears of the new epoch
 
     def _step_down(self, epoch: int) -> None:
         """Someone holds a later epoch: stop enforcing, drop what the active held, rejoin as the standby."""
-        self.epoch = max(self.epoch, epoch)
-        if not self.active:
+        lm = self.lm
+        lm.epoch = max(lm.epoch, epoch)
+        if not lm.active:
             return
-        self.active = False
-        self.recorder.count("lm_step_downs")
-        self._forget_state()
-        self.heard_peer_us = self.now
+        lm.active = False
+        lm.recorder.count("lm_step_downs")
+        lm.forget_state()
+        self.heard_peer_us = lm.now
         self._join()
-        self._expect(self.now + self.standby.takeover_us)
-
-    def _forget_state(self) -> None:
-        """What only an active holds (the done tasks stay: they are facts the workers reported)."""
-        self.free = [list(c) for c in self.capacity]
-        self.change_log = ChangeLog(self.free, len(self.gm_names))
-        self.tasks.clear()
-        for execs in self.execs:
-            execs.clear()
-        self.due.clear()
-        self.due_at.clear()
-        self.probing.clear()
-        self.down.clear()
-        self.down_asks.clear()
-        self.stopping = {}  # a stop under way is forgotten: the rebuild learns what still runs
-        self.rebuilding = set()
-        self.held = []
-        self.quiet = 0
-        self.armed = False
+        self._expect(lm.now + self.times.takeover_us)

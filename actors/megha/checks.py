@@ -1,0 +1,111 @@
+"""Megha's end-of-run checks of its live actors (the plug-in's ``checks``): every acting LM holds each live
+worker's true free capacity (``lm_matches_workers``), each cluster's workers and every GM follow one LM
+(``one_active_lm``), and every GM's view equals the LMs' state once the changes it has not acknowledged
+are applied (``views_converge``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..common.invariants import Violation
+from .global_manager import GlobalManager
+from .local_manager import LocalManager
+from .messages import RETRIES
+
+
+def _live(fabric, kind) -> list:
+    """The live actors of class ``kind``, in actor order."""
+    out = []
+    for idx in range(len(fabric.names)):
+        actor = fabric.actor(idx)
+        if isinstance(actor, kind):
+            out.append(actor)
+    return out
+
+
+def _acting(fabric) -> dict:
+    """Per cluster, the live LM that acts for it: the active replica of the latest epoch (a standby, or
+    an old active that has not heard of a later epoch yet, does not)."""
+    out = {}
+    for lm in _live(fabric, LocalManager):
+        if lm.active and (lm.lm not in out or lm.epoch > out[lm.lm].epoch):
+            out[lm.lm] = lm
+    return out
+
+
+def _unheld(lm, w: int) -> list[int]:
+    """LM ``lm``'s free vector of worker ``w`` with its gang holds there given back (workers know no holds)."""
+    held = lm.gang.held(w) if lm.gang is not None else None
+    return lm.free[w] if held is None else [f + h for f, h in zip(lm.free[w], held)]
+
+
+def lm_matches_workers(fabric) -> list[Violation]:
+    """Every acting LM (not rebuilding) holds each live worker's true free vector, and has none of them
+    down for good (a worker it still probes, after a partition say, is on its way back up)."""
+    out = []
+    for lm in _acting(fabric).values():
+        if lm.rebuilding:
+            continue
+        for w, wid in enumerate(lm.worker_ids):
+            worker = fabric.actor(wid)
+            if worker is None:
+                continue
+            if w in lm.down:
+                if lm.down_asks.get(w, 0) < RETRIES:
+                    continue  # the LM still probes it: the worker's recovery was under way when the run ended
+                out.append(Violation("lm_matches_workers", lm.worker_names[w], fabric.now,
+                                     f"{lm.name} has it down, but it is up"))
+            elif tuple(free := _unheld(lm, w)) != tuple(worker.free):
+                out.append(Violation("lm_matches_workers", lm.worker_names[w], fabric.now,
+                                     f"{lm.name} holds free {tuple(free)}, the worker has {tuple(worker.free)}"))
+    return out
+
+
+def one_active_lm(fabric) -> list[Violation]:
+    """With standby LMs: each cluster's live workers follow one LM, the acting one (the active replica of
+    the latest epoch), and every live GM follows it too; a replica that still believes it is active
+    with an older epoch is fenced on its first launch or heartbeat. Without standbys it holds trivially."""
+    out = []
+    acting = _acting(fabric)
+    for lm in _live(fabric, LocalManager):
+        if lm.standby is None or lm.rebuilding or lm is not acting.get(lm.lm):
+            continue
+        for w, wid in enumerate(lm.worker_ids):
+            worker = fabric.actor(wid)
+            if worker is not None and worker.lm_id != lm.id and w not in lm.down:
+                out.append(Violation("one_active_lm", lm.worker_names[w], fabric.now,
+                                     f"follows {fabric.names[worker.lm_id]} (epoch {worker.epoch}), but {lm.name} "
+                                     f"is the active LM of epoch {lm.epoch}"))
+        for gm in _live(fabric, GlobalManager):  # (a GM the LM's first heartbeat has yet to reach will follow)
+            if lm.lm in gm.rebuilding or lm.lm in gm.resyncing:
+                continue  # it has asked both replicas for a snapshot: the active's answer decides
+            if gm.lm_ids[lm.lm] != lm.id and not lm.change_log.unsent(gm.gm):
+                out.append(Violation("one_active_lm", gm.name, fabric.now,
+                                     f"follows {fabric.names[gm.lm_ids[lm.lm]]}, but {lm.name} is the active LM "
+                                     f"of epoch {lm.epoch}"))
+    return out
+
+
+def views_converge(fabric) -> list[Violation]:
+    """Every live GM's view of every live LM equals the LM's state, once the changes that GM has not
+    acknowledged yet (past its cursor in the LM's change log) are applied."""
+    out = []
+    acting = _acting(fabric)
+    truth = {c: np.array(lm.free, dtype=np.int64) for c, lm in acting.items()}  # each LM's, once
+    for gm in _live(fabric, GlobalManager):
+        for c, lm_id in enumerate(gm.lm_ids):
+            lm = fabric.actor(lm_id)
+            if lm is None or lm is not acting.get(c) or lm.rebuilding or c in gm.rebuilding or c in gm.resyncing:
+                continue
+            unsent = lm.change_log.unsent(gm.gm)
+            per = gm.search.per_partition
+            for p, view in enumerate(gm.search.views[c]):
+                seen, held = view.free, truth[c][p * per:p * per + view.n]
+                for local in np.nonzero((seen != held).any(axis=1))[0].tolist():
+                    w = p * per + local
+                    if w in unsent:
+                        continue
+                    out.append(Violation("views_converge", f"{gm.name} view of {lm.worker_names[w]}", fabric.now,
+                                         f"{gm.name} sees free {tuple(int(x) for x in seen[local])}, {lm.name} "
+                                         f"holds {tuple(lm.free[w])}"))
+    return out
