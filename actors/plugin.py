@@ -184,10 +184,11 @@ class Scheduler:
     roles: tuple[Role, ...] = ()  # its actors besides the workers (``WORKER``), for fault plans
     events: tuple[Event, ...] = ()  # the protocol events its actors log besides the common ones
     # the keys a fault search draws small values of for its runs ((key, values): a range draws an integer
-    # in it, (False, True) a boolean, else one of the values), and pairs of keys that do not combine
-    # (a drawn one goes back to its default when the other is set)
+    # in it, (False, True) a boolean, else one of the values), and keys that combine only under a condition
+    # ((keys, values): when every key is set, the values are too; when a fixed key says otherwise, the
+    # last drawn key goes back to its default)
     search: tuple[tuple[str, Any], ...] = ()
-    exclusive: tuple[tuple[str, str], ...] = ()
+    combine: tuple[tuple[tuple[str, ...], dict], ...] = ()
     paths: tuple[str, ...] = ()  # counters of its recovery paths, which a fault search reports as reached
     size: Callable[[dict], Size] = _no_size  # its size in a run with ``params``
     submission: Callable[[dict], Submission] = _submit  # how jobs reach its front ends

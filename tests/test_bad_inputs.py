@@ -115,7 +115,8 @@ CASES = [
     ("user-assign-trace-poisson", _set("users=2", "user_assign=trace"),
      "user_assign=trace reads each job's user=K from a trace, but the workload is 'poisson'"),
     ("gang-users", _set("gang=true", "users=3"),
-     "gang=true and users do not combine yet: gang jobs would bypass the users' queues"),
+     "gang=true with users needs fairness=off: Algorithm 2 preempts single tasks, and a gang's tasks start "
+     "together and never run alone"),
     ("demands-bad", _set("demands=1x2:60,2:40"), "parameter 'demands' is '1x2:60,2:40'; every demand must name"),
     ("trace-blank", _set("workload=trace", "trace={t_blank.tr}"), "{t_blank.tr}: the trace has no jobs"),
     ("trace-missing", _set("workload=trace", "trace={tmp}/nope.tr"), "{tmp}/nope.tr: no such trace file"),

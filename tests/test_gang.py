@@ -195,3 +195,54 @@ def test_policy_tebas_places_a_gang_whole_by_algorithm_1_with_the_jobs_own_alpha
     speeds = {w.worker_id: w.speed for w in r.fabric.actor(r.fabric.addr("gm-0")).gang.machines}
     used = [rec.tasks[(0, i)].worker for i in range(4)]
     assert len(set(used)) == 4 and all(speeds[w] == 2.0 for w in used)  # the first Fitness group, one each
+
+
+def _two_users_trace(tmp_path):
+    """Six 4-task gangs of user 0 (one every 10 ms), then two of user 1: each gang needs every machine."""
+    lines = [f"{0.01 * k:.2f} 4 1 1 1 1 1 user=0\n" for k in range(6)]
+    lines += [f"{0.1 + 0.01 * k:.2f} 4 1 1 1 1 1 user=1\n" for k in range(2)]
+    path = tmp_path / "two-users.tr"
+    path.write_text("".join(lines))
+    return path
+
+
+def _gang_starts(r) -> list[tuple[int, int]]:
+    """(start of the gang's first task, job) for every gang, in start order."""
+    rec = recorder_of(r.fabric)
+    return sorted((min(starts(rec, j.job_id, j.num_tasks)), j.job_id) for j in rec.jobs.values())
+
+
+def test_gangs_with_users_take_turns_by_user_and_are_never_preempted(tmp_path):
+    """gang=true with users (fairness=off): user 1's first gang, queued behind five of user 0's, runs
+    second, not seventh; every gang runs whole and nothing is preempted. Without users, arrival order."""
+    shape = {"scheduler": "centralized", "gang": True, "gms": 1, "lms": 1, "workers_per_partition": 4,
+             "constraints": False, "workload": "trace", "trace": str(_two_users_trace(tmp_path)),
+             "cost_model": "zero"}
+    r = run(**shape, users=2, user_assign="trace", fairness="off")
+    assert "preempted_requeued_once" in r.summary["invariants"]
+    assert "preemption_attempts" not in r.summary["counters"]
+    order = [job for _, job in _gang_starts(r)]
+    assert order[:3] == [0, 6, 1] and sorted(order) == list(range(8))  # user 1's jobs are 6 and 7
+    plain = run(**shape)
+    assert [job for _, job in _gang_starts(plain)] == list(range(8))
+
+
+def test_gangs_with_users_and_fairness_on_are_refused_in_one_line():
+    with pytest.raises(ConfigError) as err:
+        execute("default", overrides={"gang": True, "users": 2, "jobs": 5})
+    assert "\n" not in str(err.value) and "needs fairness=off: Algorithm 2 preempts single tasks" in str(err.value)
+
+
+def test_the_search_draws_gangs_and_users_together_with_fairness_off():
+    """Where gang and users are both drawn, the run has fairness=off (they combine only so)."""
+    seen = []
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(strategies.examples("default", schedulers=["megha"], max_events=1))
+    def draw(example):
+        o = example.overrides
+        if o.get("gang") and o.get("users"):
+            seen.append(o.get("fairness"))
+
+    draw()
+    assert seen and set(seen) == {"off"}

@@ -217,16 +217,20 @@ def variants(draw, ref: str, scheduler: str):
     return out
 
 
-def _exclusive(scheduler: str, overrides: dict, fixed: dict) -> None:
-    """Keys the plug-in says do not combine (``exclusive``): when both are set, the second goes back to
-    its default, or the first if the second is fixed."""
+def _combine(scheduler: str, overrides: dict, fixed: dict) -> None:
+    """Keys the plug-in says combine only under a condition (``combine``): when every key of a rule is set,
+    its values are set too; when a fixed key says otherwise, the last drawn key goes back to its default."""
     plugin = registry.get(scheduler)
     defaults = {p.name: p.default for p in plugin.params}
-    for first, second in plugin.exclusive:
-        if overrides.get(first, defaults[first]) != defaults[first] and \
-                overrides.get(second, defaults[second]) != defaults[second]:
-            drop = first if second in fixed else second
-            overrides[drop] = defaults[drop]
+    for keys, values in plugin.combine:
+        if not all(overrides.get(k, defaults[k]) != defaults[k] for k in keys):
+            continue
+        if any(k in fixed and fixed[k] != v for k, v in values.items()):
+            drop = next((k for k in reversed(keys) if k not in fixed), None)
+            if drop is not None:  # (all fixed: the run says itself why it does not combine)
+                overrides[drop] = defaults[drop]
+        else:
+            overrides.update(values)
 
 
 def _jobs_for_every_user(overrides: dict, fixed: dict) -> None:
@@ -424,7 +428,7 @@ def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events):
         overrides.update(draw(variants(ref, scheduler)))
     overrides.update(fixed)
     if scheduler is not None:
-        _exclusive(scheduler, overrides, fixed)
+        _combine(scheduler, overrides, fixed)
         _jobs_for_every_user(overrides, fixed)
     seed = draw(st.integers(0, 2**16))
     try:

@@ -1,7 +1,7 @@
 """Gang scheduling in Megha (``--set gang=true``): every job is all-or-nothing, placed whole or not at all.
 
-TEBAS (shared/papers file 004, section 4.3) places a gang's tasks together; the Megha workshop paper
-(file 002) names gang scheduling as future work, so the protocol is ours. A GM's view is stale and a
+TEBAS (2023, 4.3) places a gang's tasks together; the Megha workshop paper (2022) names gang scheduling as
+future work, so the protocol is ours. A GM's view is stale and a
 gang's tasks can span LMs, so the GM cannot decide alone:
 
 - **Placement.** The GM places every task of a waiting gang in its view (the ordinary search, one task
@@ -27,6 +27,10 @@ gang's tasks can span LMs, so the GM cannot decide alone:
   done task as a duplicate). A restarted (stateless) GM that adopts a resubmitted gang asks the LMs what
   of it runs: if nothing does, the LMs let go of its holds and it waits as a gang again; else the tasks
   not running are placed as the remainder.
+- **With users** (``users`` > 0, ``fairness=off``): waiting gangs take turns by user, as tasks do
+  (``gm_fairness``); nothing is preempted (Algorithm 2 stops single tasks, and a gang never runs part).
+- **Where it lives.** ``GmGang`` and ``LmGang`` are components the GM and the LM hold (their ``gang``),
+  called at a few hook points of the GM's and LM's own protocol.
 - **What is guaranteed** (``gangs_whole`` in ``invariants``, from recorded facts): no task of a gang
   starts before the commit that held all of them at once, and a gang that has a task started has every
   task started by the end of the run. Tasks may start at different instants (their launches travel
@@ -235,13 +239,14 @@ class GmGang:
     def closed(self, job_id: int) -> None:
         self.committed.pop(job_id, None)
 
-    def place(self, order=None) -> None:
+    def place(self, order=None) -> list[int]:
         """Try the waiting gangs (in ``order``, by default arrival) whose last try saw a view that has
         changed since, until ``GANG_MISSES`` of them did not fit (a try scans the view once per task: a
-        pass stays cheap)."""
+        pass stays cheap); returns the gangs placed (sent out for votes)."""
         gm = self.gm
         search = gm.search
         misses = 0
+        placed_jobs = []
         for k, job_id in enumerate(list(self.waiting) if order is None else order):
             if search.total_free <= 0 or misses >= GANG_MISSES:
                 break
@@ -255,7 +260,9 @@ class GmGang:
                 continue
             del self.waiting[job_id]
             self._reserve(entry[0], entry[1], placed)
+            placed_jobs.append(job_id)
         gm.charge("worker", search.take_scanned())
+        return placed_jobs
 
     def _fit(self, job, head: bool) -> list | None:
         """Every task of ``job`` allocated in the view, as (index, lm, worker); or None, nothing allocated.

@@ -495,7 +495,10 @@ class GlobalManager(JobFrontEnd, Actor):
         else:
             self._pass()
         if self.gang is not None and self.gang.waiting:
-            self.gang.place()
+            if self.users is None:
+                self.gang.place()
+            else:  # with users, gangs take turns by user too (fairness=off: gangs are never preempted)
+                self.users.gangs_placed(self.gang.place(self.users.interleave(self.gang.waiting)))
 
     def _pass(self) -> None:
         """Place queued tasks oldest first until nothing more fits the view. A signature that matches

@@ -1,6 +1,5 @@
-"""The GM's side of Megha's global fairness (2022 paper, shared/papers file 002, IV-C and Algorithm 2;
-issue 15): one queue per user served round robin, and preemption requests when a user under its share
-finds no worker.
+"""The GM's side of Megha's global fairness (Megha 2022, IV-C and Algorithm 2): one queue per user served
+round robin, and preemption requests when a user under its share finds no worker.
 
 - **Users and queues.** Each job belongs to a user (``Job.user``); the submitter sends it to its user's GM
   (``FairConfig.user_gm``). A GM keeps one task queue per user it has jobs of, served round robin, one
@@ -23,6 +22,9 @@ finds no worker.
 - **Refusals.** A ``PreemptFailed`` brings the LM's true state; the task goes to the front of its queue
   and the next pass plans again with what was learnt (Algorithm 2's loop over other candidates). After
   ``PREEMPT_TRIES`` refusals in a row no preemption is planned until the next heartbeat.
+- **Gangs** (``gang=true``, our extension): with users, waiting gangs take turns by user as tasks do
+  (``interleave``), and nothing is preempted: Algorithm 2 stops single tasks, and a gang's tasks start
+  together and never run alone, so gangs with users need ``fairness=off`` (a one-line error otherwise).
 - **Preempted tasks.** A ``Preempted`` notice (from the LM where the task ran) sends the task back to its
   user's queue, from scratch, once: only the notice naming the launch this GM has in flight counts.
 """
@@ -161,6 +163,7 @@ class GmFairness:
         self.use = [0.0] * n_users  # each user's share consumed, as ``_use`` last worked it out
         self.orders: dict = {}  # Algorithm 2's orders over ``use``: (user, demand) -> order
         self.places: dict = {}  # user -> the (lm, worker) places it runs tasks at, in order
+        self.gang_turn = 0  # the user whose waiting gang is tried first in the next pass (gang=true)
 
     def user_of(self, task) -> int:
         return self.job_user.get(task.job_id, -1)
@@ -349,6 +352,22 @@ class GmFairness:
         gm.recorder.count_user("preempted", self.user_of(flight.task))
         gm.requeue(flight.task)
         gm.schedule()
+
+    def interleave(self, jobs) -> list[int]:
+        """Waiting gangs (job ids in arrival order), one per user in turn from ``gang_turn`` on, each user's
+        in arrival order: gangs take turns by user as tasks do (no preemption: fairness=off)."""
+        by_user: dict[int, list] = {}
+        for job_id in jobs:
+            by_user.setdefault(self.job_user.get(job_id, 0), []).append(job_id)
+        users = sorted(by_user)
+        cut = next((i for i, u in enumerate(users) if u >= self.gang_turn), 0)
+        rows = [by_user[u] for u in users[cut:] + users[:cut]]
+        return [row[k] for k in range(max(map(len, rows), default=0)) for row in rows if k < len(row)]
+
+    def gangs_placed(self, jobs: list[int]) -> None:
+        """The next pass starts with the user after the one whose gang was placed last."""
+        if jobs:
+            self.gang_turn = self.job_user.get(jobs[-1], 0) + 1
 
     def heard_heartbeat(self) -> None:
         self.calm = False

@@ -179,9 +179,10 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
     templates = [[PartitionView(part, num_resources=num_resources) for part in partitions(spec)]
                  for spec in cluster.clusters]
     users = users_of(cfg, gms)
-    if users is not None and cfg.gang:
-        raise ConfigError("gang=true and users do not combine yet: gang jobs would bypass the users' queues and "
-                          "Algorithm 2's preemption; set one of them")
+    if users is not None and cfg.gang and cfg.fairness == "on":
+        raise ConfigError("gang=true with users needs fairness=off: Algorithm 2 preempts single tasks, and a "
+                          "gang's tasks start together and never run alone (preempting one would leave its gang "
+                          "part-run; preempting a whole gang across LMs is a protocol not built here)")
     fair = None
     if users is not None:
         total = tuple(sum(w.capacity[r] for w in cluster.workers()) for r in range(num_resources))
@@ -235,7 +236,7 @@ ROLES = (Role("gm", ("gm",), "a global manager (a front end)"),
          Role("lm", ("lm",), "a local manager (lm-<c>; its standby replica, lm-<c>-standby, is named by name)"))
 # what a fault search draws: standby LMs, gangs, users (2 or 3: fairness preempts under contention)
 SEARCH = (("lm_standby", (False, True)), ("gang", (False, True)), ("users", (0, 2, 3)))
-EXCLUSIVE = (("gang", "users"),)  # they do not combine yet (a one-line error)
+COMBINE = ((("gang", "users"), {"fairness": "off"}),)  # gangs with users: round robin, no preemption
 PATHS = ("invalid_internal", "invalid_external", "repartitions", "failovers", "gm_rebuilds", "tasks_relaunched",
          "launches_retried", "duplicate_launches_suppressed", "preemption_attempts", "preemptions",
          "preemptions_refused", "repeated_completions", "gang_aborts", "gang_leases_expired", "gang_commits_rechecked")
@@ -280,7 +281,7 @@ def _declare(name: str, text: str, build, centralized: bool) -> Scheduler:
 
     return Scheduler(name, text, build, config=MeghaParams, counters=COUNTERS,
                      invalid_counters=("invalid_internal", "invalid_external"), survives=SURVIVES, checks=CHECKS,
-                     roles=ROLES, events=EVENTS, search=SEARCH, exclusive=EXCLUSIVE, paths=PATHS, size=size,
+                     roles=ROLES, events=EVENTS, search=SEARCH, combine=COMBINE, paths=PATHS, size=size,
                      submission=submission, users=users, job_traits=job_traits, features=features, panels=PANELS,
                      tour=TOUR)
 
