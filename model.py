@@ -22,6 +22,7 @@ from typing import Any, Callable
 import attrs
 
 from fedemu.fabric.errors import ConfigError
+from fedemu.fabric.messages import lean, message
 
 NUM_CONSTRAINTS = 21  # constraint ids 0..20 (the 2023 Megha paper's 21 machine attributes)
 
@@ -141,6 +142,8 @@ def _as_kind(kind: type, value):
 
 
 # ---- jobs -------------------------------------------------------------------------------
+@lean(last=3)  # alpha, user, gang are journaled only when set: runs without them keep their bytes (digests)
+@message("job")  # the submitter sends jobs to the front ends
 @attrs.frozen(slots=True)
 class Job:
     """One job: ``durations_us[i]`` and ``constraints[i]`` describe task ``i``.
@@ -154,7 +157,7 @@ class Job:
     constraints: tuple[tuple[int, ...], ...] = attrs.field()
     demand: tuple[int, ...] = (1,)
     alpha: float = 0.0  # the parallel fraction of its tasks (TEBAS's Amdahl model, see ``run_time_us``)
-    user: int = -1  # the user whose queue its tasks go to (Megha's fairness, issue 15); -1: no users
+    user: int = -1  # the user whose queue its tasks go to (Megha's fairness: Megha 2022, IV-C); -1: no users
     gang: bool = False  # all-or-nothing: every task is placed and starts, or none holds resources (Megha's gang)
 
     @constraints.default
@@ -167,7 +170,7 @@ class Job:
 
     @property
     def ideal_jrt_us(self) -> int:
-        """The job's ideal response time: its longest task (Megha 2023 paper, shared/papers file 000, Eq. 1)."""
+        """The job's ideal response time: its longest task (Megha 2023, Eq. 1)."""
         return max(self.durations_us)
 
     @property
@@ -179,7 +182,7 @@ class Job:
 @attrs.frozen(slots=True)
 class WorkerSpec:
     """One machine: global id, owning cluster, capacity vector, constraint ids it provides, and its speed
-    factor k_n (TEBAS, shared/papers file 004: the parallel part of a task runs k_n times faster)."""
+    factor k_n (TEBAS: the parallel part of a task runs k_n times faster)."""
 
     worker_id: int
     cluster: int
@@ -194,7 +197,7 @@ def speedup_factor(alpha: float, speed: float) -> float:
 
 
 def run_time_us(duration_us: int, alpha: float, speed: float) -> int:
-    """A task's run time on a machine of speed k_n by TEBAS's Amdahl model (file 004, the Fitness metric):
+    """A task's run time on a machine of speed k_n by TEBAS's Amdahl model (the Fitness metric):
     ``duration * ((1 - alpha) + alpha / k_n)``, rounded half to even to whole microseconds. With
     alpha = 0 or k_n = 1 it is exactly ``duration_us`` (no float arithmetic on that path)."""
     if alpha == 0 or speed == 1:
@@ -231,8 +234,8 @@ class Cluster:
 # ---- what a run records --------------------------------------------------------------------
 @attrs.define(slots=True)
 class TaskRecord:
-    """One task's life. Allocation time (start - arrival) splits as in the 2022 Megha paper (shared/papers
-    file 002, section III), each part summed from intervals between real events of the task, never
+    """One task's life. Allocation time (start - arrival) splits as in the 2022 Megha paper (Megha
+    2022, III), each part summed from intervals between real events of the task, never
     derived from the total: ``comm_us``, on the wire (from the event that sent it on to the arrival of the
     message carrying it); ``queue_us``, framework queueing (from that arrival until the handler that
     passed it on started: a busy component's mailbox, a scheduler's task queue); ``processing_us``, that
@@ -284,7 +287,7 @@ class JobRecord:
 
     @property
     def delay_us(self) -> int:
-        """Delay in job response time: actual JRT - ideal JRT (Megha 2023 paper, shared/papers file 000, Eq. 1)."""
+        """Delay in job response time: actual JRT - ideal JRT (Megha 2023, Eq. 1)."""
         return self.jrt_us - self.ideal_jrt_us
 
 
@@ -307,7 +310,7 @@ class Recorder:
     aborted: int = 0  # executions ended by a worker crash
     wasted_us: int = 0  # unit-microseconds of work those executions lost
     recoveries_us: list = attrs.Factory(list)  # per failover: detection plus takeover time
-    # Megha's fairness (issue 15): per preemption (time, worker, requester user, victim user, task launched,
+    # Megha's fairness (Megha 2022, IV-C): per preemption (time, worker, requester user, victim user, task launched,
     # victims, time the LM verified the request), the preempted executions as (job, index, worker, start, stop, units), and per task the
     # times its owner GM queued it again after hearing it was preempted
     preemptions: list = attrs.Factory(list)

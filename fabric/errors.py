@@ -1,4 +1,5 @@
-"""The one base exception of fedemu: every user-facing error derives from it.
+"""The one base exception of fedemu: every user-facing error derives from it (those of a layer above the
+fabric live there: ``scenarios.trace.TraceError``, ``tools.runner.RunViolation``).
 
 Messages say what is wrong, the value, and what would be right, e.g.
 ``unknown policy 'minconstraint'; known: min-constraints, random``.
@@ -16,20 +17,8 @@ class ConfigError(FedemuError):
     """A scenario parameter, policy name or config value is invalid."""
 
 
-class TraceError(FedemuError):
-    """A workload trace is malformed; the message is ``FILE:LINE: what is wrong``."""
-
-
 class JournalError(FedemuError):
     """A journal is truncated, corrupted or of an unknown format."""
-
-
-class RunViolation(FedemuError):
-    """A run ended, but broke an invariant: the verdict names it, the job, task or worker, and the
-    virtual time. Exit status 1; the run's results and journal are still written."""
-
-    exit_status = 1
-    label = "violation"
 
 
 def unknown_name(what: str, value: str, known) -> ConfigError:

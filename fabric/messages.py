@@ -50,13 +50,17 @@ def message(tag: str):
     return wrap
 
 
-def lean(cls):
+def lean(cls=None, *, last: int | None = None):
     """Journal a message's trailing fields only when they differ from their defaults: fields added later
-    (Megha's users, issue 15) are absent from runs that do not use them, which keep their bytes (digests)."""
+    (Megha's users) are absent from runs that do not use them, which keep their bytes (digests). The
+    trailing fields are those from the first with a default, or the ``last`` ones (``@lean(last=3)``)."""
+    if cls is None:
+        return lambda c: lean(c, last=last)
     full = cls._fedemu_fields
     names = [f.name for f in attrs.fields(cls)]
     defaults = [f.default for f in attrs.fields(cls)]
-    first = next(i for i, d in enumerate(defaults) if d is not attrs.NOTHING)
+    first = len(names) - last if last is not None else \
+        next(i for i, d in enumerate(defaults) if d is not attrs.NOTHING)
     trailing = tuple(defaults[first:])
     trail = _getter(names[first:])
     head = _getter(names[:first])

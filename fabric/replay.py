@@ -8,7 +8,7 @@ import re
 import attrs
 
 from . import messages
-from .errors import ConfigError, JournalError
+from .errors import ConfigError
 from .journal import CODE_NAMES, DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, JournalReader
 
 

@@ -1,6 +1,6 @@
 """Packed bit vectors (bit i = bit i % 64 of uint64 word i // 64; bits past n stay zero).
 
-Word-level ANDs make Algorithm 1 of the Megha 2023 paper (shared/papers file 000) cost
+Word-level ANDs make Algorithm 1 of the Megha 2023 paper cost
 O(constraints * n / 64) (its Eq. 4). The same bits
 also travel as Python ints (bit i = ``1 << i``; CPython ANDs them digit by digit): on the small
 vectors of a partition, one numpy call costs more than the whole AND, so the hot set operations

@@ -1,6 +1,6 @@
 """An LM's delta updates: which workers changed since each GM last heard, minus what that GM caused.
 
-Megha 2023 paper (shared/papers file 000), 4.4: an LM no longer sends GMs snapshots of its whole
+Megha 2023, 4.4: an LM no longer sends GMs snapshots of its whole
 cluster, only what changed since the GM's last status update, kept separately per GM; and it leaves
 out resources freed by the GM's own tasks, which reach that GM through task-completion messages.
 

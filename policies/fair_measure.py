@@ -1,4 +1,4 @@
-"""What Megha's global fairness achieved (issue 15): each user's measured share of the datacenter over
+"""What Megha's global fairness achieved (Megha 2022, IV-C): each user's measured share of the datacenter over
 time, overall and under contention, against its configured share, from the run's recorded facts only.
 
 Definitions (written down as the issue asks):

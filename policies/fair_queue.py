@@ -5,7 +5,7 @@ the oldest signature that ``PartitionSearch.find`` places served first.
 
 Choices where the papers are silent:
 - "One low-priority task for every W high-priority tasks while the low queue is non-empty" (our reading
-  of the Megha 2023 paper, shared/papers file 000, 4.2: "one task from a long job for every FQW number
+  of the Megha 2023 paper, 4.2: "one task from a long job for every FQW number
   of tasks from short jobs"): a streak counts HIGH serves made while LOW holds items; once it reaches W
   the next serve prefers LOW; any LOW serve resets it. HIGH serves while LOW is empty do not count, so a LOW item
   arriving later waits for W fresh HIGH serves. W = ``math.inf`` is strict priority.

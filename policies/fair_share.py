@@ -1,8 +1,8 @@
-"""Megha's global fairness decisions (2022 paper, shared/papers file 002, IV-C and Algorithm 2), as pure
+"""Megha's global fairness decisions (Megha 2022, IV-C and Algorithm 2), as pure
 functions over a GM's (possibly stale) view of what each user consumes. The protocol around them (user
 queues, preemption requests verified by the LM, workers stopping tasks) is the GM's and LM's.
 
-Definitions (our reading where the paper is silent, as issue 15 asks to write down):
+Definitions (our reading where the paper is silent, written down here):
 - A user's **share** is a fraction of the datacenter's total capacity; ``--set shares=10,25,15,50`` are
   percentages, each > 0 and summing to at most 100 (not normalised: what is left over is nobody's).
 - **Share consumed**: the fraction of total capacity the user's running tasks hold, in their dominant

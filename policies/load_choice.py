@@ -1,6 +1,6 @@
 """Load-aware worker choices: Qin's D-choices, and spread / bin-pack stand-ins.
 
-Load (our definition, for Qin's L_i(t) in shared/papers file 003, IV-A): a machine's allocated share of
+Load (our definition, for Qin's L_i(t), Guan and Ababei, IV-A): a machine's allocated share of
 its capacity, in its most-used resource: ``max_r (capacity_r - free_r) / capacity_r``, from 0 (idle) to
 1 (full). The schedulers that take a worker-choice policy (Megha GMs, centralized, PigeonC masters) do
 not queue tasks at workers, so there is no queued work to add. ``tools.metrics`` measures imbalance with
@@ -30,7 +30,7 @@ def _best(candidates: np.ndarray, score: np.ndarray, stream: Stream) -> int:
 
 
 class DChoices:
-    """Qin's D-choices greedy (file 003, IV-A): rank the candidates by load, draw uniformly among the D
+    """Qin's D-choices greedy (Guan and Ababei, IV-A): rank the candidates by load, draw uniformly among the D
     least loaded. D = 1 is the single-choice greedy (a least-loaded machine); D >= the number of
     candidates is random among them. Equal loads are ranked from a random rotation of the candidate
     list, so ties do not always favour low indices (two draws, one when D = 1 or D covers them all)."""

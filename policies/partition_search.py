@@ -1,6 +1,6 @@
 """Where a Megha GM looks for a worker: Algorithm 1 over its view of every LM's partitions, with a memo.
 
-Algorithm 1 of the Megha 2023 paper (shared/papers file 000, 4.3) finds the suitable workers of one
+Algorithm 1 of the Megha 2023 paper (4.3) finds the suitable workers of one
 partition (``PartitionView.suitable``). This module decides which partitions a GM asks, in which
 order, and which it may skip without asking.
 
@@ -8,7 +8,7 @@ Search order (the papers leave it open): the GM's own (internal) partition in ev
 over LMs from the one after the last internal match; then the other GMs' (external) partitions,
 round robin over LMs from the one after the last external match, and within an LM in GM order after
 our own. A match in an external partition becomes a repartition request (Megha 2022 paper,
-shared/papers file 002, IV-B4).
+Megha 2022, IV-B4).
 
 The empty-search memo: per task signature (constraints, demand), the value of each partition's
 ``gains`` counter when that partition last had no suitable worker. A partition whose counter has not

@@ -2,7 +2,7 @@
 
 Per constraint id a packed bit vector of the machines providing it (built once), a free-capacity
 matrix and an availability bit vector for the unit demand; ``suitable`` is Algorithm 1 of the Megha
-2023 paper (shared/papers file 000). Availability and the cached AND of each task's constraint
+2023 paper. Availability and the cached AND of each task's constraint
 vectors are kept as Python ints (see ``bitvec``): a partition has ~100 workers, where an int AND
 costs 60 ns and a numpy one 500 ns.
 """

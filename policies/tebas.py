@@ -1,4 +1,4 @@
-"""TEBAS (Liu et al., shared/papers file 004, Algorithm 1): Fitness, RemainCap and beta node groups.
+"""TEBAS (Liu et al., Algorithm 1): Fitness, RemainCap and beta node groups.
 
 - Fitness_n = 1 / ((1 - alpha) + alpha / k_n): the Amdahl speed-up of a task of parallel fraction alpha
   on a machine of speed k_n (line 4). For any alpha > 0 it orders machines as k_n does; alpha = 0

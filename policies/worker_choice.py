@@ -1,6 +1,6 @@
 """Worker-choice policies: pick one of a PartitionView's suitable candidates; stateless.
 
-Section numbers are those of the Megha 2023 paper (shared/papers file 000), 4.3 "Matching Algorithm".
+Section numbers are those of the Megha 2023 paper, 4.3 "Matching Algorithm".
 
 Others live in their own modules and register here: ``d-choices``, ``spread`` and ``binpack``
 (``load_choice``), ``tebas`` (``tebas``). A policy with parameters has ``configure(**options)``;

@@ -1,4 +1,4 @@
-"""The fairness scenario (2022 Megha paper, shared/papers file 002, IV-E, Figs. 10 and 11): Megha with 4 users
+"""The fairness scenario (Megha 2022, IV-E, Figs. 10 and 11): Megha with 4 users
 whose queues have 10%, 25%, 15% and 50% of the datacenter, mapped as in the paper (user 0 -> gm-0, users
 1 and 2 -> gm-1, user 3 -> gm-2), on a small datacenter so that the users contend.
 

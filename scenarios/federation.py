@@ -15,7 +15,7 @@ import attrs
 
 from fedemu.actors import registry
 from fedemu.actors.common.submitter import Submitter
-from fedemu.actors.plugin import COST_MODELS, DEFAULT_COST_MODEL, Context
+from fedemu.actors.plugin import COST_MODELS, Context
 from fedemu.fabric import costs
 from fedemu.fabric.errors import ConfigError, unknown_name
 from fedemu.fabric.network import Latency, Link

@@ -4,7 +4,7 @@ Format: comma-separated entries ``CAPACITY@SPEED:SHARE``, e.g. ``4x16@1.0:60,8x3
 
 - CAPACITY: the capacity vector, whole numbers >= 1 joined by ``x`` (``4x16`` = cpu 4, mem 16; ``8`` =
   8 slots). Every type names the same number of resources.
-- SPEED: the speed factor k_n >= 1 (TEBAS, shared/papers file 004: the parallel part of a task runs
+- SPEED: the speed factor k_n >= 1 (TEBAS: the parallel part of a task runs
   k_n times faster). Optional, default 1. At least 1 because the schedulers' overdue checks take a
   task's nominal duration as an upper bound of its run time; give the slowest type 1.
 - SHARE: a positive number; the types' shares are proportions (60 and 40, or 3 and 2, are the same).

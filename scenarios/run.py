@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from fedemu.actors import registry
 from fedemu.actors.common.invariants import FEATURE_CHECKS, check_run
 from fedemu.model import US_PER_S
@@ -9,15 +11,13 @@ from fedemu.policies import fair_measure
 
 
 def recovery_percentiles(durations_us: list[int]) -> dict:
-    """Count, p50, p99 and max of recovery times in seconds (nearest rank; None when there were none)."""
+    """Count, p50, p99 and max of recovery times in seconds (None when there were none). Percentiles are
+    numpy's default linear interpolation, as every other percentile in summary.json (``tools.metrics``)."""
     if not durations_us:
         return {"count": 0, "p50": None, "p99": None, "max": None}
-    d = sorted(durations_us)
-
-    def rank(q: float) -> float:
-        return d[max(0, -(-len(d) * q // 100) - 1)] / US_PER_S
-
-    return {"count": len(d), "p50": rank(50), "p99": rank(99), "max": d[-1] / US_PER_S}
+    d = np.array(sorted(durations_us), dtype=np.int64) / US_PER_S
+    p50, p99 = np.percentile(d, [50, 99])
+    return {"count": len(d), "p50": float(p50), "p99": float(p99), "max": float(d[-1])}
 
 
 class FederationRun:

@@ -20,10 +20,14 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from fedemu.fabric.errors import ConfigError, TraceError
+from fedemu.fabric.errors import ConfigError, FedemuError
 from fedemu.model import Job, seconds_to_us
 
 from . import machines
+
+
+class TraceError(FedemuError):
+    """A workload trace is malformed; the message is ``FILE:LINE: what is wrong``."""
 
 # A task whose duration rounds to 0 us is stretched to this: a zero-length task would finish at the
 # instant it starts, tying its completion with its own launch, and that tie would decide event order.

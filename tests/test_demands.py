@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedemu.fabric.errors import ConfigError, TraceError
+from fedemu.fabric.errors import ConfigError
 from fedemu.scenarios import default, federation, machines
-from fedemu.scenarios.trace import count_trace, read_trace
+from fedemu.scenarios.trace import TraceError, count_trace, read_trace
 from fedemu.tools.params import resolve_scenario
 from fedemu.tools.runner import execute
 from scheduler_helpers import recorder_of

@@ -235,6 +235,18 @@ def test_the_property_harness_sees_faults_and_fifo_holds():
     assert {r[0] for r in records} >= {SEND, DELIVER, DROP, TIMER_SET, FAULT}
 
 
+def test_fifo_holds_a_send_behind_a_slowed_one():
+    """A send on a FIFO link made after a slowed one (slowed 20x, restored while it is on its way) waits for
+    it, past the link's maximum latency: the journal check counts those (``fifo_held``) and accepts them;
+    without FIFO the same world has the later send overtake instead (it is never held)."""
+    faults = ((500, "slow", ("p0", "p4"), 20.0), (3000, "restore", "*"))
+    world = attrs.evolve(FIXED_WORLD, faults=faults)
+    counts = check_invariants(world.names, fixed_world_records(world), static_links(world.network()))
+    assert counts["fifo_held"] > 0 and counts["fault:slow"] == 1
+    free = attrs.evolve(world, fifo=False, overrides=())
+    assert check_invariants(free.names, fixed_world_records(free), static_links(free.network()))["fifo_held"] == 0
+
+
 def test_the_fifo_check_catches_a_network_that_reorders():
     """The fixed world's links without FIFO: the same traffic then overtakes itself somewhere, and the
     journal check, told the links are FIFO, must say so (so its passing on FIFO links means something)."""

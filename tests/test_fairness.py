@@ -1,4 +1,4 @@
-"""Megha's global fairness (issue 15): users, shares and queues, Algorithm 2's preemption verified by the
+"""Megha's global fairness (Megha 2022, IV-C): users, shares and queues, Algorithm 2's preemption verified by the
 LM, the workers' stop, the re-queue, the measurements, and the properties the issue lists, on small runs.
 
 The tolerance of the share property is measured here, not assumed: on ``CONTENDED`` (30 one-slot
@@ -15,10 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fedemu.actors.common.invariants import preempted_requeued_once
-from fedemu.fabric.errors import ConfigError, TraceError
 from fedemu.model import Job, Recorder
 from fedemu.scenarios import fairness as fairness_scenario
-from fedemu.scenarios.trace import count_trace, read_trace
+from fedemu.scenarios.trace import TraceError, count_trace, read_trace
 from fedemu.tools.cli import main
 from fedemu.tools.runner import execute
 

@@ -227,6 +227,7 @@ def planted(tmp_path):
     registry.SCHEDULERS.pop("megha-planted", None)  # registered only for this test
 
 
+@pytest.mark.slow  # a long search
 def test_the_search_finds_a_planted_bug_shrinks_it_and_its_folder_reproduces_it(planted, tmp_path):
     out = tmp_path / "fuzz"
     t0 = time.perf_counter()
@@ -294,6 +295,7 @@ def test_fuzz_command_runs_and_says_what_it_did(tmp_path, capsys):
     assert "no violation found" in said
 
 
+@pytest.mark.slow  # a long search
 def test_fuzz_command_exits_1_with_the_failure_folder(planted, tmp_path, capsys):
     out = tmp_path / "f"
     code = main(["fuzz", str(planted), "--schedulers", "megha-planted", "--kinds", "dup", "--examples", "300",

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from fedemu.actors import registry
 from fedemu.actors.common.invariants import tasks_ran_once
 from fedemu.fabric.errors import ConfigError
-from fedemu.fabric.rand import Stream
 from fedemu.model import Cluster, ClusterSpec, Job, Recorder, WorkerSpec, run_time_us
 from fedemu.scenarios import machines
 from fedemu.tools.runner import execute

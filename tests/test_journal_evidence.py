@@ -1,7 +1,6 @@
 """Failed runs leave a journal that replays to the same failure; SIGTERM and Ctrl-C leave no temporary
 file; a closed pipe ends `fedemu replay` quietly."""
 
-import os
 import signal
 import subprocess
 import sys

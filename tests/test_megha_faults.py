@@ -1,7 +1,7 @@
 """Megha (and the centralized baseline, the same code) survive the faults the fabric injects.
 
 One test per recovery protocol (GM rebuild, worker crash with and without restart, LM restart, GM/LM
-partition, loss and duplication), the regressions listed at the top of issue 10, the live-state checks
+partition, loss and duplication), the failures a fault search found, the live-state checks
 biting when a view or an LM's record is corrupted, and a hypothesis search over random fault plans.
 Every run must end with every invariant "ok" (``execute`` raises RunViolation otherwise)."""
 
@@ -105,7 +105,7 @@ def test_a_lost_heartbeat_is_found_and_repaired_by_a_snapshot():
     assert counters(r)["view_resyncs"] >= 1
 
 
-# the failures listed at the top of issue 10, each now a run that ends with every invariant ok
+# failures a fault search found, each now a run that ends with every invariant ok
 REGRESSIONS = {
     "loss 0.02": ([], {"loss": 0.02}),
     "one worker crashed": ([crash({"role": "worker", "count": 1}, 1.0)], {}),
@@ -119,7 +119,7 @@ REGRESSIONS = {
 
 
 @pytest.mark.parametrize("name", list(REGRESSIONS))
-def test_issue_10_regressions_end_ok(name):
+def test_fault_search_regressions_end_ok(name):
     tables, overrides = REGRESSIONS[name]
     run(tables, jobs=50, **overrides)
 

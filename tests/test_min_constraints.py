@@ -1,6 +1,6 @@
 """What the min-constraints policy promises, checked on whole runs: every placement picked, among the
 workers of the view it chose from that could run the task at that moment, one with the fewest machine
-constraints (Megha 2023 paper, shared/papers file 000, 4.3.2).
+constraints (Megha 2023, 4.3.2).
 
 The check rebuilds each chooser's view from the recorder (worker, start and end of every task) and the
 cluster description, so it runs where that view is exact: PigeonC's masters (each owns its group) and

@@ -55,8 +55,9 @@ def test_the_second_master_takes_over_a_crashed_master(scheduler):
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)
-def test_issue_10_master_crashed_and_restarted(scheduler):
-    """Issue 10: 'master-0 crashed and restarted (Pigeon): w-67: task 41.0 needs (1,) but only (0,)'."""
+def test_a_master_crashed_and_restarted(scheduler):
+    """A failure a fault search found: 'master-0 crashed and restarted (Pigeon): w-67: task 41.0 needs (1,)
+    but only (0,)'."""
     s, _ = run(scheduler, [(S, "crash", "master-0"), (S + S // 2, "restart", "master-0")], jobs=60)
     # back before its second master's watch fires, master-0 learns from a distributor that it is still
     # named master; it holds nothing, so it takes the role again in a new epoch and rebuilds

@@ -1,4 +1,4 @@
-"""Balance metrics: Qin's imbalance Im(t) (file 003, Eq. 1) and TEBAS's utilization variance (file 004,
+"""Balance metrics: Qin's imbalance Im(t) (Guan and Ababei, Eq. 1) and TEBAS's utilization variance (Liu et al.,
 Eqs. 10-12), checked against a plain-Python recount of random placements; and job completion times."""
 
 from __future__ import annotations

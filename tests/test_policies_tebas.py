@@ -1,4 +1,4 @@
-"""TEBAS (shared/papers file 004): Fitness, RemainCap, the per-task choice and Algorithm 1's whole-job
+"""TEBAS (Liu et al.): Fitness, RemainCap, the per-task choice and Algorithm 1's whole-job
 assignment with beta node groups."""
 
 from __future__ import annotations

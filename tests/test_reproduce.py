@@ -5,7 +5,6 @@ pool and a Dask cluster give the same numbers as one process."""
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 import attrs

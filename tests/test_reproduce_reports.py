@@ -23,6 +23,7 @@ def _key(v: dict) -> tuple:
     return v["id"], v["verdict"], ours
 
 
+@pytest.mark.slow  # a golden reproduction: minutes per paper
 @pytest.mark.parametrize("paper", ["pigeon-2019", "megha-2022"])
 def test_the_quick_report_in_docs_is_what_the_code_produces(paper, tmp_path, capsys):
     if not (TRACES / "YH1_sub.tr").exists() or not (TRACES / "GOOG_subtrace.tr").exists():

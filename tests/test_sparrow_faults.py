@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from fedemu.actors import registry
 from fedemu.actors.common.protocol import TaskFinished
 from fedemu.actors.sparrow.messages import Assign, Cancel, GetTask, Probe, ResultAck
 from fedemu.actors.sparrow.node import SparrowNode, node_books_balance, nodes_not_stuck
 from fedemu.actors.sparrow.scheduler import SparrowScheduler
-from fedemu.fabric.actor import Actor
-from fedemu.fabric.errors import RunViolation
 from fedemu.tools import runner, strategies
 from scheduler_helpers import EventPlan as Plan
 

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedemu.actors.common.front_end import Pending
 from fedemu.actors.megha.global_manager import GlobalManager, Inflight
 from fedemu.actors.megha.messages import LaunchFailed
 from fedemu.fabric import ties

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedemu.fabric.errors import ConfigError, FedemuError, TraceError
+from fedemu.fabric.errors import ConfigError, FedemuError
 from fedemu.model import US_PER_S
-from fedemu.scenarios.trace import count_trace, read_trace
+from fedemu.scenarios.trace import TraceError, count_trace, read_trace
 
 # The repo and the shared data sit side by side: /work/main and /work/shared (also in CI clones).
 TRACES = Path(__file__).resolve().parents[2] / "shared/data/meghanat_megha_simulator/traces/input"

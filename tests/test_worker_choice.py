@@ -25,7 +25,7 @@ def test_names_and_unknown_policy_message():
 
 
 def test_paper_example_min_constraints_keeps_the_versatile_worker():
-    # Megha 2023 paper (shared/papers file 000), 4.3.2: worker A (1,2,3,4), worker B (1,2);
+    # Megha 2023, 4.3.2: worker A (1,2,3,4), worker B (1,2);
     # a task needing (1,2) should go to B.
     view = view_of([(1, 2, 3, 4), (1, 2)])
     candidates = view.suitable((1, 2))

@@ -29,7 +29,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from fedemu.actors import registry
-from fedemu.fabric.errors import ConfigError, RunViolation
+from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.faults import FAULT_KINDS
 from fedemu.fabric.journal import JournalReader
 from fedemu.scenarios import fault_plan
@@ -143,7 +143,7 @@ class Outcome:
 def verdict_of(exc: BaseException) -> str:
     """The one line ``fedemu run`` prints for a broken or failed run, without its prefix and the
     journal note (which names a path)."""
-    if isinstance(exc, (RunViolation, Stalled)):
+    if isinstance(exc, (runner.RunViolation, Stalled)):
         return KEPT_NOTE.sub("", f"violation: {exc}")
     where = getattr(exc, "fedemu_where", None)
     name = getattr(exc, "fedemu_actor", (None,))[0]

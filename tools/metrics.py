@@ -1,6 +1,6 @@
 """Run metrics from a ``Recorder``: job delays (Eq. 1), utilization (Eq. 2), allocation times.
 
-Equation numbers are those of the Megha 2023 paper (shared/papers file 000).
+Equation numbers are those of the Megha 2023 paper.
 
 Pure functions of the recorder. Times come out in seconds (float); percentiles use numpy's default
 linear interpolation; statistics of an empty set are ``None`` (JSON null, never NaN).
@@ -25,7 +25,7 @@ _TASK_FIELDS = (
     "job_id", "index", "arrival_us", "duration_us", "start_us", "end_us", "worker",
     "queue_us", "attempts", "processing_us", "worker_queue_us", "comm_us",
 )
-# the parts of a task's allocation time (Megha 2022 paper, file 002, III, Eq. 2): summary key, task column
+# the parts of a task's allocation time (Megha 2022, III, Eq. 2): summary key, task column
 ALLOCATION_PARTS = (("framework_queueing", "queue_us"), ("processing", "processing_us"),
                     ("worker_queueing", "worker_queue_us"), ("communication", "comm_us"))
 
@@ -234,9 +234,9 @@ def balance_series(recorder: Recorder, bucket_us: int = US) -> tuple[np.ndarray,
     """(times in s, imbalance, utilization variance), sampled every ``bucket_us`` over the run window
     (coarser when the window would need more than ``MAX_BALANCE_SAMPLES`` samples).
 
-    Imbalance Im(t) = max load - mean load over machines (Qin, shared/papers file 003, Eq. 1), with a
+    Imbalance Im(t) = max load - mean load over machines (Qin: Guan and Ababei, Eq. 1), with a
     machine's load its allocated share in its most-used resource (as ``policies.load_choice.load``).
-    Utilization variance (TEBAS, file 004, Eqs. 10-12): per resource, the variance over machines of
+    Utilization variance (TEBAS, Eqs. 10-12): per resource, the variance over machines of
     used / capacity, averaged over resources (0.5 cpu + 0.5 mem with two)."""
     window = time_window_us(recorder)
     if window is None or window[1] <= window[0] or not recorder.machines:

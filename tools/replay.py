@@ -12,7 +12,7 @@ import os
 import sys
 import tempfile
 
-from fedemu.fabric.errors import ConfigError, FedemuError, JournalError, RunViolation
+from fedemu.fabric.errors import ConfigError, FedemuError, JournalError
 from fedemu.fabric.journal import CODE_NAMES, JournalReader, check
 from fedemu.fabric.replay import Formatter, compare, describe, unknown
 from fedemu.model import seconds_to_us
@@ -102,7 +102,7 @@ def verify(log_path, out=print, scenario_file=None) -> int:
         again = os.path.join(tmp, "again.fjl")
         try:
             rerun(header, again, scenario_file=scenario_file)
-        except RunViolation:  # the run ended with a verdict; its journal's footer says which (compared below)
+        except runner.RunViolation:  # the run ended with a verdict; its journal's footer says which (compared below)
             pass
         except FedemuError:
             raise

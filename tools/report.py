@@ -9,7 +9,7 @@ KEYS = ("scenario", "scheduler", "policy", "seed", "jobs", "jobs_completed", "un
         "utilization_mean", "imbalance_mean", "utilization_variance_mean",
         "virtual_end_s", "wall_s", "events", "messages", "digest")
 DELAYS = ("delay_s", "delay_short_s", "delay_long_s", "jrt_s", "gang_wait_s")
-# the allocation time's parts as the 2022 Megha paper names them (file 002, III): summary key, short label
+# the allocation time's parts as the 2022 Megha paper names them (Megha 2022, III): summary key, short label
 PARTS = (("framework_queueing", "framework queueing"), ("processing", "processing"),
          ("worker_queueing", "worker queueing"), ("communication", "communication"))
 

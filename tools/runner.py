@@ -25,7 +25,7 @@ from pathlib import Path
 import attrs
 
 from fedemu.fabric import messages
-from fedemu.fabric.errors import ConfigError, FedemuError, RunViolation
+from fedemu.fabric.errors import ConfigError, FedemuError
 from fedemu.fabric.journal import Journal
 from fedemu.fabric.kernel import Fabric
 from fedemu.fabric.log import EventLog
@@ -35,6 +35,14 @@ from . import params as params_mod
 from .results import summarize_run, write_results, write_summary
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+class RunViolation(FedemuError):
+    """A run ended, but broke an invariant: the verdict names it, the job, task or worker, and the
+    virtual time. Exit status 1; the run's results and journal are still written."""
+
+    exit_status = 1
+    label = "violation"
 
 
 def scenario_ref(ref: str) -> str:

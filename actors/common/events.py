@@ -5,8 +5,9 @@ from fedemu.fabric.log import Event
 
 JOB_UNSCHEDULABLE = Event("job_unschedulable", "warning", "a front end rejected a job at submission: the listed "
                           "tasks can run on no worker of the cluster")
-FAILOVER = Event("failover", "info", "a component took over from a failed one: kind says how (a standby's "
-                 "takeover, an election), epoch the new epoch, failed the actor it replaced")
+FAILOVER = Event("failover", "info", "a component took over from a failed one: kind says how (standby: a "
+                 "standby LM; failover: a second master; election: an elected member), epoch the new epoch, "
+                 "failed the actor it replaced")
 RELAUNCH = Event("relaunch", "info", "a task is launched again: it was lost with its worker (a crash, a restart, "
                  "a worker taken for down) or on the way to it")
 

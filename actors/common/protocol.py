@@ -1,30 +1,12 @@
-"""Messages shared by the schedulers: job submission, task launch on workers, completion.
+"""Messages shared by the schedulers: task launch on workers, completion (a job is ``model.Job``).
 
-Scheduler-specific messages live beside their actors (each scheduler package's ``messages``). Every message is a frozen attrs class registered with a stable tag.
+Scheduler-specific messages live beside their actors (each scheduler package's ``messages``). Every
+message is a frozen attrs class registered with a stable tag.
 """
 
 from __future__ import annotations
 
-from fedemu.fabric.messages import lean, message, register
-from fedemu.model import Job
-
-register(Job, "job")
-_JOB_FIELDS = Job._fedemu_fields
-_TRAILING = (0.0, -1, False)  # the defaults of Job's last fields: alpha, user, gang
-
-
-def _job_fields(job: Job) -> tuple:
-    """A job's journal fields; its last three (alpha, user, gang) only up to the last that is not its
-    default, so runs without them keep their bytes (and digests), and replay rebuilds the defaults."""
-    fields = _JOB_FIELDS(job)
-    end = len(fields)
-    base = end - len(_TRAILING)
-    while end > base and fields[end - 1] == _TRAILING[end - 1 - base]:
-        end -= 1
-    return fields if end == len(fields) else fields[:end]
-
-
-Job._fedemu_fields = staticmethod(_job_fields)
+from fedemu.fabric.messages import lean, message
 
 
 @message("submit.next")

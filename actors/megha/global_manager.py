@@ -1,11 +1,11 @@
 """Megha's Global Manager: an eventually consistent view of every LM, a task queue, and matching.
 
-Choices where the papers leave room (written down here as the issue asks):
+Choices where the papers leave room (written down here):
 - The view holds one PartitionView per (LM, partition), seeded with the configured cluster; it is
   changed optimistically by our own launches, and with absolute values by completions, heartbeats
   and failure replies. A stale heartbeat can therefore undo an optimistic launch and cause an
   invalid request, as in the real system.
-- Matching (Algorithm 1 of the Megha 2023 paper, shared/papers file 000) and its search order and
+- Matching (Algorithm 1 of the Megha 2023 paper) and its search order and
   empty-search memo live in ``policies.partition_search``: internal partitions first, then external
   ones; a match in an external partition is sent as a repartition request.
 - A task that matches nowhere stays queued (a "reschedule") and is retried when the view changes,

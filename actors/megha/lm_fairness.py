@@ -1,4 +1,4 @@
-"""The LM's side of Megha's global fairness (2022 paper, shared/papers file 002, IV-C; issue 15): it checks a
+"""The LM's side of Megha's global fairness (Megha 2022, IV-C): it checks a
 GM's preemption request against its true state, stops the victims on their worker, and launches the task.
 
 A GM plans a preemption from a possibly stale view (``gm_fairness``), so the LM verifies it (our reading

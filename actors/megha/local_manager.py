@@ -4,10 +4,10 @@ The cluster's workers are split into one partition per GM (contiguous blocks). T
 worker's free capacity; a GM's launch request is valid when the worker still has the demand free.
 A request on another GM's partition is a repartition: a logical node with just the requested
 resources moves to the requester for the task's lifetime and returns to its home partition when the
-task ends (Megha 2022 paper, shared/papers file 002, IV-B4). Invalid requests are answered with every
+task ends (Megha 2022, IV-B4). Invalid requests are answered with every
 change the GM has not seen.
 
-Delta updates (Megha 2023 paper, shared/papers file 000, 4.4) are ``policies.change_log``: every
+Delta updates (Megha 2023, 4.4) are ``policies.change_log``: every
 change is logged with its cause; a heartbeat sends each GM the workers changed since its last one,
 leaving out those whose latest change the GM caused itself (its own launches, and completions of its
 own tasks, which reach it through ``TaskCompleted``). A GM that sees a heartbeat missing asks for a

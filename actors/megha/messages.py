@@ -266,7 +266,7 @@ class WorkerRegisterTimer:
     """A restarted worker's own timer: register again if the LM has not answered."""
 
 
-# ---- global fairness (issue 15; see gm_fairness and lm_fairness) --------------------------------
+# ---- global fairness (Megha 2022, IV-C; see gm_fairness and lm_fairness) --------------------------------
 @message("megha.preempt")
 class Preempt:
     """GM -> LM: stop ``victims`` ((job, index) pairs of ``victim_user``, running on ``worker``) and launch

@@ -1,4 +1,4 @@
-"""Megha's active-standby LMs (2022 paper, shared/papers file 002, IV-D), on with ``--set lm_standby=true``.
+"""Megha's active-standby LMs (Megha 2022, IV-D), on with ``--set lm_standby=true``.
 
 Each LM ``lm-<c>`` has a replica ``lm-<c>-standby``. As the paper says, both are sent every update from
 the workers (task ends, registrations) and the GMs (launch, snapshot and adoption requests), but only
@@ -29,6 +29,9 @@ from __future__ import annotations
 
 import attrs
 
+from fedemu.fabric.log import emit
+
+from ..common.events import FAILOVER
 from .messages import RETRIES, Fenced, Join, Joined, LmBeat, LmPing, LmTimer, Takeover, backoff
 
 
@@ -199,6 +202,8 @@ class Standby:
         self.expect_by = -1
         lm.epoch = self._next_epoch()
         lm.recorder.count("failovers")
+        if lm.fabric.event_log is not None:
+            emit(lm, FAILOVER, kind="standby", epoch=lm.epoch, failed=self.peer_name)
         lm.started_us = self.heard_peer_us  # detection plus takeover, from the last sign of life
         lm.forget_state()
         lm.rebuilding = set(range(len(lm.specs)))

@@ -12,7 +12,7 @@ With active-standby LMs (``lm_standby``) it follows the LM of the latest epoch i
 ``Takeover``, or the answer to its registration, which goes to both replicas) and answers a launch from
 the other replica, or a takeover of an older epoch, with ``Fenced``: the launch does not run.
 
-Preemption (issue 15, see ``lm_fairness``): ``StopTask`` stops the named tasks at once (their resources are
+Preemption (Megha 2022, IV-C; see ``lm_fairness``): ``StopTask`` stops the named tasks at once (their resources are
 free again, their work is lost: ``Recorder.task_preempted``) and is answered ``Stopped``, naming those that
 had finished already. A stopped execution's timer still fires, and is recognised by its time.
 """
