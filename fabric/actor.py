@@ -14,10 +14,12 @@ import attrs
 from .log import get_logger
 from .rand import Stream
 
-# A queue entry's rank field: faults, then messages, then timers at one time. A message's rank is
-# its tie (``ties``, 0 <= tie < 2^TIE_BITS), so the order takes one int, not another tuple field.
+# A queue entry's rank field: faults, then retransmissions, then messages, then timers at one time. A
+# message's rank is its tie (``ties``, 0 <= tie < 2^TIE_BITS), so the order takes one int, not another tuple
+# field. Faults and retransmissions (``connections``) start a window: what they change (a crash, a
+# connection that times out) then holds from the start of the window, as from their time.
 TIE_BITS = 30
-RANK_FAULT, RANK_MESSAGE, RANK_TIMER = -1, 0, 1 << TIE_BITS
+RANK_FAULT, RANK_RETRY, RANK_MESSAGE, RANK_TIMER = -2, -1, 0, 1 << TIE_BITS
 RANK_RESUME = 2 << TIE_BITS  # a server actor's backlog is due (``service``), after timers; never journaled
 LOCAL = 2  # 'copy' field of a timer merged into its owner's mailbox within a window
 
@@ -154,6 +156,10 @@ class Actor:
     def on_crash(self) -> None:
         """Called as a crash takes this incarnation down, so measurements can note what is lost (a
         worker's running tasks); it must not send or set timers: the instance is gone after it."""
+
+    def on_ConnectionBroken(self, msg, src: int) -> None:
+        """The fabric's notice that a connection of this actor broke (``connections``): ignored unless a
+        subclass acts on it."""
 
     def statistics(self):
         """A frozen snapshot of this actor's state for tools (subclasses extend)."""

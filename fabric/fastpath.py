@@ -1,6 +1,6 @@
 """What the fabric inlines for speed, in one place, each piece marked with the plain code it equals.
 
-A send on a plain network (the default link only, without loss, duplication or faults) is the
+A send on a plain network (the default link only, without loss or faults) is the
 fabric's hottest path. ``make_send`` returns it as one closure, bound once per fabric, that writes out
 four plain calls which would each cost a Python call per message:
 

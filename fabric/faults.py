@@ -2,8 +2,9 @@
 
 A plan is plain data, so hypothesis can generate and shrink it: ``(at_us, kind, target, value)``.
 Kinds: crash/restart an actor; partition two sets of actors and heal all partitions; slow a link
-(latency multiplier) and restore it; set loss or duplication on a link ("*" targets every link, for loss,
-dup and restore). Times are integer microseconds: a float is refused, not truncated (a plan file says
+(latency multiplier) and restore it; set loss on a link ("*" targets every link, for loss and restore).
+Loss and partitions delay messages on their connections (``connections``); ``dup`` is retired
+(``RETIRED``). Times are integer microseconds: a float is refused, not truncated (a plan file says
 seconds, ``scenarios.fault_plan`` converts).
 Faults name actors; the fabric resolves the names to actor indices once, when the plan is added
 (``Fault.resolve``). The kernel applies crash and restart, the network every other kind
@@ -18,10 +19,13 @@ import attrs
 
 from .errors import ConfigError
 
-FAULT_KINDS = ("crash", "restart", "partition", "heal", "slow", "restore", "loss", "dup")
-LINK_KINDS = ("slow", "restore", "loss", "dup")  # a link (a, b) or '*'
+FAULT_KINDS = ("crash", "restart", "partition", "heal", "slow", "restore", "loss")
+LINK_KINDS = ("slow", "restore", "loss")  # a link (a, b) or '*'
 MAX_SLOW_FACTOR = 1e6  # a larger one would push a message's time past what the journal's integers hold
-PROBABILITY_KINDS = ("loss", "dup")
+PROBABILITY_KINDS = ("loss",)
+# Kinds that no longer exist, with why: a plan or a key that names one is refused with this.
+RETIRED = {"dup": "dup is retired: messages travel on connections (TCP), which never deliver one twice; "
+                  "model a lossy link with loss (retransmission delay) and a peer's resend with crash or partition"}
 ACTOR_KINDS = ("crash", "restart")  # what the kernel applies; the network applies the rest
 
 
@@ -34,8 +38,7 @@ def _tupleize(target):
 @attrs.frozen
 class Fault:
     """One fault event. ``target``: (actor,) for crash/restart; (names_a, names_b) for partition;
-    () for heal; (a, b) or ("*",) for slow/restore/loss/dup. ``value``: slow factor, or loss or
-    duplication probability."""
+    () for heal; (a, b) or ("*",) for slow/restore/loss. ``value``: slow factor, or loss probability."""
 
     at_us: int
     kind: str
@@ -43,6 +46,8 @@ class Fault:
     value: float = 0.0
 
     def __attrs_post_init__(self):
+        if self.kind in RETIRED:
+            raise ConfigError(f"fault {self.kind}: {RETIRED[self.kind]}")
         if self.kind not in FAULT_KINDS:
             raise ConfigError(f"unknown fault kind {self.kind!r}; known: {', '.join(FAULT_KINDS)}")
         if isinstance(self.at_us, bool) or not isinstance(self.at_us, int):
@@ -58,7 +63,7 @@ class Fault:
         if self.kind in LINK_KINDS and self.target != ("*",) and len(self.target) != 2:
             raise ConfigError(f"fault {self.kind} needs a link (a, b) or '*', got {self.target!r}")
         if self.kind == "slow" and self.target == ("*",):
-            raise ConfigError("fault slow needs a link (a, b); '*' is only for loss, dup and restore")
+            raise ConfigError("fault slow needs a link (a, b); '*' is only for loss and restore")
         if self.kind == "slow" and self.value <= 0:
             raise ConfigError(f"fault slow needs a latency factor > 0, got {self.value}")
         if self.kind == "slow" and self.value > MAX_SLOW_FACTOR:
@@ -103,7 +108,7 @@ class Fault:
 @attrs.frozen
 class Resolved:
     """A fault as the fabric applies it: ``actor`` (crash, restart), ``sides`` (partition) and
-    ``link`` (slow, restore, loss, dup; None for every link) are actor indices. ``fault`` is the plan's
+    ``link`` (slow, restore, loss; None for every link) are actor indices. ``fault`` is the plan's
     own event, which the journal records."""
 
     fault: Fault

@@ -1,7 +1,7 @@
 """The fabric's window loop: one event queue owns virtual time and every cross-actor effect.
 
-Queue entries are ``(time_us, rank, src, seq, copy, dst, payload)``: faults first, then messages,
-then timers at one time (``actor.RANK_*``). A message's rank is its tie, a seeded order of senders
+Queue entries are ``(time_us, rank, src, seq, copy, dst, payload)``: faults first, then retransmissions,
+then messages, then timers at one time (``actor.RANK_*``). A message's rank is its tie, a seeded order of senders
 that changes with the time (``ties``), so at one time messages from different senders are ordered by
 (tie, src) and no sender wins every race by its number (``ties="sender"``: by src alone, the older
 order). ``(src, seq)`` is the sender's own counter, so the order never depends on which actor ran
@@ -21,6 +21,12 @@ entry handled later than it arrived starts at most at the window's end, and an e
 later waits in its actor's backlog until a resume entry (rank 3, never journaled) in the queue wakes
 it. Without a cost model no actor takes that path.
 
+Messages travel on connections (``connections``): while the network has a partition or loss, or a
+connection has broken, every due message passes through ``Connections.arrive``, which may hold it for
+retransmission or behind an earlier one, or lose it with its broken connection; otherwise, as in every
+fault-free run, delivery is the plain loop below. When the plan has a crash, sends take the routed path,
+which records the pairs that talk, so that a crash breaks their connections.
+
 Zero latency is allowed (then windows are one tick long): a message sent with latency 0 is delivered
 in a later window of the same tick, after the receiver's own timers due at that tick, so at equal
 times the (time, rank, tie, sender, seq) order holds only among entries already queued.
@@ -37,7 +43,8 @@ import outcome
 import trio
 
 from . import parking, rand, service, ties
-from .actor import LOCAL, RANK_FAULT, RANK_RESUME, RANK_TIMER, Actor, ActorCrashed
+from .actor import LOCAL, RANK_FAULT, RANK_MESSAGE, RANK_RESUME, RANK_TIMER, Actor, ActorCrashed
+from .connections import Connections
 from .errors import ConfigError
 from .faults import Resolved, plan as make_plan
 from .journal import DELIVER, FAULT, TIMER_FIRE, Journal
@@ -69,6 +76,7 @@ class FabricStatistics:
     alive: int
     crashes: int = 0  # crash faults that took a live actor down
     restarts: int = 0  # restart faults that brought one back
+    breaks: int = 0  # connections that broke (``connections``)
 
 
 @contextlib.contextmanager
@@ -131,6 +139,7 @@ class Fabric(Routing):
         self.on_served = None  # optional callable(actor, arrived, start, end): before (end -1) and after each served entry
         self._roles: dict[type, object] = {}  # actor class -> its RoleCost (None: takes no time)
         self._resumes: dict[int, int] = {}  # actor index -> resume entries queued for it so far
+        self.connections = Connections(self)
 
     # ---- building a run -----------------------------------------------------------------
     def add(self, name: str, factory) -> int:
@@ -200,7 +209,7 @@ class Fabric(Routing):
         alive = sum(1 for a in self._actors if a is not None)
         return FabricStatistics(self.now, self.events, self.windows, self.sent, self.delivered, self.timers,
                                 dict(sorted(self.sent_by_kind.items())), dict(sorted(self.drops_by_cause.items())),
-                                len(self._actors), alive, self.crashes, self.restarts)
+                                len(self._actors), alive, self.crashes, self.restarts, self.connections.breaks)
 
     # ---- running ------------------------------------------------------------------------
     def run_blocking(self, until_us: int | None = None) -> None:
@@ -219,6 +228,12 @@ class Fabric(Routing):
             self._queue.rebucket(self._bucket_width())
         self._until = until_us
         self._closing = False
+        conns = self.connections
+        if conns.out is None and any(f.kind == "crash" for f in self._faults):
+            conns.track()  # a crash breaks the connections of its actor: record who talks
+            self._opened = conns.opened
+            self._send = self._send_routed
+        conns.refresh()
         with gc_paused():
             try:
                 async with trio.open_nursery() as nursery:
@@ -441,7 +456,8 @@ class Fabric(Routing):
         actors = self._actors
         append = self.journal.pack
         net = self.network
-        partitions = net.partitions  # Network.apply changes this list in place
+        conns = self.connections
+        watch = conns.watch  # non-empty while a message may be delayed or lost (changed in place)
         epoch = self._epoch
         woken = []
         n = delivered = 0
@@ -455,8 +471,8 @@ class Fabric(Routing):
                 cur, pos = queue.current, 0
             entry = cur[pos]
             at, rank = entry[0], entry[1]
-            if at >= end or (n >= cap and at > last) or (rank == RANK_FAULT and at > t):
-                if at < end:  # a full batch ends at a time boundary; a later fault starts the next window
+            if at >= end or (n >= cap and at > last) or (rank < RANK_MESSAGE and at > t):
+                if at < end:  # a full batch ends at a time boundary; a later fault or retry starts the next window
                     self._window_end = at
                 break
             pos += 1
@@ -479,8 +495,17 @@ class Fabric(Routing):
                     continue
                 else:
                     append((TIMER_FIRE, at, dst, entry[3]))
-            elif actor is None or (partitions and net.blocked(entry[2], dst)):
-                self._dropped(at, entry[2], entry[3], dst, "dead" if actor is None else "partition")
+            elif actor is None or watch:
+                got = conns.arrive(entry, actor)
+                if got is None:
+                    continue
+                mb = actor._mailbox
+                if not mb:
+                    woken.append(actor)
+                for entry, tries in got:  # a retransmitted message, and those that waited behind it
+                    append((DELIVER, at, entry[2], entry[3], dst, tries))
+                    mb.append(entry)
+                delivered += len(got)
                 continue
             else:
                 append((DELIVER, at, entry[2], entry[3], dst, entry[4]))
@@ -515,6 +540,7 @@ class Fabric(Routing):
             self._restart(resolved.actor, woken)
         else:
             self.network.apply(resolved)
+            self.connections.refresh()
 
     def _crash(self, idx: int, at_us: int) -> None:
         """Take actor ``idx`` down: its instance and mailbox go; a parked task is ended by
@@ -530,6 +556,7 @@ class Fabric(Routing):
         actor.on_crash()  # observers only (the recorder): what the instance held is lost
         self._actors[idx] = None
         self._seq[idx] = actor._seq  # its next incarnation continues the sequence
+        self.connections.crashed(idx, at_us)  # its open connections break; their live ends are told
         actor._mailbox.clear()
         actor._pos = 0
         if actor._parked:

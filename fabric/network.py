@@ -1,8 +1,10 @@
-"""The network model: per-link latency, loss, duplication and ordering, plus live fault state.
+"""The network model: per-link latency, loss and ordering, the connections' RTO and timeout, plus live
+fault state.
 
 Each directed link uses the default ``Link`` unless overridden. Network faults change the live state,
 through ``Network.apply`` only: partitions between sets of actors, latency multipliers (slow) and
-loss and duplication overrides on links.
+loss overrides on links. Loss is not decided here: it delays a message on its connection
+(``connections``), as partitions do.
 Draws come from counter-based streams keyed by (seed, "net", sender) and the send's sequence number,
 so a message's fate does not depend on what any other actor did first.
 """
@@ -70,22 +72,27 @@ class Latency:
 
 @attrs.frozen
 class Link:
-    """How one directed link behaves: latency, loss and duplication probabilities, FIFO or not."""
+    """How one directed link behaves: latency, the probability that a transmission is lost (then
+    retransmitted: ``connections``), FIFO or not (``fifo=False`` lets jittered sends overtake: tests only)."""
 
     latency: Latency = Latency()
     loss: float = 0.0
-    dup: float = 0.0
     fifo: bool = True
 
     def __attrs_post_init__(self):
-        for name in ("loss", "dup"):
-            p = getattr(self, name)
-            if not 0.0 <= p <= 1.0:
-                raise ConfigError(f"link {name} probability {p} is not in [0, 1]")
+        if not 0.0 <= self.loss <= 1.0:
+            raise ConfigError(f"link loss probability {self.loss} is not in [0, 1]")
 
 
-# Per send, draws are taken at counters 4*seq + k: k = 0,1 latency, 2 loss, 3 duplication.
+# Per send, draws are taken at counters 4*seq + k: k = 0,1 latency, 2 loss (its first transmission; see
+# ``connections`` for the retransmissions'), 3 unused (it was duplication's).
 DRAWS_PER_SEND = 4
+
+# A connection's first retransmission timeout: Linux's minimum RTO (TCP_RTO_MIN, 200 ms), which is what a
+# data-centre RTT of well under a millisecond gets. A connection breaks when a message has waited this
+# long: RabbitMQ's default heartbeat timeout (Megha's prototype ran over RabbitMQ and HTTP).
+RTO_US = 200_000
+CONNECTION_TIMEOUT_US = 60_000_000
 
 
 class SenderFifo:
@@ -123,14 +130,18 @@ class SenderFifo:
 class Network:
     """Default link, per-link overrides, and the live fault state the fabric consults per message."""
 
-    def __init__(self, default: Link | None = None) -> None:
+    def __init__(self, default: Link | None = None, *, rto_us: int = RTO_US,
+                 timeout_us: int = CONNECTION_TIMEOUT_US) -> None:
+        if rto_us < 1 or timeout_us < 1:
+            raise ConfigError(f"connection rto {rto_us} us and timeout {timeout_us} us must be at least 1 us")
         self._default = default or Link()
+        self.rto_us = int(rto_us)  # a connection's first retransmission timeout (``connections``)
+        self.timeout_us = int(timeout_us)  # a message undelivered this long breaks its connection
         self.links: dict[tuple[int, int], Link] = {}
         self.slow: dict[tuple[int, int], float] = {}
         self.loss: dict[tuple[int, int], float] = {}
         self.default_loss: float | None = None
-        self.dup: dict[tuple[int, int], float] = {}
-        self.default_dup: float | None = None
+        self.lossy = False  # any loss in force now (cached by ``changed``)
         self.partitions: list[tuple[frozenset, frozenset]] = []
         self.ever_slowed = False
         self.fifo: dict[int, SenderFifo] = {}  # per sender, its links' FIFO clamps
@@ -163,10 +174,9 @@ class Network:
         return low
 
     def apply(self, fault: Resolved) -> None:
-        """Apply a network fault (partition, heal, slow, restore, loss, dup; names already resolved to
-        indices) and refresh what is cached from the live state. Slow, restore, loss and dup act on both
-        directions of a link; on every link ('*'), loss (dup) replaces every earlier loss (dup) fault and
-        restore ends every slow link."""
+        """Apply a network fault (partition, heal, slow, restore, loss; names already resolved to indices)
+        and refresh what is cached from the live state. Slow, restore and loss act on both directions of a
+        link; on every link ('*'), loss replaces every earlier loss fault and restore ends every slow link."""
         kind = fault.kind
         if kind in ACTOR_KINDS:
             raise ValueError(f"fault {kind} is the fabric's to apply, not the network's")
@@ -178,9 +188,6 @@ class Network:
             if kind == "loss":
                 self.default_loss = fault.value
                 self.loss.clear()
-            elif kind == "dup":
-                self.default_dup = fault.value
-                self.dup.clear()
             else:  # restore; slow on every link is refused when the plan is made
                 self.slow.clear()
         else:
@@ -191,24 +198,23 @@ class Network:
                     self.ever_slowed = True
                 elif kind == "restore":
                     self.slow.pop(pair, None)
-                elif kind == "dup":
-                    self.dup[pair] = fault.value
                 else:
                     self.loss[pair] = fault.value
         self.changed()
 
     def changed(self) -> None:
         """Recompute the cached ``window`` (lookahead, at least one tick), ``fixed`` latency and
-        ``jitter``; call after changing links in place (``apply`` calls it for faults)."""
+        ``jitter`` and ``lossy``; call after changing links in place (``apply`` calls it for faults)."""
         self.window = max(self._lookahead(), 1)
+        own = self.default.loss or any(link.loss for link in self.links.values())  # unless a '*' fault overrides
+        self.lossy = bool(any(self.loss.values()) or self.default_loss or (self.default_loss is None and own))
         self.fixed = self.fixed_latency()
         self.jitter = self.plain_jitter()
 
     def _plain(self) -> bool:
-        """Only the default link applies, without loss, duplication or faults."""
-        d = self.default
+        """Only the default link applies, without loss or faults."""
         return not (self.links or self.slow or self.loss or self.default_loss is not None or self.ever_slowed
-                    or self.dup or self.default_dup is not None or d.loss or d.dup)
+                    or self.default.loss)
 
     def fixed_latency(self) -> int | None:
         """The latency of every send when the network is plain with a constant latency, so the
@@ -241,26 +247,23 @@ class Network:
                 return True
         return False
 
-    def route(self, src: int, dst: int, seq: int, now: int, key: int) -> tuple[int, int]:
-        """(deliver time, copies) for send ``seq`` of ``src``; copies 0 = lost, 2 = duplicated."""
+    def loss_of(self, src: int, dst: int) -> float:
+        """The probability that a transmission from src to dst is lost now: a loss fault on the link, else
+        one on every link, else the link's own."""
+        loss = self.link(src, dst).loss
+        if self.loss or self.default_loss is not None:
+            loss = self.loss.get((src, dst), self.default_loss if self.default_loss is not None else loss)
+        return loss
+
+    def route(self, src: int, dst: int, seq: int, now: int, key: int) -> int:
+        """The time send ``seq`` of ``src`` comes due at ``dst`` (its first transmission's arrival)."""
         link = self.link(src, dst)
-        counter = seq * DRAWS_PER_SEND
-        delay = link.latency.sample(key, counter)
+        delay = link.latency.sample(key, seq * DRAWS_PER_SEND)
         if self.slow:
             factor = self.slow.get((src, dst))
             if factor is not None:
                 delay = int(delay * factor)
-        loss = link.loss
-        if self.loss or self.default_loss is not None:
-            loss = self.loss.get((src, dst), self.default_loss if self.default_loss is not None else loss)
-        if loss > 0.0 and rand.unit(key, counter + 2) < loss:
-            return now + delay, 0
         at = now + delay
         if link.fifo and (self.ever_slowed or not link.latency.constant):
             at = self.sender_fifo(src).clamp(now, dst, at)
-        dup = link.dup
-        if self.dup or self.default_dup is not None:
-            dup = self.dup.get((src, dst), self.default_dup if self.default_dup is not None else dup)
-        if dup > 0.0 and rand.unit(key, counter + 3) < dup:
-            return at, 2
-        return at, 1
+        return at

@@ -8,6 +8,7 @@ import re
 import attrs
 
 from . import messages
+from .connections import ConnectionBroken
 from .errors import ConfigError
 from .journal import CODE_NAMES, DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, JournalReader
 
@@ -23,6 +24,7 @@ class Divergence:
     reason: str = ""
 
 
+BROKEN = ConnectionBroken._fedemu_tag
 STOPPED_EARLY = "stopped early"  # how a journal's footer begins when the live view's q ended the run
 
 
@@ -180,11 +182,15 @@ class Formatter:
         head = f"[{index:>8}] {_t(rec[1]):>16} {CODE_NAMES[code]:<7}"
         kind = self.kind_of(rec)
         if code == SEND:
+            if kind == BROKEN and len(rec[7]) == 4:  # the fabric's notice: name the connection's actors
+                src, dst, at_us, cause = rec[7]
+                return (f"{head} fabric -> {self.name(rec[4])} #{rec[3]} {kind}: connection {self.name(src)} -> "
+                        f"{self.name(dst)} broke at {_t(at_us)} ({cause}) due {_t(rec[5])}")
             return (f"{head} {self.name(rec[2])} -> {self.name(rec[4])} #{rec[3]} {kind}{self.fields(kind, rec[7])} "
                     f"due {_t(rec[5])}")
         if code == DELIVER:
-            dup = " (duplicate)" if rec[5] else ""
-            return f"{head} {self.name(rec[2])} -> {self.name(rec[4])} #{rec[3]} {kind}{dup}"
+            tries = f" (after {rec[5]} retransmission{'s' if rec[5] > 1 else ''})" if rec[5] else ""
+            return f"{head} {self.name(rec[2])} -> {self.name(rec[4])} #{rec[3]} {kind}{tries}"
         if code == DROP:
             return f"{head} {self.name(rec[2])} -> {self.name(rec[4])} #{rec[3]} {kind} cause={rec[5]}"
         if code == TIMER_SET:

@@ -1,8 +1,8 @@
 """The fabric's send side: sends and timers are routed and queued as they are made, and their
 journal records wait in their actor's outbox until every actor of the window is idle again.
 
-A send's queue key ``(time, rank + tie, sender, sender's seq, copy)`` (``ties``), its latency and loss
-draws (counter-based) and its link's FIFO state (owned by its one sender) do not depend on which actor ran
+A send's queue key ``(time, rank + tie, sender, sender's seq, copy)`` (``ties``), its latency draw
+(counter-based) and its link's FIFO state (owned by its one sender) do not depend on which actor ran
 first. Only the journal order would, so ``_flush`` writes the outboxes actor by actor in wake order.
 A send on a plain network takes the fast path (``fastpath.make_send``); every other send takes
 ``_send_routed``, which is also the fast path's plain twin in the tests.
@@ -42,7 +42,9 @@ class Routing:
         self.timers = 0
         self.sent_by_kind: dict[str, int] = {}
         self.drops_by_cause: dict[str, int] = {}
-        self._send = fastpath.make_send(self)  # Actor.send calls it: (actor, dst, msg)
+        self._fast_send = fastpath.make_send(self)
+        self._send = self._fast_send  # Actor.send calls it: (actor, dst, msg); the routed path when tracking
+        self._opened = None  # when pairs are tracked (``connections``): called with each send's (src, dst)
 
     def _bucket_width(self) -> int:
         """Event-queue buckets one window wide. Measured against a sixteenth of a window: fewer cache
@@ -56,9 +58,13 @@ class Routing:
 
     def inject(self, dst: int, msg, at_us: int = 0) -> None:
         """Schedule a message from outside the system (no network) for delivery at ``at_us``."""
+        self._notify(self.now, dst, msg, at_us)
+
+    def _notify(self, now: int, dst: int, msg, at_us: int) -> None:
+        """A message from outside made at ``now`` (an injected one, or the fabric's own notice), due at ``at_us``."""
         self._outside_seq += 1
         seq = self._outside_seq
-        self.journal.append((SEND, self.now, OUTSIDE, seq, dst, at_us, msg._fedemu_tag, msg._fedemu_fields(msg)))
+        self.journal.append((SEND, now, OUTSIDE, seq, dst, at_us, msg._fedemu_tag, msg._fedemu_fields(msg)))
         self._push((at_us, RANK_MESSAGE + ties.tie(self._outside_tie, at_us), OUTSIDE, seq, 0, dst, msg))
 
     def _bad_dst(self, actor: Actor, dst: int, msg) -> None:
@@ -66,22 +72,18 @@ class Routing:
                          f"valid: 0..{len(self._actors) - 1}")
 
     def _send_routed(self, actor: Actor, dst: int, msg) -> None:
-        """Route ``actor``'s send number ``actor._seq`` with ``Network.route`` (any network: loss,
-        duplication, faults, per-link overrides) and queue it; its records go to the actor's outbox."""
+        """Route ``actor``'s send number ``actor._seq`` with ``Network.route`` (any network: faults,
+        per-link overrides) and queue it; its record goes to the actor's outbox."""
         idx, seq, now = actor.id, actor._seq, actor._now
-        at, copies = self.network.route(idx, dst, seq, now, self._keys[idx])
+        if not 0 <= dst < len(self._actors):
+            self._bad_dst(actor, dst, msg)
+        at = self.network.route(idx, dst, seq, now, self._keys[idx])
         tag = msg._fedemu_tag
-        out = actor._outbox
-        out.append((SEND, now, idx, seq, dst, at, tag, msg._fedemu_fields(msg)))
+        actor._outbox.append((SEND, now, idx, seq, dst, at, tag, msg._fedemu_fields(msg)))
         self.sent_by_kind[tag] = self.sent_by_kind.get(tag, 0) + 1
-        if copies == 0:
-            out.append((DROP, now, idx, seq, dst, "loss"))
-            self._drop("loss")
-            return
-        rank = RANK_MESSAGE + ties.tie(actor._tie, at)
-        self._push((at, rank, idx, seq, 0, dst, msg))
-        if copies == 2:
-            self._push((at, rank, idx, seq, 1, dst, msg))
+        if self._opened is not None:
+            self._opened(idx, dst)
+        self._push((at, RANK_MESSAGE + ties.tie(actor._tie, at), idx, seq, 0, dst, msg))
 
     def _set_timer(self, actor: Actor, at: int, msg) -> None:
         """Set ``actor``'s timer number ``actor._seq``: into its own sorted mailbox when it falls in
@@ -114,6 +116,6 @@ class Routing:
         self.drops_by_cause[cause] = self.drops_by_cause.get(cause, 0) + 1
 
     def _dropped(self, at: int, src: int, seq: int, dst: int, cause: str) -> None:
-        """An entry due now is not delivered (its receiver is down, or a partition is between them)."""
+        """An entry due now is not delivered (its receiver is down, or its connection broke)."""
         self.journal.pack((DROP, at, src, seq, dst, cause))
         self._drop(cause)

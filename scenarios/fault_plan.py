@@ -25,7 +25,7 @@ import attrs
 
 from fedemu.actors import registry
 from fedemu.fabric.errors import ConfigError
-from fedemu.fabric.faults import FAULT_KINDS, LINK_KINDS, PROBABILITY_KINDS, Fault
+from fedemu.fabric.faults import FAULT_KINDS, LINK_KINDS, PROBABILITY_KINDS, RETIRED, Fault
 from fedemu.fabric.rand import Stream
 from fedemu.model import seconds_to_us
 from fedemu.fabric.inputs import read_text
@@ -273,6 +273,8 @@ def _group(where: str, value) -> tuple:
 
 def _entry(where: str, ev: dict) -> Entry:
     kind = ev.get("kind")
+    if isinstance(kind, str) and kind in RETIRED:
+        raise ConfigError(f"{where}: kind {kind!r}: {RETIRED[kind]}")
     if kind not in FAULT_KINDS:
         raise ConfigError(f"{where}: unknown kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
     at = ev.get("at_s")

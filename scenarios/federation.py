@@ -18,7 +18,7 @@ from fedemu.actors.common.submitter import Submitter
 from fedemu.actors.plugin import COST_MODELS, Context
 from fedemu.fabric import costs
 from fedemu.fabric.errors import ConfigError, unknown_name
-from fedemu.fabric.network import Latency, Link
+from fedemu.fabric.network import Latency, Link, Network
 from fedemu.fabric.rand import Stream
 from fedemu.model import ClusterSpec, Param, Recorder, declared, seconds_to_us, typed
 from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES, get_worker_choice
@@ -259,7 +259,15 @@ def network(params: dict) -> Link:
     base = seconds_to_us(n.latency_ms / 1000)
     jitter = seconds_to_us(n.jitter_ms / 1000)
     latency = Latency.const(base) if jitter == 0 else Latency.uniform(max(0, base - jitter), base + jitter)
-    return Link(latency, loss=n.loss, dup=n.dup)
+    return Link(latency, loss=n.loss)
+
+
+def connect(net: Network, params: dict) -> None:
+    """Give ``net`` the run's default link and its connections' RTO and timeout (docs/connections.md)."""
+    n = typed(NetworkParams, params)
+    net.default = network(params)
+    net.rto_us = max(1, seconds_to_us(n.rto_ms / 1000))
+    net.timeout_us = max(1, seconds_to_us(n.conn_timeout_s))
 
 
 def build(fabric, params: dict):
@@ -273,7 +281,7 @@ def build(fabric, params: dict):
     cluster, table = build_cluster(params, fabric.seed)
     total_units = sum(w.capacity[0] for w in cluster.workers())
     recorder = Recorder(total_units=total_units, machines={w.worker_id: w.capacity for w in cluster.workers()})
-    fabric.network.default = network(params)
+    connect(fabric.network, params)
     fabric.ties = typed(NetworkParams, params).ties
     fabric.cost_model = costs.load(run.cost_model, COST_MODELS)
     if fabric.cost_model is not None:  # components take time: the recorder measures processing

@@ -99,13 +99,18 @@ class TraceParams:
 
 @attrs.frozen
 class NetworkParams:
-    """The network between every two actors: latency, jitter, loss, duplication, and the order of
-    messages due at one time."""
+    """The network between every two actors: latency, jitter, loss, the connections' RTO and timeout
+    (docs/connections.md), and the order of messages due at one time."""
 
     latency_ms: float = param(0.5, "one-way message latency in milliseconds", finite_at_least(0))
     jitter_ms: float = param(0.0, "latency spread: uniform in latency +- jitter", finite_at_least(0))
-    loss: float = param(0.0, "probability that a message is lost", probability())
-    dup: float = param(0.0, "probability that a message is delivered twice", probability())
+    loss: float = param(0.0, "probability that a transmission is lost; a connection retransmits it after the RTO, "
+                        "so loss delays messages (docs/connections.md)", probability())
+    rto_ms: float = param(200.0, "a connection's first retransmission timeout, doubling at each try (Linux's "
+                          "minimum RTO, 200 ms)", finite_at_least(0, strict=True))
+    conn_timeout_s: float = param(60.0, "a message undelivered this long (a partition or total loss) breaks its "
+                                  "connection; both ends are told (RabbitMQ's default heartbeat timeout, 60 s)",
+                                  finite_at_least(0, strict=True))
     ties: str = param(TIE_ORDERS[0], "order of messages due at one time: seeded (a seeded order of the senders that "
                       "changes with the time) or sender (lowest sender id first, the older order)", one_of(TIE_ORDERS))
 

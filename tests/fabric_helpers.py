@@ -14,7 +14,8 @@ from collections import Counter, defaultdict
 from heapq import heappop, heappush
 
 from fedemu.fabric import messages, rand, ties
-from fedemu.fabric.actor import RANK_FAULT, RANK_MESSAGE, RANK_TIMER, Actor
+from fedemu.fabric.actor import RANK_FAULT, RANK_MESSAGE, RANK_RETRY, RANK_TIMER, Actor
+from fedemu.fabric.connections import ConnectionBroken
 from fedemu.fabric.faults import plan as make_plan
 from fedemu.fabric.journal import DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, Journal, JournalReader
 from fedemu.fabric.kernel import OUTSIDE, Fabric
@@ -72,6 +73,9 @@ class Logger(Actor):
 
     def log_call(self, kind: str, src: int, payload) -> None:
         self.trace.append((self.name, self.incarnation, self.now, kind, src, payload))
+
+    def on_ConnectionBroken(self, msg, src) -> None:
+        self.log_call("broken", src, (msg.src, msg.dst, msg.at_us, msg.cause))
 
 
 class Scripted(Logger):
@@ -280,8 +284,10 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
     """Run the same actors tick by tick, one heap event at a time, without trio or windows.
 
     Event keys are the fabric's documented ``(time, rank + tie, src, seq, copy)`` (``tie_order`` as the
-    fabric's ``ties``); handlers are called directly. The network's ``route`` and ``apply`` are reused (the thing under test here is the kernel). Returns the
-    records it would journal (in its own order; compare as multisets)."""
+    fabric's ``ties``); handlers are called directly. The network's ``route``, ``loss_of`` and ``apply``
+    are reused (the thing under test here is the kernel); the connections (``fabric.connections``) are
+    written again here, plainly, tracking every pair that talks. Returns the records it would journal
+    (in its own order; compare as multisets)."""
     n = len(names)
     index = {name: i for i, name in enumerate(names)}
     heap: list = []
@@ -295,12 +301,11 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
     outside_tie = ties.sender_key(seed, "outside", tie_order)
     def send(actor, dst, msg) -> None:
         seq, now = actor._seq, actor._now
-        at, copies = network.route(actor.id, dst, seq, now, keys[actor.id])
+        at = network.route(actor.id, dst, seq, now, keys[actor.id])
         records.append((SEND, now, actor.id, seq, dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
-        if copies == 0:
-            records.append((DROP, now, actor.id, seq, dst, "loss"))
-        for copy in range(copies):
-            heappush(heap, (at, RANK_MESSAGE + ties.tie(tie_keys[actor.id], at), actor.id, seq, copy, dst, msg))
+        talked.add((actor.id, dst))
+        sent_at[actor.id].append((now, seq))
+        heappush(heap, (at, RANK_MESSAGE + ties.tie(tie_keys[actor.id], at), actor.id, seq, 0, dst, msg))
 
     def set_timer(actor, at, msg) -> None:  # never merged into a mailbox: no windows here
         seq = actor._seq
@@ -309,9 +314,80 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
 
     fake_fabric = types.SimpleNamespace(stop=lambda: None, _send=send, _set_timer=set_timer)
 
+    # connections, written plainly: a stalled pair's waiting message (seq, first due, retransmissions so
+    # far) and what waits behind it; each broken pair's cut (its sender's last seq); the pairs that talked
+    stalls: dict = {}
+    cut: dict = {}
+    talked: set = set()
+    outside = [0]
+
+    def outside_send(now: int, dst: int, msg, at: int) -> None:
+        outside[0] += 1
+        records.append((SEND, now, OUTSIDE, outside[0], dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
+        heappush(heap, (at, RANK_MESSAGE + ties.tie(outside_tie, at), OUTSIDE, outside[0], 0, dst, msg))
+
+    sent_at: list = [[] for _ in range(n)]  # per actor, (time, seq) of its sends
+
+    def broke(pair, at: int, cause: str) -> None:
+        src, dst = pair
+        cut[pair] = max([seq for t, seq in sent_at[src] if t < at], default=0)  # what it sent before the break
+        stall = stalls.pop(pair, None)
+        for held_seq, _ in sorted(stall["held"] if stall else []):
+            records.append((DROP, at, src, held_seq, dst, "broken"))
+        talked.discard(pair)
+        for end in pair:
+            if actors[end] is not None:
+                outside_send(at, end, ConnectionBroken(src, dst, at, cause), at + network.window)
+
+    def arrive(at: int, rank: int, src: int, seq: int, dst: int, msg) -> None:
+        actor = actors[dst]
+        if src == OUTSIDE:
+            if actor is None:
+                records.append((DROP, at, src, seq, dst, "dead"))
+            else:
+                records.append((DELIVER, at, src, seq, dst, 0))
+                handle(actor, at, src, msg)
+            return
+        pair = (src, dst)
+        if seq <= cut.get(pair, 0):
+            records.append((DROP, at, src, seq, dst, "broken"))
+            return
+        if actor is None:  # refused: this message only; its sender is told
+            records.append((DROP, at, src, seq, dst, "refused"))
+            talked.discard(pair)
+            if actors[src] is not None:
+                outside_send(at, src, ConnectionBroken(src, dst, at, "refused"), at + network.window)
+            return
+        stall = stalls.get(pair)
+        if stall is not None and stall["seq"] != seq:
+            stall["held"].append((seq, msg))
+            return
+        tries = stall["tries"] if stall else 0
+        loss = network.loss_of(src, dst)
+        lost = loss > 0 and rand.unit(keys[src], 4 * seq + 2 + (tries << 40)) < loss
+        if not network.blocked(src, dst) and not lost:
+            records.append((DELIVER, at, src, seq, dst, tries))
+            handle(actor, at, src, msg)
+            if stall is not None:
+                del stalls[pair]
+                for held_seq, held_msg in sorted(stall["held"], key=lambda h: h[0]):
+                    records.append((DELIVER, at, src, held_seq, dst, 0))
+                    if actors[dst] is not None:
+                        handle(actors[dst], at, src, held_msg)
+            return
+        if stall is None:
+            stall = stalls[pair] = {"seq": seq, "first": at, "tries": 0, "held": []}
+        deadline = stall["first"] + network.timeout_us
+        if at >= deadline:
+            records.append((DROP, at, src, seq, dst, "broken"))
+            broke(pair, at, "timeout")
+            return
+        nxt = max(min(at + min(network.rto_us * 2 ** tries, 120_000_000), deadline), at + network.window)
+        stall["tries"] = tries + 1
+        heappush(heap, (nxt, RANK_RETRY, src, seq, 0, dst, msg))
+
     for k, (dst, msg, at) in enumerate(injects, start=1):
-        records.append((SEND, 0, OUTSIDE, k, dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
-        heappush(heap, (at, RANK_MESSAGE + ties.tie(outside_tie, at), OUTSIDE, k, 0, dst, msg))
+        outside_send(0, dst, msg, at)
     for k, fault in enumerate(make_plan(faults)):
         heappush(heap, (fault.at_us, RANK_FAULT, OUTSIDE, k, 0, OUTSIDE, fault))
 
@@ -343,6 +419,10 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
             if f.kind == "crash":
                 if starting:
                     dead_at_start.add(i)
+                if actors[i] is not None:
+                    actors[i] = None
+                    for pair in sorted(p for p in talked if i in p):
+                        broke(pair, at, "crash")
                 actors[i] = None
             elif starting and i in dead_at_start:  # restarted before it ever started
                 dead_at_start.discard(i)
@@ -383,30 +463,27 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
             records.append((TIMER_FIRE, at, dst, seq))
             handle(actor, at, src, payload)
         else:
-            actor = actors[dst]
-            if actor is None:
-                records.append((DROP, at, src, seq, dst, "dead"))
-                continue
-            if network.blocked(src, dst):
-                records.append((DROP, at, src, seq, dst, "partition"))
-                continue
-            records.append((DELIVER, at, src, seq, dst, copy))
-            handle(actor, at, src, payload)
+            arrive(at, rank, src, seq, dst, payload)
     return records
 
 
 # ---- invariants read from a journal --------------------------------------------------------
-def check_invariants(names: list[str], records: list[tuple], link_of, *, dup_allowed: bool = False) -> dict:
+def check_invariants(names: list[str], records: list[tuple], link_of) -> dict:
     """Check the fabric's invariants on a journal's records (in journal order).
 
-    ``link_of(src, dst)`` gives the configured Link of a directed link (before faults). Checks:
-    deliveries happen at their SEND's ``deliver_at`` and never before send time + minimum latency
-    (times the slow factor in force at the send), never after the maximum unless FIFO held them back;
-    nothing is delivered to (and no timer fires at) a dead actor; partition drops only across an
-    active partition, and nothing crosses one; per-link FIFO where configured; every send ends in
-    exactly one delivery or one drop, every timer in one fire or one stale-timer drop.
+    ``link_of(src, dst)`` gives the configured Link of a directed link (before faults). Checks: sends come
+    due no earlier than send time + minimum latency (times the slow factor in force at the send), never
+    later than the maximum unless FIFO held them back; a delivery happens at or after its due time (later
+    only when its connection retransmitted it, or it waited behind one that was); nothing is delivered
+    to (and no timer fires at) a dead actor, nor across an active partition; per-link FIFO where
+    configured; connections are reliable while up: a message is lost only with its connection, and then
+    exactly the messages sent on it and not delivered when it broke (a crash of an end, or the fabric's
+    notice of a timeout or a refusal) are dropped as 'broken', each no earlier than its due time; a
+    'refused' drop is a message due at a dead actor; every send ends in exactly one delivery or one
+    drop, every timer in one fire or one stale-timer drop; each notice is sent at the time it names.
     Returns counts by outcome for the caller's own assertions (``fifo_ordered``: deliveries on a FIFO
-    link checked against an earlier one; ``fifo_held``: sends FIFO held past the link's maximum)."""
+    link checked against an earlier one; ``fifo_held``: sends FIFO held past the link's maximum;
+    ``delayed``: deliveries after their due time; ``notices``; ``broken``)."""
     index = {name: i for i, name in enumerate(names)}
     alive = [True] * len(names)
     max_seq = [0] * len(names)
@@ -417,25 +494,40 @@ def check_invariants(names: list[str], records: list[tuple], link_of, *, dup_all
     timers: dict = {}
     outcomes: Counter = Counter()
     timer_outcomes: Counter = Counter()
-    last_deliver_at: dict = {}  # (src, dst) -> latest deliver_at of the sends not lost (FIFO bound)
+    last_deliver_at: dict = {}  # (src, dst) -> latest deliver_at of the sends (FIFO bound)
     delivered_seq: dict = {}  # (src, dst) -> seq of the previous delivery (FIFO order)
+    pending: dict = defaultdict(set)  # (src, dst) -> seqs sent on it, not yet delivered or dropped
+    doomed: set = set()  # (src, seq) of the messages a break lost
+    unexplained: dict = defaultdict(set)  # (src, dst) -> seqs dropped as 'broken' before their break's notice
     counts: Counter = Counter()
-    lost = {(r[2], r[3]) for r in records if r[0] == DROP and r[5] == "loss"}
+    notice_tag = ConnectionBroken._fedemu_tag
 
     def blocked(s, d):
         return any((s in a and d in b) or (s in b and d in a) for a, b in partitions)
+
+    def broke(pair):
+        doomed.update((pair[0], seq) for seq in pending.pop(pair, ()))
 
     for i, rec in enumerate(records):
         code, t = rec[0], rec[1]
         where = f"record {i} {rec}"
         if code == SEND:
-            _, _, src, seq, dst, at, _tag, _fields = rec
+            _, _, src, seq, dst, at, tag, fields = rec
             assert (src, seq) not in sends, f"{where}: (src, seq) sent twice"
             sends[(src, seq)] = rec
             if src == OUTSIDE:
+                if tag == notice_tag:
+                    b_src, b_dst, b_at, _cause = fields
+                    assert b_at == t and at > t, f"{where}: a notice is sent when its connection breaks, due later"
+                    assert dst in (b_src, b_dst) and alive[dst], f"{where}: a notice to {names[dst]}, not a live end"
+                    if _cause != "refused":  # a refusal loses the one message, dropped as 'refused'
+                        broke((b_src, b_dst))
+                        unexplained.pop((b_src, b_dst), None)
+                    counts["notices"] += 1
                 continue
             assert seq > max_seq[src], f"{where}: sender seq not increasing"
             max_seq[src] = seq
+            pending[(src, dst)].add(seq)
             link = link_of(src, dst)
             factor = slow.get((src, dst), 1.0)
             lo, hi = int(link.latency.lo * factor), int(link.latency.hi * factor)
@@ -447,6 +539,8 @@ def check_invariants(names: list[str], records: list[tuple], link_of, *, dup_all
                     counts["fifo_held"] += 1
             else:
                 assert at - t <= hi, f"{where}: latency {at - t} above the maximum {hi}"
+            pair = (src, dst)
+            last_deliver_at[pair] = max(at, last_deliver_at.get(pair, 0)) if link.fifo else at
         elif code == TIMER_SET:
             _, _, owner, seq, at, _tag, _fields = rec
             assert seq > max_seq[owner], f"{where}: timer seq not increasing"
@@ -454,21 +548,24 @@ def check_invariants(names: list[str], records: list[tuple], link_of, *, dup_all
             assert at >= t, f"{where}: timer fires before it was set"
             timers[(owner, seq)] = rec
         elif code == DELIVER:
-            _, _, src, seq, dst, copy = rec
+            _, _, src, seq, dst, tries = rec
             send = sends.get((src, seq))
             assert send is not None, f"{where}: delivery of a message never sent"
             assert send[4] == dst, f"{where}: delivered to {dst}, sent to {send[4]}"
-            assert t == send[5], f"{where}: delivered at {t}, SEND said {send[5]}"
+            assert t >= send[5], f"{where}: delivered at {t}, before its due time {send[5]}"
+            assert tries == 0 or t > send[5], f"{where}: retransmitted {tries} times, yet delivered when due"
             assert alive[dst], f"{where}: delivered to dead actor {names[dst]}"
             assert src == OUTSIDE or not blocked(src, dst), f"{where}: delivered across a partition"
-            assert copy in ((0, 1) if dup_allowed else (0,)), f"{where}: unexpected copy {copy}"
-            if copy == 0:
-                outcomes[(src, seq)] += 1
-                if src != OUTSIDE and link_of(src, dst).fifo:
+            assert (src, seq) not in doomed, f"{where}: delivered after its connection broke"
+            outcomes[(src, seq)] += 1
+            if src != OUTSIDE:
+                pending[(src, dst)].discard(seq)
+                if link_of(src, dst).fifo:
                     prev = delivered_seq.get((src, dst), 0)
                     assert seq > prev, f"{where}: FIFO broken on {names[src]}->{names[dst]}: #{seq} after #{prev}"
                     delivered_seq[(src, dst)] = seq
                     counts["fifo_ordered"] += prev > 0  # a delivery that had to follow an earlier one
+            counts["delayed"] += t > send[5]
             counts["deliver"] += 1
         elif code == DROP:
             _, _, src, seq, dst, cause = rec
@@ -483,16 +580,21 @@ def check_invariants(names: list[str], records: list[tuple], link_of, *, dup_all
             send = sends.get((src, seq))
             assert send is not None, f"{where}: drop of a message never sent"
             assert send[4] == dst, f"{where}: dropped for {dst}, sent to {send[4]}"
+            assert t >= send[5], f"{where}: dropped at {t}, before its due time {send[5]}"
             outcomes[(src, seq)] += 1
-            if cause == "loss":
-                assert t == send[1], f"{where}: loss journaled at {t}, sent at {send[1]}"
+            if src != OUTSIDE:
+                pending[(src, dst)].discard(seq)
+            if cause == "broken":
+                if (src, seq) not in doomed:  # lost as its connection times out: the notices follow
+                    unexplained[(src, dst)].add(seq)
+                    doomed.add((src, seq))
+            elif cause == "refused":
+                assert src != OUTSIDE and t == send[5], f"{where}: a refusal is of a message when it is due"
+                assert not alive[dst], f"{where}: 'refused' drop for live actor {names[dst]}"
             elif cause == "dead":
+                assert src == OUTSIDE, f"{where}: only an injected message is dropped as 'dead'"
                 assert t == send[5], f"{where}: dropped at {t}, due at {send[5]}"
                 assert not alive[dst], f"{where}: 'dead' drop for live actor {names[dst]}"
-            elif cause == "partition":
-                assert t == send[5], f"{where}: dropped at {t}, due at {send[5]}"
-                assert alive[dst], f"{where}: a message to a dead actor must be dropped as 'dead'"
-                assert blocked(src, dst), f"{where}: 'partition' drop with no partition between them"
             else:
                 raise AssertionError(f"{where}: unknown drop cause {cause!r}")
         elif code == TIMER_FIRE:
@@ -508,7 +610,11 @@ def check_invariants(names: list[str], records: list[tuple], link_of, *, dup_all
             _, _, _k, kind, target, value = rec
             counts["fault:" + kind] += 1
             if kind == "crash":
-                alive[index[target[0]]] = False
+                x = index[target[0]]
+                if alive[x]:
+                    for pair in [p for p in pending if x in p]:
+                        broke(pair)
+                alive[x] = False
             elif kind == "restart":
                 i_ = index[target[0]]
                 if not alive[i_]:
@@ -531,13 +637,14 @@ def check_invariants(names: list[str], records: list[tuple], link_of, *, dup_all
                     slow.pop((b, a), None)
         else:
             raise AssertionError(f"{where}: unknown record code")
-        if code == SEND and rec[2] != OUTSIDE and (rec[2], rec[3]) not in lost:
-            pair = (rec[2], rec[4])
-            last_deliver_at[pair] = max(rec[5], last_deliver_at.get(pair, 0)) if link_of(*pair).fifo else rec[5]
     for key in sends:
         assert outcomes[key] == 1, f"send {key} ({sends[key]}) ended in {outcomes[key]} deliveries/drops, not 1"
+    for key in doomed:
+        assert key in sends and outcomes[key] == 1, f"send {key} lost to a break never ended"
     for key in timers:
         assert timer_outcomes[key] == 1, f"timer {key} ended in {timer_outcomes[key]} fires/drops, not 1"
+    assert not any(unexplained.values()), f"lost with no break of their connection: {dict(unexplained)}"
+    assert counts["broken"] == len(doomed), f"{counts['broken']} 'broken' drops, {len(doomed)} messages lost to breaks"
     counts["sends"] = len(sends)
     counts["timers"] = len(timers)
     return counts

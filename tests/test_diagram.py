@@ -27,7 +27,7 @@ from mermaid_grammar import decode, parse
 PLAN = textwrap.dedent("""
     [[fault]]
     at_s = 0.05
-    kind = "dup"
+    kind = "loss"
     link = "*"
     value = 0.3
 
@@ -58,7 +58,7 @@ PLAN = textwrap.dedent("""
 
     [[fault]]
     at_s = 2.0
-    kind = "dup"
+    kind = "loss"
     link = "*"
     value = 0.0
 
@@ -74,7 +74,7 @@ SMALL = {"gms": 2, "lms": 2, "workers_per_partition": 2, "jobs": 60, "load": 0.9
 
 @pytest.fixture(scope="module")
 def journal(tmp_path_factory):
-    """A small Megha run under every kind of fault: drops of every cause, duplicates, a crash."""
+    """A small Megha run under every kind of fault: retransmissions, a crash and what it breaks."""
     folder = tmp_path_factory.mktemp("diagram")
     (folder / "plan.toml").write_text(PLAN)
     path = folder / "messages.log"
@@ -93,7 +93,7 @@ def raw_arrivals(path, lo=None, hi=None):
             kinds[(rec[2], rec[3])] = rec[6]
         elif rec[0] in (DELIVER, DROP) and not (rec[0] == DROP and rec[5] == "stale-timer"):
             if (lo is None or rec[1] >= lo) and (hi is None or rec[1] <= hi):
-                outcome = ("duplicate" if rec[5] else "deliver") if rec[0] == DELIVER else rec[5]
+                outcome = "deliver" if rec[0] == DELIVER else rec[5]  # a delivery records its retransmissions
                 name = "outside" if rec[2] < 0 else names[rec[2]]
                 out.append((name, names[rec[4]], rec[1], kinds[(rec[2], rec[3])], outcome))
     reader.close()
@@ -122,14 +122,14 @@ def drawn_arrivals(text: str):
 
 def test_a_window_lists_exactly_its_delivered_and_dropped_messages_in_delivery_order(journal, tmp_path):
     out = tmp_path / "d.md"
-    said = diagram.write(journal, out, t_from="0.95", t_to="1.2")
-    expected = raw_arrivals(journal, 950_000, 1_200_000)
+    said = diagram.write(journal, out, t_from="0.3", t_to="0.55")
+    expected = raw_arrivals(journal, 300_000, 550_000)
     drawn = drawn_arrivals(out.read_text())
     assert 20 < len(expected) <= drawing.MAX_ROWS and sorted(drawn) == sorted(expected)
     # same-time arrivals in the order the fabric delivered them (the journal's order), times in order
     assert drawn == sorted(expected, key=lambda a: a[2])
     assert f"{len(expected):,} messages" in said
-    assert {"partition"} <= {a[4] for a in drawn}
+    assert {"broken"} <= {a[4] for a in drawn}  # lost with lm-0's connections when it crashed at 0.5 s
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
@@ -161,7 +161,7 @@ def test_faults_are_marked_and_what_holds_at_the_start_is_said(journal, tmp_path
                  "FAULT restore: latency back to normal on gm-0<->lm-0"):
         assert line in text, line
     held = next(n for n in notes if n.startswith("in force at 0.450000 s:"))
-    assert "dup 0.3 on every link" in held and "loss 0.5 on gm-1<->lm-0" in held
+    assert "loss 0.3 on every link" in held and "loss 0.5 on gm-1<->lm-0" in held
 
 
 def test_every_fault_kind_is_described_and_followed():
@@ -318,10 +318,10 @@ def test_a_journal_is_data_no_file_it_names_is_imported(tmp_path):
 
 def test_an_actor_named_on_its_own_has_its_lane_even_without_messages(journal, tmp_path):
     out = tmp_path / "d.md"
-    diagram.write(journal, out, actor="lm-0", t_from="0.5", t_to="0.5")
+    diagram.write(journal, out, actor="lm-0", t_from="0.8", t_to="0.8")
     statements = parse(out.read_text())
     assert [s[2] for s in statements if s[0] == "participant"] == ["lm-0"]
-    assert [decode(s[3]) for s in statements if s[0] == "note"][-1] == "0.500000 FAULT crash lm-0"
+    assert [decode(s[3]) for s in statements if s[0] == "note"][-1] == "0.800000 FAULT restart lm-0"
 
 
 def test_the_same_bytes_in_processes_with_other_hash_seeds(journal, tmp_path):

@@ -16,12 +16,12 @@ N = 4  # actors: each may send to any, itself included
 
 @st.composite
 def links(draw):
-    """Mostly plain links (the fast path), sometimes with loss or duplication (the plain path)."""
+    """Mostly plain links (the fast path), sometimes with loss (the plain path)."""
     lo = draw(st.integers(0, 2000))
     span = draw(st.integers(0, 3000))
     latency = Latency.uniform(lo, lo + span) if span and draw(st.booleans()) else Latency.const(lo)
-    loss, dup = draw(st.sampled_from([(0.0, 0.0)] * 4 + [(0.3, 0.0), (0.0, 0.3)]))
-    return Link(latency, loss=loss, dup=dup, fifo=draw(st.booleans()))
+    loss = draw(st.sampled_from([0.0] * 4 + [0.3, 1.0]))
+    return Link(latency, loss=loss, fifo=draw(st.booleans()))
 
 
 # An operation: a send (sender, receiver, time step) or popping the next queue entry (the fabric moving on).
@@ -54,7 +54,7 @@ def state(fabric: Fabric, actors: list[Actor]) -> tuple:
 def test_the_fast_send_equals_the_plain_send(seed, link, ops):
     fast, fast_actors = world(seed, link)
     plain, plain_actors = world(seed, link)
-    assert (fast.network.fixed is not None or fast.network.jitter is not None) == (not link.loss and not link.dup)
+    assert (fast.network.fixed is not None or fast.network.jitter is not None) == (not link.loss)
     now = 0
     for op, src, dst, step in ops:
         if op == "pop":
@@ -75,11 +75,11 @@ def test_the_fast_send_equals_the_plain_send(seed, link, ops):
 
 
 def test_the_fast_send_is_taken_on_plain_networks_only():
-    """Plain constant and uniform networks route inline; loss, duplication, a per-link override or a
-    network fault send every message through ``Network.route``."""
+    """Plain constant and uniform networks route inline; loss, a per-link override or a network fault
+    send every message through ``Network.route``."""
     assert Network(Link(Latency.const(300))).fixed == 300
     assert Network(Link(Latency.uniform(300, 900), fifo=False)).jitter == (300, 601, False)
-    for net in (Network(Link(Latency.uniform(300, 900), loss=0.1)), Network(Link(Latency.const(300), dup=0.5))):
+    for net in (Network(Link(Latency.uniform(300, 900), loss=0.1)), Network(Link(Latency.const(300), loss=1.0))):
         assert net.fixed is None and net.jitter is None
     net = Network(Link(Latency.const(300)))
     net.set_link(0, 1, Link(Latency.const(100)))

@@ -70,9 +70,10 @@ def test_a_crashed_actor_receives_nothing_and_restart_gives_a_fresh_instance(tmp
     assert x[9:11] == [(1, 2500, "start", -1, 0), (1, 2500, "probe", 1, 13)]
     late = [c for c in x if c[2] == "late"]
     assert late == [(1, 5500, "late", 0, 13)]  # the old incarnation's late timer (3000) never ran
-    # Messages due while x was dead are journaled as 'dead' drops, at their delivery time.
-    dead = [(r[1], r[2]) for r in by_code(records, DROP) if r[5] == "dead"]
-    assert dead == [(t, 1) for t in range(1100, 2500, 200)]
+    # The crash broke y's connection to x (nothing was in flight: y's last probe before 1000 arrived at 900);
+    # y's probes due while x was dead were refused, each at its due time, and y told of each.
+    refused = [(r[1], r[2]) for r in by_code(records, DROP) if r[5] == "refused"]
+    assert refused == [(t, 1) for t in range(1100, 2500, 200)]
     # Timers of the old incarnation: 'tick' at 1200 (dead then) and 'late' at 3000 (after the restart).
     stale = [(r[1], r[2]) for r in by_code(records, DROP) if r[5] == "stale-timer"]
     assert stale == [(1200, 0), (3000, 0)]
@@ -80,7 +81,8 @@ def test_a_crashed_actor_receives_nothing_and_restart_gives_a_fresh_instance(tmp
     assert faults == [(1000, "crash", ("x",)), (2500, "restart", ("x",))]
     actor = fabric.actor(0)
     assert actor.incarnation == 1 and actor.rng.name == "actor/x#1" and actor.got == 13
-    assert fabric.statistics().drops_by_cause == {"dead": 7, "stale-timer": 2}
+    assert fabric.statistics().drops_by_cause == {"refused": 7, "stale-timer": 2}
+    assert fabric.statistics().breaks == 1 + 7
 
 
 def test_timers_set_before_a_restart_are_stale_even_if_due_later(tmp_path):
@@ -113,11 +115,12 @@ def test_crash_without_restart_leaves_the_actor_dead(tmp_path):
     assert max(now for _, now, *_ in x) < 1000
     assert fabric.actor(0) is None
     assert fabric.statistics().alive == 1
-    assert len([r for r in by_code(records, DROP) if r[5] == "dead"]) == 20  # arrivals 1100..4900
+    assert len([r for r in by_code(records, DROP) if r[5] == "refused"]) == 20  # arrivals 1100..4900
 
 
-def test_messages_sent_before_a_crash_are_still_delivered(tmp_path):
-    """y (1) sends x (0) a burst at 0 with latency 500, then y crashes at 100: x gets all of it."""
+def test_messages_sent_before_a_crash_of_their_sender_are_lost_with_its_connection(tmp_path):
+    """y (1) sends x (0) a burst at 0 with latency 500, then y crashes at 100: the connection breaks, the burst
+    is lost with it, and x is told one latency after the crash."""
     trace = []
 
     def build(f):
@@ -127,22 +130,27 @@ def test_messages_sent_before_a_crash_are_still_delivered(tmp_path):
         f.add_faults([(100, "crash", "y")])
 
     run_fabric(0, build, path=tmp_path / "j")
-    assert [(c[1], c[4]) for c in per_actor(trace)["x"] if c[2] == "probe"] == [(500, n) for n in range(1, 6)]
+    _, records, _ = read_journal(tmp_path / "j")
+    assert [(r[1], r[3], r[5]) for r in by_code(records, DROP)] == [(500, n, "broken") for n in range(1, 6)]
+    assert [(c[1], c[2], c[4]) for c in per_actor(trace)["x"]] == [(0, "start", 0),
+                                                                  (600, "broken", (1, 0, 100, "crash"))]
 
 
 def test_crash_at_the_time_of_a_delivery_comes_first(tmp_path):
-    """Faults have rank 0: a crash at 300 precedes the probe due at 300, which is dropped."""
+    """Faults come first at a time: a crash at 300 precedes the probe due at 300, which is lost with the
+    connection (sent at 200, before the crash)."""
     _, records, x = crash_restart_run(tmp_path, [(300, "crash", "x")])
     assert [(c[1], c[2]) for c in x] == [(0, "start"), (100, "probe")]
-    assert [r[1] for r in by_code(records, DROP) if r[5] == "dead"][0] == 300
+    assert [(r[1], r[5]) for r in by_code(records, DROP)][0] == (300, "broken")
 
 
 def test_heal_clears_every_partition(tmp_path):
-    """a (0), b (1), c (2): two partitions a|b and a|c from 1000, healed together at 2000."""
+    """a (0), b (1), c (2): two partitions a|b and a|c from 1000, healed together at 2000. The probes due at
+    1000 are retransmitted at 2500 (RTO 1500), after the heal, with everything behind them: none is lost."""
     trace = []
 
     def build(f):
-        f.network = Network(Link(Latency.const(100)))
+        f.network = Network(Link(Latency.const(100)), rto_us=1500)
         f.add("a", lambda: Sender(trace, [1, 2], 30, every=100))
         f.add("b", lambda: Sink(trace))
         f.add("c", lambda: Sink(trace))
@@ -151,10 +159,9 @@ def test_heal_clears_every_partition(tmp_path):
 
     run_fabric(0, build, path=tmp_path / "j")
     _, records, _ = read_journal(tmp_path / "j")
-    drops = sorted((r[4], r[1]) for r in by_code(records, DROP))
-    assert drops == [(d, t) for d in (1, 2) for t in range(1000, 2000, 100)]
-    assert {r[5] for r in by_code(records, DROP)} == {"partition"}
-    assert len(by_code(records, DELIVER)) == 60 - 20
+    assert by_code(records, DROP) == []
+    at = sorted((r[4], r[1]) for r in by_code(records, DELIVER))
+    assert at == [(d, 2500 if 1000 <= t < 2500 else t) for d in (1, 2) for t in range(100, 3100, 100)]
 
 
 # ---- plans as data -------------------------------------------------------------------------------
@@ -169,7 +176,7 @@ def test_plans_accept_tuples_dicts_and_faults():
         (14, "loss", ("a", "c"), 0.5)]
     assert plan([f.as_data() for f in faults]) == faults
     assert faults[2].names() == ["a", "b", "c"] and faults[5].names() == []
-    assert FAULT_KINDS == ("crash", "restart", "partition", "heal", "slow", "restore", "loss", "dup")
+    assert FAULT_KINDS == ("crash", "restart", "partition", "heal", "slow", "restore", "loss")
 
 
 @pytest.mark.parametrize("event, message", [
@@ -245,7 +252,9 @@ def test_faults_due_together_all_precede_the_restarted_actors_start(tmp_path):
                                                  (900, "restart", "x")])
     assert [c[:3] for c in x if c[2] == "start"] == [(0, 0, "start"), (2, 900, "start")]
     assert all(not 200 <= now < 900 for _, now, *_ in x)
-    assert [r[1] for r in by_code(records, DROP) if r[5] == "dead"] == [300, 500, 700]
+    # the probe due at 500 was in flight on the connection the crash at 500 broke; the others found x down
+    assert [(r[1], r[5]) for r in by_code(records, DROP) if r[2] == 1] == [(300, "refused"), (500, "broken"),
+                                                                         (700, "refused")]
 
 
 # ---- the network applies network faults; names are resolved once ---------------------------------

@@ -133,7 +133,7 @@ def test_a_fault_inside_a_window_splits_it(tmp_path):
     run_fabric(1, build, path=tmp_path / "j")
     _, records, _ = read_journal(tmp_path / "j")
     to_b = [(r[1], r[0], r[5]) for r in records if r[0] in (DELIVER, DROP) and r[4] == 1]
-    assert to_b == [(1000, DELIVER, 0), (1020, DELIVER, 0), (1040, DELIVER, 0), (1060, DROP, "dead")]
+    assert to_b == [(1000, DELIVER, 0), (1020, DELIVER, 0), (1040, DELIVER, 0), (1060, DROP, "broken")]
     assert [(c[1], c[2], c[4]) for c in per_actor(trace)["b"]] == [
         (0, "start", 0), (1000, "probe", 1), (1020, "probe", 2), (1040, "probe", 3)]
 
@@ -323,36 +323,41 @@ def test_actor_names_are_unique_and_addresses_checked():
 
 # ---- statistics ------------------------------------------------------------------------------
 def test_statistics_count_exactly():
-    """a sends 5 probes to b, one lost on purpose (loss=1.0 on link a-b during [300, 350)); b crashes at
-    800, so the probe due at 900 is dropped 'dead'; b's clock sets 3 timers, a's sender loop 5."""
+    """a sends 5 probes to b, one retransmitted (loss=1.0 on link a-b during [100, 150), RTO 150); b crashes
+    at 400, so the probe due at 400 is lost with the connection (a is told at 500), and the one a sends at
+    400, after the crash, on a new connection, is refused at 500 (a is told at 600); b's clock sets 2 timers
+    (the second goes stale), a's sender loop 5."""
     trace = []
 
     def build(f):
-        f.network = Network(Link(Latency.const(500)))
+        f.network = Network(Link(Latency.const(100)), rto_us=150)
         f.add("a", lambda: Sender(trace, 1, 5, every=100))
         f.add("b", lambda: Sink(trace, period=250, ticks=3))
-        f.add_faults([(300, "loss", ("a", "b"), 1.0), (350, "loss", ("a", "b"), 0.0), (800, "crash", "b")])
+        f.add_faults([(100, "loss", ("a", "b"), 1.0), (150, "loss", ("a", "b"), 0.0), (400, "crash", "b")])
 
     fabric, _ = run_fabric(0, build)
     stats = fabric.statistics()
     assert isinstance(stats, FabricStatistics)
-    # a sends at 0, 100, 200, 300, 400: #4 (sent at 300) is lost; arrivals 500, 600, 700 delivered, 900 dead.
-    # b's timers: 250, 500, 750 (the third was set at 500).
+    # a sends at 0, 100, 200, 300, 400: #1 (due 100) is retransmitted at 250, #2 (due 200) waits behind it,
+    # #3 arrives at 300; #4 (due 400) is lost with the connection, #5 (due 500) is refused.
     assert stats.sent == 5
     assert stats.sent_by_kind == {"fabtest.probe": 5}
-    assert stats.delivered == 3
-    assert stats.drops_by_cause == {"dead": 1, "loss": 1}
-    assert stats.timers == 3 + 5  # three clock ticks, five sender 'next' timers
+    assert stats.delivered == 3 + 2  # and the two notices
+    assert stats.drops_by_cause == {"broken": 1, "refused": 1, "stale-timer": 1}
+    assert stats.breaks == 2 and stats.now_us == 600
+    assert stats.timers == 2 + 5  # two clock ticks, five sender 'next' timers
     assert (stats.actors, stats.alive) == (2, 1)
     assert fabric.actor(1) is None
     a = fabric.actor(0).statistics()
-    assert a == ActorStatistics("a", 0, 5, 5)  # received: its five 'next' timers
-    assert [c[4] for c in per_actor(trace)["b"] if c[2] == "probe"] == [1, 2, 3]
+    assert a == ActorStatistics("a", 0, 7, 5)  # received: its five 'next' timers and the notices
+    assert [(c[1], c[4]) for c in per_actor(trace)["a"] if c[2] == "broken"] == [
+        (500, (0, 1, 400, "crash")), (600, (0, 1, 500, "refused"))]
+    assert [(c[1], c[4]) for c in per_actor(trace)["b"] if c[2] == "probe"] == [(250, 1), (250, 2), (300, 3)]
 
 
 def test_now_after_a_run_is_the_time_of_the_last_event():
-    """Arrivals at b: 500, 600, 700, 800, 900; b crashes at 800, so the last event is the 'dead' drop at 900,
-    inside the window that starts at 800 (with b's crash)."""
+    """Arrivals at b: 500, 600, 700, 800, 900; b crashes at 800, so the probes due at 800 and 900 are lost
+    with the connection and the last event is a's notice of it, at 1300."""
 
     def build(f):
         f.network = Network(Link(Latency.const(500)))
@@ -361,8 +366,8 @@ def test_now_after_a_run_is_the_time_of_the_last_event():
         f.add_faults([(800, "crash", "b")])
 
     fabric, _ = run_fabric(0, build)
-    assert fabric.statistics().drops_by_cause == {"dead": 2}
-    assert fabric.statistics().now_us == 900
+    assert fabric.statistics().drops_by_cause == {"broken": 2}
+    assert fabric.statistics().now_us == 1300
 
 
 def test_now_after_a_run_counts_timers_fired_inside_a_window():

@@ -1,4 +1,5 @@
-"""The network model: latency bounds, loss, partitions, duplication, FIFO, slow links, per-link overrides."""
+"""The network model: latency bounds, loss and partitions on connections (retransmission, head-of-line
+blocking, timeouts and notices), FIFO, slow links, per-link overrides; dup retired."""
 
 import statistics as pystats
 
@@ -96,11 +97,11 @@ def test_latency_validation(args, message):
         Latency(*args)
 
 
-@pytest.mark.parametrize("kw, message", [({"loss": 1.5}, "link loss probability 1.5 is not in"),
-                                         ({"dup": -0.1}, "link dup probability -0.1 is not in")])
-def test_link_validation(kw, message):
-    with pytest.raises(ConfigError, match=message):
-        Link(**kw)
+def test_link_validation():
+    with pytest.raises(ConfigError, match="link loss probability 1.5 is not in"):
+        Link(loss=1.5)
+    with pytest.raises(ConfigError, match="must be at least 1 us"):
+        Network(rto_us=0)
 
 
 def test_lookahead_is_the_least_possible_latency():
@@ -123,75 +124,93 @@ def test_per_link_override(tmp_path):
     assert {(r[2], r[5] - r[1]) for r in by_code(records, SEND)} == {(1, 250), (2, 1000)}
 
 
-# ---- loss ----------------------------------------------------------------------------------------
-def test_total_loss_drops_everything_at_send_time(tmp_path):
-    fabric, records, trace = run_traffic(tmp_path, lambda: Network(Link(Latency.uniform(100, 200), loss=1.0)),
-                                         senders=[(0, 30, 10)])
-    assert by_code(records, DELIVER) == []
+# ---- loss and partitions: delays on connections ----------------------------------------------------
+def delivered(records, src, dst=None):
+    """(due, delivered at, retransmissions) of src's deliveries (to dst, if given), in delivery order."""
+    due = {r[3]: r[5] for r in by_code(records, SEND) if r[2] == src}
+    return [(due[r[3]], r[1], r[5]) for r in by_code(records, DELIVER) if r[2] == src and dst in (None, r[4])]
+
+
+def test_total_loss_delays_until_the_connection_times_out(tmp_path):
+    """Loss 1.0 for good: the first probe is retransmitted (RTO 1000 us, doubling) and the others wait behind
+    it, until the timeout (5000 us after it first came due) breaks the connection: all 30 are lost, and both
+    ends are told one latency (the lookahead, 100 us) later."""
+    fabric, records, trace = run_traffic(
+        tmp_path, lambda: Network(Link(Latency.uniform(100, 200), loss=1.0), rto_us=1000, timeout_us=5000),
+        senders=[(0, 30, 10)])
+    assert all(r[2] == -1 for r in by_code(records, DELIVER))  # only the notices
+    first_due = min(r[5] for r in by_code(records, SEND))
     drops = by_code(records, DROP)
-    assert len(drops) == 30 and {d[5] for d in drops} == {"loss"}
-    for i, rec in enumerate(records):  # each loss is journaled right after its send, at the send's time
-        if rec[0] == DROP:
-            prev = records[i - 1]
-            assert prev[0] == SEND and (prev[1], prev[2], prev[3], prev[4]) == rec[1:5]
+    assert len(drops) == 30 and {d[5] for d in drops} == {"broken"} and {d[1] for d in drops} == {first_due + 5000}
+    told = {name: [(c[1], c[4]) for c in calls if c[2] == "broken"] for name, calls in per_actor(trace).items()}
+    notice = [(first_due + 5100, (1, 0, first_due + 5000, "timeout"))]
+    assert told == {"sink": notice, "s0": notice}
     assert [c for c in per_actor(trace)["sink"] if c[2] == "probe"] == []
-    assert fabric.statistics().drops_by_cause == {"loss": 30}
+    assert fabric.statistics().drops_by_cause == {"broken": 30} and fabric.statistics().breaks == 1
 
 
-def test_partial_loss_rate(tmp_path):
-    fabric, records, _ = run_traffic(tmp_path, lambda: Network(Link(Latency.const(100), loss=0.25)),
-                                     senders=[(0, 2000, 0), (0, 2000, 1)], seed=3)
-    lost = sum(1 for r in by_code(records, DROP) if r[5] == "loss")
-    assert 0.22 < lost / 4000 < 0.28
-    assert len(by_code(records, DELIVER)) + lost == 4000
+def test_partial_loss_delays_but_delivers_everything_in_order(tmp_path):
+    """Loss 0.25: every probe arrives, once and in order; about a quarter of the transmissions were lost."""
+    fabric, records, trace = run_traffic(tmp_path, lambda: Network(Link(Latency.const(100), loss=0.25), rto_us=300),
+                                         senders=[(0, 2000, 0), (0, 2000, 1)], seed=3)
+    assert by_code(records, DROP) == []
+    got = [(c[3], c[4]) for c in per_actor(trace)["sink"] if c[2] == "probe"]
+    for src in (1, 2):
+        assert [n for s, n in got if s == src] == list(range(1, 2001))
+    rows = delivered(records, 1) + delivered(records, 2)
+    retransmitted = sum(tries for _, _, tries in rows)
+    transmissions = sum(1 for due, at, tries in rows if tries or at == due) + retransmitted
+    assert 0.22 < retransmitted / transmissions < 0.28
+    assert any(at > due and not tries for due, at, tries in rows)  # held behind a retransmission
 
 
 def test_loss_faults_on_a_link_and_on_all_links(tmp_path):
-    """Const 100 us; s0 (1) and s1 (2) send to the sink every 100 us, 0..3000. Link s1-sink is lossy
-    during [1000, 2000); every link is during [2500, 2800) (the latest loss fault wins on every link)."""
+    """Const 100 us, RTO 300; s0 (1) and s1 (2) send to the sink every 100 us, 0..3000. Link s1-sink is
+    lossy during [1000, 2000); every link is during [2500, 2800) (the latest loss fault wins on every
+    link). s1's probe due at 1000 is retransmitted at 1300, 1900 and 3100 (the RTO doubling), where it
+    arrives with the 20 behind it; s0's due at 2500 arrives at 2800 with the two behind it."""
     faults = [(1000, "loss", ("s1", "sink"), 1.0), (2000, "loss", ("s1", "sink"), 0.0),
               (2500, "loss", "*", 1.0), (2800, "loss", "*", 0.0)]
-    _, records, _ = run_traffic(tmp_path, lambda: Network(Link(Latency.const(100))), faults=faults,
+    _, records, _ = run_traffic(tmp_path, lambda: Network(Link(Latency.const(100)), rto_us=300), faults=faults,
                                 senders=[(0, 31, 100), (0, 31, 100)])
-    lost = sorted((r[2], r[1]) for r in by_code(records, DROP))
-    assert {r[5] for r in by_code(records, DROP)} == {"loss"}
-    expected = [(2, t) for t in range(1000, 2000, 100)] + [(s, t) for s in (1, 2) for t in range(2500, 2800, 100)]
-    assert lost == sorted(expected)
+    assert by_code(records, DROP) == []
+    s0 = [(due, 2800 if 2500 <= due < 2800 else due, 1 if due == 2500 else 0) for due in range(100, 3200, 100)]
+    s1 = [(due, 3100 if 1000 <= due <= 3100 else due, 3 if due == 1000 else 0) for due in range(100, 3200, 100)]
+    assert delivered(records, 1) == s0
+    assert delivered(records, 2) == s1
 
 
-def test_a_later_loss_on_all_links_overrides_an_earlier_link_loss(tmp_path):
-    """As above, but s0-sink had a loss fault first (set back to 0.0 at 2000): the loss on '*' at 2500 must
-    still apply to s0-sink too (the most recent fault wins, as restore '*' clears every slow link)."""
-    faults = [(1000, "loss", ("s0", "sink"), 1.0), (2000, "loss", ("s0", "sink"), 0.0),
-              (2500, "loss", "*", 1.0), (2800, "loss", "*", 0.0)]
-    _, records, _ = run_traffic(tmp_path, lambda: Network(Link(Latency.const(100))), faults=faults,
-                                senders=[(0, 31, 100), (0, 31, 100)])
-    lost = sorted((r[2], r[1]) for r in by_code(records, DROP))
-    expected = [(1, t) for t in range(1000, 2000, 100)] + [(s, t) for s in (1, 2) for t in range(2500, 2800, 100)]
-    assert lost == sorted(expected)
+def test_a_later_loss_on_all_links_overrides_an_earlier_link_loss():
+    """A loss fault on a link set back to 0.0, then one on '*': the latest wins on that link too (as
+    restore '*' clears every slow link)."""
+    from fedemu.fabric.faults import Fault
+    net = Network(Link(Latency.const(100)))
+    index = {"sink": 0, "s0": 1}
+    for fault, loss in (((1000, "loss", ("s0", "sink"), 1.0), 1.0), ((2000, "loss", ("s0", "sink"), 0.0), 0.0),
+                        ((2500, "loss", "*", 1.0), 1.0), ((2800, "loss", "*", 0.0), 0.0)):
+        net.apply(Fault(*fault).resolve(index))
+        assert net.loss_of(1, 0) == net.loss_of(0, 1) == loss and net.lossy == (loss > 0)
 
 
-# ---- partitions ----------------------------------------------------------------------------------
-def test_partition_drops_both_ways_only_across_the_cut(tmp_path):
-    """sink=0, a=1, b=2, c=3, d=4; const 500 us; a, c and d send every 400 us (arrivals 500, 900, ..., 6100).
-    {a, b} | {c} is cut for arrivals in [1000, 5000): a->c and c->a dropped as 'partition', a->b and d->c
-    (d is on neither side) delivered."""
+def test_partition_delays_both_ways_only_across_the_cut(tmp_path):
+    """sink=0, a=1, b=2, c=3, d=4; const 500 us, RTO 600; a, c and d send every 400 us (arrivals 500, 900,
+    ..., 6100). {a, b} | {c} is cut during [1000, 5000): a->c and c->a are retransmitted from 1300 at 1900,
+    3100 and 5500 (after the heal), where everything behind arrives too; a->b and d->c (d is on neither
+    side) are not delayed, and nothing is lost."""
     names = ["a", "b", "c", "d"]
     faults = [(1000, "partition", (("a", "b"), ("c",))), (5000, "heal", ())]
-    _, records, trace = run_traffic(tmp_path, lambda: Network(Link(Latency.const(500))), faults=faults,
+    _, records, trace = run_traffic(tmp_path, lambda: Network(Link(Latency.const(500)), rto_us=600), faults=faults,
                                     names=names, senders=[([3, 2], 15, 400), ([0], 1, 0), ([1], 15, 400),
                                                           ([3], 15, 400)])
+    assert by_code(records, DROP) == []
     arrivals = [500 + 400 * k for k in range(15)]
-    cut = [t for t in arrivals if 1000 <= t < 5000]
-    assert len(cut) == 10
-    drops = sorted((r[2], r[4], r[1], r[5]) for r in by_code(records, DROP))
-    assert drops == sorted([(1, 3, t, "partition") for t in cut] + [(3, 1, t, "partition") for t in cut])
-    delivered = {(r[2], r[4], r[1]) for r in by_code(records, DELIVER)}
-    assert {(1, 2, t) for t in arrivals} <= delivered
-    assert {(4, 3, t) for t in arrivals} <= delivered
-    assert {(1, 3, t) for t in arrivals if t not in cut} <= delivered
+    across = [(t, 5500 if 1300 <= t <= 5500 else t) for t in arrivals]
+    for src, dst in ((1, 3), (3, 1)):
+        assert [(due, at) for due, at, _ in delivered(records, src, dst)] == across
+    rows = {(r[2], r[4], r[1]) for r in by_code(records, DELIVER)}
+    assert {(1, 2, t) for t in arrivals} <= rows and {(4, 3, t) for t in arrivals} <= rows
     c_got = [(c[1], c[3]) for c in per_actor(trace)["c"] if c[2] == "probe"]
-    assert sorted(c_got) == sorted([(t, 1) for t in arrivals if t not in cut] + [(t, 4) for t in arrivals])
+    assert sorted(c_got) == sorted([(at, 1) for _, at in across] + [(t, 4) for t in arrivals])
 
 
 def test_messages_in_flight_when_the_partition_heals_are_delivered(tmp_path):
@@ -202,33 +221,26 @@ def test_messages_in_flight_when_the_partition_heals_are_delivered(tmp_path):
     assert [(r[1], r[2]) for r in by_code(records, DELIVER)] == [(3000, 1)]
 
 
-# ---- duplication ---------------------------------------------------------------------------------
-def test_dup_one_delivers_every_message_twice(tmp_path):
-    trace = []
-
-    def build(f):
-        f.network = Network(Link(Latency.uniform(100, 400), dup=1.0))
-        f.add("sink", lambda: Sink(trace))
-        f.add("s", lambda: Sender(trace, 0, 25, every=30))
-
-    fabric, _ = run_fabric(2, build, path=tmp_path / "j")
-    _, records, _ = read_journal(tmp_path / "j")
-    delivers = by_code(records, DELIVER)
-    sends = {(r[2], r[3]): r for r in by_code(records, SEND)}
-    assert len(delivers) == 50
-    assert sorted(d[5] for d in delivers) == [0] * 25 + [1] * 25
-    by_send = {}
-    for d in delivers:
-        by_send.setdefault((d[2], d[3]), []).append((d[1], d[5]))
-    assert all(v == [(sends[k][5], 0), (sends[k][5], 1)] for k, v in by_send.items())
-    got = sorted(c[4] for c in per_actor(trace)["sink"] if c[2] == "probe")
-    assert got == sorted(list(range(1, 26)) * 2)
-    assert fabric.statistics().delivered == 50 and fabric.statistics().sent == 25
+def test_a_partition_that_outlasts_the_timeout_breaks_the_connection_and_a_new_one_opens(tmp_path):
+    """Const 500, RTO 300, timeout 2000: the probe due at 500 is retransmitted at 1000 (a retransmission
+    waits one latency at least), 1600 and, at 2500 (the timeout), lost with its connection; both ends hear of it at 3000. After the heal at 4000, the probe
+    sent at 5000 opens a new connection and arrives at 5500."""
+    faults = [(0, "partition", (("s0",), ("sink",))), (4000, "heal", ())]
+    _, records, trace = run_traffic(tmp_path, lambda: Network(Link(Latency.const(500)), rto_us=300, timeout_us=2000),
+                                    faults=faults, senders=[(0, 2, 5000)])
+    assert [(r[1], r[2], r[3], r[5]) for r in by_code(records, DROP)] == [(2500, 1, 2, "broken")]
+    assert [(r[1], r[2], r[3]) for r in by_code(records, DELIVER) if r[2] == 1] == [(5500, 1, 4)]
+    told = {name: [(c[1], c[4]) for c in calls if c[2] == "broken"] for name, calls in per_actor(trace).items()}
+    assert told == {"sink": [(3000, (1, 0, 2500, "timeout"))], "s0": [(3000, (1, 0, 2500, "timeout"))]}
 
 
-def test_dup_is_off_by_default(tmp_path):
-    _, records, _ = run_traffic(tmp_path, lambda: Network(Link(Latency.uniform(100, 400))), senders=[(0, 200, 3)])
-    assert {d[5] for d in by_code(records, DELIVER)} == {0}
+def test_dup_is_retired_with_a_reason():
+    """Connections never deliver twice: a dup fault is refused, saying why and what to use instead."""
+    from fedemu.fabric.faults import Fault
+    with pytest.raises(ConfigError, match=r"fault dup: dup is retired: messages travel on connections.*loss"):
+        Fault(0, "dup", "*", 0.5)
+    with pytest.raises(TypeError):
+        Link(dup=0.5)
 
 
 # ---- FIFO ----------------------------------------------------------------------------------------
@@ -314,7 +326,7 @@ def test_inline_uniform_routing_matches_route(tmp_path, fifo):
     sends = by_code(records, SEND)
     assert len(sends) == 800
     for _, now, src, seq, dst, at, _, _ in sends:
-        assert reference.route(src, dst, seq, now, keys[src]) == (at, 1)
+        assert reference.route(src, dst, seq, now, keys[src]) == at
     assert Network(Link(Latency.uniform(300, 900), loss=0.1)).jitter is None
     assert Network(Link(Latency.const(300))).jitter is None
 

@@ -262,12 +262,14 @@ def test_a_run_with_users_replays_identically_and_plots_the_shares(tmp_path, cap
     assert "digest matches" in capsys.readouterr().out
 
 
-def test_duplicated_messages_never_run_a_preempting_task_twice():
-    """With messages duplicated, a preemption request's copy (or a launch retry) that reaches the LM while
-    the stop is under way is not refused (the GM would queue the task again and, with two LMs, run it
-    twice at once: ``preempted_requeued_once`` then fails, as it did before the LM held such copies)."""
+def test_delayed_messages_never_run_a_preempting_task_twice():
+    """With messages delayed by retransmissions (loss 0.3; duplicated ones, before connections), a launch
+    retry that reaches the LM while the stop is under way is not refused (the GM would queue the task again
+    and, with two LMs, run it twice at once: ``preempted_requeued_once`` then fails, as it did before the LM
+    held such copies)."""
     for seed in range(1, 13):
-        r = run(seed=seed, **{**CONTENDED, "dup": 0.3, "jobs": 40, "lms": 2, "workers_per_partition": 5})
+        r = run(seed=seed, **{**CONTENDED, "loss": 0.3, "rto_ms": 20.0, "jobs": 40, "lms": 2,
+                              "workers_per_partition": 5})
         assert r.summary["counters"].get("duplicate_executions", 0) == 0
 
 

@@ -7,13 +7,12 @@ from hypothesis import given, settings, strategies as st
 
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.faults import Fault, plan
-from fedemu.fabric.journal import DELIVER, FAULT, JournalReader
-from fedemu.fabric.network import Latency, Link, Network
+from fedemu.fabric.journal import FAULT, JournalReader
 from fedemu.model import US_PER_S
 from fedemu.scenarios import fault_plan as fp
 from fedemu.tools.cli import main
 
-from fabric_helpers import Sender, Sink, by_code, read_journal, run_fabric
+from fabric_helpers import by_code, read_journal
 
 NAMES = ["gm-0", "gm-1", "gm-2", "lm-0", "lm-1", "lm-2", "lm-3", *(f"w-{i}" for i in range(40)), "submitter"]
 JOBS = ["--set", "jobs=40"]
@@ -49,7 +48,7 @@ link = "*"
 value = 0.25
 [[fault]]
 at_s = 5
-kind = "dup"
+kind = "loss"
 link = ["w-0", "lm-0"]
 value = 0.5
 [[fault]]
@@ -70,7 +69,7 @@ target = "w-3"
         (7 * s // 4, "restart", "w-3"), (7 * s // 4, "restart", "gm-1"),
         (2 * s, "partition", (("gm-0",), ("lm-0", "lm-1"))), (3 * s, "heal", ()),
         (3 * s, "slow", ("gm-2", "lm-3"), 4.0), (7 * s // 2, "restore", ("gm-2", "lm-3")),
-        (4 * s, "loss", "*", 0.25), (5 * s, "dup", ("w-0", "lm-0"), 0.5), (6 * s, "heal", ()),
+        (4 * s, "loss", "*", 0.25), (5 * s, "loss", ("w-0", "lm-0"), 0.5), (6 * s, "heal", ()),
         (7 * s, "restore", "*"), (1, "restart", "w-3")])
 
 
@@ -86,7 +85,7 @@ def test_json_plans_are_read_by_extension(tmp_path):
 
 BAD = [
     ('[[fault]]\nat_s = 1\nkind = "explode"\ntarget = "w-1"',
-     "plan.toml: fault 1: unknown kind 'explode'; known: crash, restart, partition, heal, slow, restore, loss, dup"),
+     "plan.toml: fault 1: unknown kind 'explode'; known: crash, restart, partition, heal, slow, restore, loss"),
     ('[[fault]]\nkind = "crash"\ntarget = "w-1"', r"plan.toml: fault 1 \(crash\): needs at_s, the time in seconds"),
     ('[[fault]]\nat_s = -1\nkind = "crash"\ntarget = "w-1"',
      r"plan.toml: fault 1 \(crash at -1 s\): at_s must be a number of seconds >= 0, got -1"),
@@ -104,11 +103,14 @@ BAD = [
     ('[[fault]]\nat_s = 1\nkind = "slow"\nlink = ["gm-0", "lm-0"]', "needs value, the latency factor"),
     ('[[fault]]\nat_s = 1\nkind = "slow"\nlink = ["gm-0", "lm-0"]\nvalue = 0',
      "fault slow needs a latency factor > 0, got 0"),
-    ('[[fault]]\nat_s = 1\nkind = "slow"\nlink = "*"\nvalue = 2', r"'\*' is only for loss, dup and restore"),
+    ('[[fault]]\nat_s = 1\nkind = "slow"\nlink = "*"\nvalue = 2', r"'\*' is only for loss and restore"),
     ('[[fault]]\nat_s = 1\nkind = "slow"\nlink = ["gm-0"]\nvalue = 2', "link must be two actors"),
     ('[[fault]]\nat_s = 1\nkind = "slow"\nlink = [{role = "lm", count = 2}, "gm-0"]\nvalue = 2',
      "each end of a link is one actor"),
-    ('[[fault]]\nat_s = 1\nkind = "dup"\nlink = "*"\nvalue = 1.5', r"fault dup needs a probability in \[0, 1\], got 1.5"),
+    ('[[fault]]\nat_s = 1\nkind = "loss"\nlink = "*"\nvalue = 1.5', r"fault loss needs a probability in \[0, 1\], got 1.5"),
+    ('[[fault]]\nat_s = 1\nkind = "dup"\nlink = "*"\nvalue = 0.5',
+     r"fault 1: kind 'dup': dup is retired: messages travel on connections \(TCP\), which never deliver one twice; "
+     r"model a lossy link with loss"),
     ('[[fault]]\nat_s = 1\nkind = "loss"\nlink = "*"\nvalue = "high"', "value must be a finite number, got 'high'"),
     ('[[fault]]\nat_s = 1\nkind = "loss"\nlink = "*"\nvalue = 0.1\nfor_s = 2', r"unexpected key\(s\) for_s"),
     ('[[fault]]\nat_s = 1\nkind = "heal"\ntarget = "w-1"', r"unexpected key\(s\) target; heal takes at_s, kind"),
@@ -186,39 +188,6 @@ def test_role_choice_depends_on_the_seed_and_count_all_takes_every_actor():
     every = parse('[[fault]]\nat_s = 1\nkind = "partition"\nsides = [{role = "gm", count = "all"}, '
                   '{role = "lm", count = "all"}]').faults(NAMES, 7)
     assert every == [Fault(US_PER_S, "partition", (("gm-0", "gm-1", "gm-2"), ("lm-0", "lm-1", "lm-2", "lm-3")))]
-
-
-# ---- dup faults on the network -------------------------------------------------------------------
-def test_dup_faults_on_a_link_and_on_every_link(tmp_path):
-    """s0 and s1 each send 40 probes every 100 us from 0; dup 1.0 on s0's link from 1000 us, on every
-    link from 2000 us, off everywhere from 3000 us."""
-    trace = []
-    faults = [(1000, "dup", ("s0", "sink"), 1.0), (2000, "dup", "*", 1.0), (3000, "dup", "*", 0.0)]
-
-    def build(f):
-        f.network = Network(Link(Latency.const(50)))
-        f.add("sink", lambda: Sink(trace))
-        f.add("s0", lambda: Sender(trace, 0, 40, every=100))
-        f.add("s1", lambda: Sender(trace, 0, 40, every=100))
-        f.add_faults(faults)
-
-    run_fabric(0, build, path=tmp_path / "j")
-    _, records, _ = read_journal(tmp_path / "j")
-    copies = {}
-    for d in by_code(records, DELIVER):
-        key = (d[2], d[1] - 50)  # (sender, send time)
-        copies[key] = copies.get(key, 0) + 1
-    for (src, sent), n in copies.items():
-        doubled = 1000 <= sent < 3000 if src == 1 else 2000 <= sent < 3000
-        assert n == (2 if doubled else 1), (src, sent, n)
-    assert [r[3] for r in by_code(records, FAULT)] == ["dup", "dup", "dup"]
-
-
-def test_a_dup_fault_leaves_the_plain_fast_path():
-    net = Network(Link(Latency.const(500)))
-    assert net.fixed == 500
-    net.apply(Fault(0, "dup", "*", 0.0).resolve({}))
-    assert net.fixed is None and net.jitter is None
 
 
 # ---- failure processes ---------------------------------------------------------------------------

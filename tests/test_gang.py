@@ -86,9 +86,10 @@ def first_arrival_us(**overrides):
 
 def test_a_gm_that_dies_mid_reservation_leaves_holds_that_the_leases_let_go():
     at = first_arrival_us(**SPAN)
-    # the GM hears of the job at +0.5 ms and reserves at once; it dies before the votes are back, for
-    # longer than the lease: the holds must go by themselves, and the job still runs, whole
-    r = run([{"at_s": (at + 700) / 1e6, "kind": "crash", "target": "gm-0", "for_s": 3.0}], **SPAN)
+    # the GM hears of the job at +0.5 ms and reserves at once (the holds are taken at +1 ms); it dies before
+    # the votes are back (they are lost with its connections), for longer than the lease: the holds must go
+    # by themselves, and the job still runs, whole
+    r = run([{"at_s": (at + 1200) / 1e6, "kind": "crash", "target": "gm-0", "for_s": 3.0}], **SPAN)
     c = r.summary["counters"]
     assert c["gang_leases_expired"] >= 2 and c["gm_rebuilds"] == 1
     assert all(not lm.holds for lm in gang_lms(r))
@@ -96,8 +97,11 @@ def test_a_gm_that_dies_mid_reservation_leaves_holds_that_the_leases_let_go():
 
 def test_an_lm_that_loses_its_hold_before_the_commit_has_the_commit_checked_again():
     at = first_arrival_us(**SPAN)
-    # lm-0 votes yes at +1 ms and restarts (memory lost) before the commit reaches it at +2 ms
-    r = run([{"at_s": (at + 1200) / 1e6, "kind": "crash", "target": "lm-0", "for_s": 0.0003}], **SPAN)
+    # lm-0 votes yes at +1 ms (heard at +1.5 ms) and restarts (memory lost) at +2 ms, before the commit, which
+    # waits for lm-1's vote over a link slowed x3 (heard at +3.5 ms), reaches it at +4 ms (a vote or a commit
+    # in flight when an end crashes is lost with the connection)
+    r = run([{"at_s": 0.0, "kind": "slow", "link": ["gm-0", "lm-1"], "value": 3.0},
+             {"at_s": (at + 2000) / 1e6, "kind": "crash", "target": "lm-0", "for_s": 0.0003}], **SPAN)
     c = r.summary["counters"]
     assert c["lm_rebuilds"] >= 1 and c["gang_commits_rechecked"] >= 1
 

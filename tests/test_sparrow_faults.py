@@ -162,20 +162,13 @@ def test_a_scheduler_crash_loses_no_job(restart):
     assert ("front_ends_taken_down" in c) == (not restart)
 
 
-# ---- loss and duplicates everywhere --------------------------------------------------------------------
+# ---- loss everywhere ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_loss_and_duplicates_on_every_link(seed):
-    # the regression: --set loss=0.02 on Sparrow ended "job N never completed"
-    r = run(jobs=60, seed=seed, loss=0.02, dup=0.01)
-    c = counters(r)
-    assert c["requests_repeated"] > 0 and c["repeated_completions"] > 0
-
-
-def test_heavy_duplication_binds_one_task_per_held_slot():
-    r = run(dup=0.5, **SMALL)
-    c = counters(r)
-    assert c["duplicate_answers_ignored"] > 0 and c["repeated_jobs"] > 0
-    assert "duplicate_executions" not in c
+def test_loss_on_every_link(seed):
+    # the regression: --set loss=0.02 on Sparrow ended "job N never completed" (loss now delays
+    # messages on their connections: the run still ends with every invariant ok, none lost)
+    r = run(jobs=60, seed=seed, loss=0.02)
+    assert r.fabric.statistics().drops_by_cause == {}
 
 
 # ---- the end-of-run checks can fail -------------------------------------------------------------------
@@ -204,7 +197,7 @@ def test_the_node_checks_catch_broken_books_and_a_stuck_probe():
 # ---- the fault search over what Sparrow claims ----------------------------------------------------------
 def test_sparrow_claims_what_these_tests_prove():
     assert set(registry.get("sparrow").survives) == {"crash", "restart", "partition", "heal", "slow", "restore",
-                                                    "loss", "dup"}
+                                                    "loss"}
 
 
 @settings(max_examples=30, derandomize=True, deadline=None,

@@ -28,7 +28,9 @@ def journal(tmp_path_factory):
     folder = tmp_path_factory.mktemp("trace")
     (folder / "plan.toml").write_text(PLAN)
     path = folder / "messages.log"
-    runner.execute("default", seed=3, overrides=SMALL, journal_path=path, faults=fault_plan.load(folder / "plan.toml"))
+    # a short RTO: a retransmission then hands a server what waited behind it at once (its queue shows)
+    runner.execute("default", seed=3, overrides={**SMALL, "rto_ms": 20.0}, journal_path=path,
+                   faults=fault_plan.load(folder / "plan.toml"))
     return path
 
 
@@ -89,8 +91,8 @@ def test_flows_pair_up_and_bind_to_a_slice_at_their_ends(trace):
             assert (end["name"], end["cat"]) == (start["name"], start["cat"]) and end["ts"] >= start["ts"]
             assert (end["pid"], end["tid"], end["ts"]) in slices
         assert (start["pid"], start["tid"], start["ts"]) in slices
-    # a duplicated message: one start, two ends
-    assert Counter(len(v) for v in ends.values())[2] > 0
+    # nothing is duplicated on a connection: one start, one end
+    assert set(Counter(len(v) for v in ends.values())) == {1}
 
 
 def _delivered(journal):
@@ -153,7 +155,7 @@ def _counters(data) -> set:
 
 def test_counters_include_the_components_queues_and_statistics(trace):
     counters = _counters(trace[0])
-    assert {("gm-0 service", "busy_percent"), ("lm-0 service", "busy_percent"), ("lm-0 service", "queue")} <= counters
+    assert {("gm-0 service", "busy_percent"), ("lm-0 service", "busy_percent"), ("gm-0 service", "queue")} <= counters
     assert ("network", "in_flight") in counters and ("network", "actors_down") in counters
     assert {("gm-0", "queued"), ("lm-1", "free_units"), ("w-3", "running"), ("w-3", "free[0]")} <= counters
     assert not any(name == "gm-0" and key == "gm" for name, key in counters)  # constant: left out
@@ -178,7 +180,7 @@ def test_faults_are_instants_and_windows(trace):
     windows = {k[0]: (begins[k], ends[k]) for k in begins}
     assert windows["lm-0 down"] == (500_000, 800_000)
     assert windows["partition {gm-0} | {lm-1}"] == (1_000_000, 1_500_000)
-    assert windows["loss 0.5 on gm-1<->lm-0"] == (300_000, 2_500_000)
+    assert windows["loss 0.5 on gm-1<->lm-0"] == (300_000, 2_000_000)  # ended by the loss on every link at 2 s
 
 
 def test_a_large_window_keeps_one_in_k_and_says_so(journal, tmp_path, monkeypatch):

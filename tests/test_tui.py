@@ -245,7 +245,7 @@ def build(fabric, params):
     run = _build(fabric, params)
     fabric.add_faults([(1_000_000, "crash", "gm-1"), (1_000_000, "partition", (("gm-2",), ("lm-3", "lm-0"))),
                        (1_000_000, "slow", ("gm-0", "lm-1"), 4.0), (1_000_000, "loss", ("gm-0", "lm-2"), 0.25),
-                       (1_000_000, "dup", ("*",), 0.01), (1_000_000, "dup", ("gm-1", "lm-2"), 0.5)])
+                       (1_000_000, "loss", ("gm-1", "lm-3"), 0.5)])
     return run
 """
 
@@ -274,8 +274,7 @@ def test_faults_of_a_real_run_show_in_the_panels(tmp_path):
     assert result.summary["partial"] == {"by": "test"}
     snap = hook.sampler.last
     assert set(snap.network) == {"partition: {gm-2} | {lm-0, lm-3}", "slow: gm-0 <-> lm-1 4x latency",
-                                 "loss: gm-0 <-> lm-2 0.25 loss", "dup: gm-1 <-> lm-2 0.5 duplicated",
-                                 "dup: every link 0.01"}
+                                 "loss: gm-0 <-> lm-2 0.25 loss", "loss: gm-1 <-> lm-3 0.5 loss"}
     logged = [text for t, text, _ in hook.sampler.log if t == 1_000_000]
     assert logged[:4] == ["fault crash gm-1", "fault partition {gm-2} | {lm-3, lm-0}", "fault slow gm-0 lm-1 4",
                           "fault loss gm-0 lm-2 0.25"]

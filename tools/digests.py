@@ -23,7 +23,7 @@ def _cases() -> list[tuple[str, str, dict, str | None]]:
     """(name, scenario, overrides, fault plan path or None), in a fixed order."""
     small = {"jobs": 150}
     cases = [(f"default-{s}", "default", {**small, "scheduler": s}, None) for s in SCHEDULERS]
-    cases += [(f"lossy-{s}", "default", {**small, "scheduler": s, "loss": 0.05, "dup": 0.02}, None)
+    cases += [(f"lossy-{s}", "default", {**small, "scheduler": s, "loss": 0.05}, None)
               for s in SCHEDULERS]
     cases += [(f"failover-{s}", "failover", {"scheduler": s, "jobs": 120}, None) for s in SCHEDULERS]
     cases += [(f"policy-{p}", "default", {**small, "policy": p}, None)

@@ -262,7 +262,7 @@ def _search(scenario: str = "default", *, schedulers=None, kinds=None, fixed: di
 
 
 def merged_bursts(plan):
-    """The plan with one "off, then on again at the same instant" of a loss/dup link dropped (two
+    """The plan with one "off, then on again at the same instant" of a lossy link dropped (two
     adjacent bursts made one, which deleting single events cannot do), or None when it has none."""
     entries = plan.entries
     for i in range(len(entries) - 1):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from fedemu.fabric.errors import ConfigError
+from fedemu.fabric.faults import RETIRED
 from fedemu.model import Param
 
 
@@ -62,6 +63,8 @@ def resolve(defaults: dict, overrides: dict, declare=None) -> dict:
     that does not apply or a value its Param rejects is a ConfigError."""
     params = dict(defaults)
     for key, value in overrides.items():
+        if key in RETIRED and key not in defaults:
+            raise ConfigError(f"parameter {key!r}: {RETIRED[key]}")
         if key not in defaults:
             raise ConfigError(f"unknown parameter {key!r}; known: {', '.join(sorted(defaults))}")
         default = defaults[key]

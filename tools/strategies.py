@@ -5,7 +5,7 @@ A fault plan is drawn as the ``[[fault]]`` tables of a ``--faults`` file (``scen
 any example can be written out and run again with ``fedemu run --faults``. Plans use **swarm testing**:
 each one first picks a non-empty subset of the fault families it may use, then draws events only of
 those. Every fault it draws ends: a crashed actor restarts, a partition heals, a slowed link is restored,
-loss and duplication go back to 0 (the property searched is "a scheduler recovers from faults that
+loss goes back to 0 (the property searched is "a scheduler recovers from faults that
 pass"). ``slow``/``restore`` need no recovery protocol (messages are only delayed; each link stays FIFO),
 so they are always allowed; other kinds only where the scheduler's ``survives`` lists them. Each run is
 also a variant of its scheduler: a value of every choice key that applies (``variants``).
@@ -40,7 +40,7 @@ from . import runner
 
 # family -> the kinds it uses: the start of a fault and what ends it
 FAMILIES = {"crash": ("crash", "restart"), "partition": ("partition", "heal"), "slow": ("slow", "restore"),
-            "loss": ("loss",), "dup": ("dup",)}
+            "loss": ("loss",)}
 BENIGN = ("slow", "restore")  # kinds no scheduler needs a protocol for: always allowed
 HARNESS = ("submitter",)  # actors that are the workload, not the scheduler: never crashed
 PLAN_SOURCE = "plan.toml"
@@ -86,7 +86,7 @@ def fault_tables(draw, names, horizon_us: int, kinds=FAULT_KINDS, *, max_events:
     swarm testing over the families ``kinds`` allow; every fault drawn ends."""
     names = list(names)
     usable = [f for f in families(kinds) if f != "partition" or len(names) >= 2]
-    usable = [f for f in usable if f not in ("slow", "loss", "dup") or len(names) >= 2]
+    usable = [f for f in usable if f not in ("slow", "loss") or len(names) >= 2]
     if not usable:
         return []
     swarm = draw(st.lists(st.sampled_from(usable), min_size=1, unique=True))
@@ -103,7 +103,7 @@ def _s(us: int) -> float:
 
 @st.composite
 def _event(draw, names, crashable, horizon_us: int, swarm):
-    """One fault of a family in ``swarm``, with what ends it: its plan tables (one, or two for loss/dup)."""
+    """One fault of a family in ``swarm``, with what ends it: its plan tables (one, or two for loss)."""
     family = draw(st.sampled_from(swarm))
     t, d = draw(st.integers(0, max(0, horizon_us))), draw(_durations(horizon_us))
     link = st.lists(st.sampled_from(names), min_size=2, max_size=2, unique=True)
@@ -114,10 +114,10 @@ def _event(draw, names, crashable, horizon_us: int, swarm):
     if family == "slow":
         factor = draw(st.sampled_from([2.0, 10.0, 100.0, 1000.0]))
         return [{"at_s": _s(t), "kind": "slow", "link": draw(link), "value": factor, "for_s": _s(d)}]
-    # loss, dup: a probability on a link or every link, set back to 0 when it ends; certain first, so a
-    # plan shrinks towards a fault whose effect does not hinge on the dice
+    # loss: a probability on a link or every link, set back to 0 when it ends; certain first, so a plan
+    # shrinks towards a fault whose effect does not hinge on the dice
     where = draw(st.one_of(link, st.just("*")))
-    p = draw(st.sampled_from([1.0, 0.3, 0.05] if family == "loss" else [1.0, 0.5, 0.1]))
+    p = draw(st.sampled_from([1.0, 0.3, 0.05]))
     return [{"at_s": _s(t), "kind": family, "link": where, "value": p},
             {"at_s": _s(t + d), "kind": family, "link": where, "value": 0.0}]
 

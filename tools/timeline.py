@@ -22,8 +22,10 @@ OUTSIDE = -1  # the sender of messages the scenario injects
 
 @attrs.frozen
 class Message:
-    """One arrival of a message at ``at_us`` (``outcome`` "deliver" or "duplicate", the second copy of
-    a duplicated one), or its drop (``outcome`` the cause: "loss" at the send, "partition", "dead")."""
+    """One arrival of a message at ``at_us`` (``outcome`` "deliver"; "duplicate", the second copy of a
+    duplicated one, only in journals from before connections), or its drop (``outcome`` the cause:
+    "broken" with its connection, "refused" by a receiver that was down, "dead" for an injected one; before
+    connections also "loss" at the send and "partition"). See docs/connections.md."""
 
     index: int  # the journal record of the arrival or drop
     at_us: int
@@ -130,7 +132,7 @@ class Timeline:
                     if sent is None:  # a send before the journal began cannot be: a damaged journal
                         continue
                     last_key, last = key, sent
-                    outcome = ("duplicate" if rec[5] else "deliver") if code == DELIVER else rec[5]
+                    outcome = "deliver" if code == DELIVER else rec[5]  # a delivery's rec[5]: its retransmissions
                     yield Message(index, rec[1], rec[2], rec[3], sent[1], sent[2], sent[0], sent[3], outcome, sent[4])
                 elif code == TIMER_SET:
                     timers[(rec[2], rec[3])] = (rec[1], rec[5], rec[6])

@@ -126,19 +126,17 @@ def _names(fabric, ids) -> str:
 
 
 def network_lines(fabric) -> tuple[str, ...]:
-    """The network's active faults, as lines: partitions, slow links, lossy and duplicating links."""
+    """The network's active faults, as lines: partitions, slow links and lossy links."""
     net = fabric.network
     lines = [f"partition: {{{_names(fabric, a)}}} | {{{_names(fabric, b)}}}" for a, b in getattr(net, "partitions", ())]
     for kind, table, unit in (("slow", getattr(net, "slow", {}), "x latency"),
-                              ("loss", getattr(net, "loss", {}), " loss"),
-                              ("dup", getattr(net, "dup", {}), " duplicated")):
+                              ("loss", getattr(net, "loss", {}), " loss")):
         for (a, b), value in sorted(table.items()):
             if a < b:
                 lines.append(f"{kind}: {fabric.name_of(a)} <-> {fabric.name_of(b)} {value:g}{unit}")
-    for kind in ("loss", "dup"):
-        value = getattr(net, f"default_{kind}", None)
-        if value:
-            lines.append(f"{kind}: every link {value:g}")
+    value = getattr(net, "default_loss", None)
+    if value:
+        lines.append(f"loss: every link {value:g}")
     return tuple(lines)
 
 

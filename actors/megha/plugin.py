@@ -230,7 +230,7 @@ def build_centralized(ctx: Context) -> list[str]:
     return add_actors(ctx, centralize(ctx.cluster), 1)
 
 
-SURVIVES = ("crash", "restart", "partition", "heal", "slow", "restore", "loss", "dup")
+SURVIVES = ("crash", "restart", "partition", "heal", "slow", "restore", "loss")
 CHECKS = (lm_matches_workers, views_converge, one_active_lm)
 ROLES = (Role("gm", ("gm",), "a global manager (a front end)"),
          Role("lm", ("lm",), "a local manager (lm-<c>; its standby replica, lm-<c>-standby, is named by name)"))

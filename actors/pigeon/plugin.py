@@ -175,7 +175,7 @@ def master_matches_workers(fabric) -> list[Violation]:
 
 # what tests/test_pigeon_faults.py proves, for the masters, workers and distributors' links (a crashed
 # distributor loses its jobs, and so does a lost submission: the submitter hands a job over once)
-SURVIVES = ("crash", "restart", "partition", "heal", "slow", "restore", "loss", "dup")
+SURVIVES = ("crash", "restart", "partition", "heal", "slow", "restore", "loss")
 
 
 def _build(ctx: Context, *, constraint_aware: bool) -> list[str]:
