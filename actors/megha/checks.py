@@ -72,7 +72,9 @@ def one_active_lm(fabric) -> list[Violation]:
             continue
         for w, wid in enumerate(lm.worker_ids):
             worker = fabric.actor(wid)
-            if worker is not None and worker.lm_id != lm.id and w not in lm.down:
+            # (a restarted worker still asking to register will follow whichever replica answers it)
+            registering = worker is not None and not worker.registered and worker.register_asks < RETRIES
+            if worker is not None and worker.lm_id != lm.id and w not in lm.down and not registering:
                 out.append(Violation("one_active_lm", lm.worker_names[w], fabric.now,
                                      f"follows {fabric.names[worker.lm_id]} (epoch {worker.epoch}), but {lm.name} "
                                      f"is the active LM of epoch {lm.epoch}"))
