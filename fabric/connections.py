@@ -72,8 +72,10 @@ class Connections:
         self.fabric = fabric
         self.stalls: dict[tuple[int, int], _Stall] = {}
         self.cut: dict[tuple[int, int], int] = {}
-        self.out: dict[int, set] | None = None  # when tracked: actor -> receivers of its open connections
-        self.into: dict[int, set] | None = None  # actor -> senders of its open connections
+        self.out: dict[int, set] | None = None  # when tracked: actor -> every actor it sent to
+        self.into: dict[int, set] | None = None  # actor -> every actor that sent to it
+        self.last: dict[tuple[int, int], int] = {}  # when tracked: the time of each pair's latest send
+        self.broken_at: dict[tuple[int, int], int] = {}  # the time each pair's connection last broke
         self.watch: list = []  # non-empty while deliveries must come here (the kernel keeps a reference)
         self.breaks = 0
 
@@ -81,14 +83,19 @@ class Connections:
         """Record which pairs talk (``opened``): a crash then breaks every open connection of its actor."""
         self.out, self.into = {}, {}
 
-    def opened(self, src: int, dst: int) -> None:
-        """``src`` sent to ``dst`` (tracked runs only)."""
-        peers = self.out.get(src)
-        if peers is None:
-            peers = self.out[src] = set()
-        if dst not in peers:
-            peers.add(dst)
+    def opened(self, src: int, dst: int, now: int) -> None:
+        """``src`` sent to ``dst`` at ``now`` (tracked runs only): the pair's connection is open unless it broke
+        after that. Times, not the order of calls, decide, so that a send and a break at one time agree with
+        the cut (a send at the break's time is on the new connection)."""
+        pair = (src, dst)
+        if pair not in self.last:
+            self.out.setdefault(src, set()).add(dst)
             self.into.setdefault(dst, set()).add(src)
+        self.last[pair] = now
+
+    def is_open(self, pair: tuple[int, int]) -> bool:
+        """Whether ``pair`` has sent since its connection last broke (tracked runs only)."""
+        return self.last[pair] >= self.broken_at.get(pair, -1)
 
     def refresh(self) -> None:
         """Watch deliveries while anything can delay or lose one: a partition, loss, a stall or a cut."""
@@ -152,8 +159,8 @@ class Connections:
         """Actor ``idx`` crashed at ``at``: every open connection it is an end of breaks (tracked runs)."""
         if self.out is None:
             return
-        pairs = [(idx, d) for d in self.out.get(idx, ())] + [(s, idx) for s in self.into.get(idx, ())]
-        for pair in sorted(pairs):
+        pairs = {(idx, d) for d in self.out.get(idx, ())} | {(s, idx) for s in self.into.get(idx, ())}
+        for pair in sorted(p for p in pairs if self.is_open(p)):
             self.broke(pair, at, "crash")
 
     def refused(self, pair: tuple[int, int], at: int) -> None:
@@ -164,9 +171,6 @@ class Connections:
         f = self.fabric
         src, dst = pair
         self.breaks += 1
-        if self.out is not None:
-            self.out.get(src, set()).discard(dst)
-            self.into.get(dst, set()).discard(src)
         if f._actors[src] is not None:
             f._notify(at, src, ConnectionBroken(src, dst, at, "refused"), at + f.network.window)
 
@@ -183,9 +187,7 @@ class Connections:
         if stall is not None:
             for e in sorted(stall.held, key=lambda e: e[3]):
                 f._dropped(at, src, e[3], dst, "broken")
-        if self.out is not None:
-            self.out.get(src, set()).discard(dst)
-            self.into.get(dst, set()).discard(src)
+        self.broken_at[pair] = at
         self.refresh()
         due = at + f.network.window
         for end in (src, dst):

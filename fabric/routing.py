@@ -44,7 +44,7 @@ class Routing:
         self.drops_by_cause: dict[str, int] = {}
         self._fast_send = fastpath.make_send(self)
         self._send = self._fast_send  # Actor.send calls it: (actor, dst, msg); the routed path when tracking
-        self._opened = None  # when pairs are tracked (``connections``): called with each send's (src, dst)
+        self._opened = None  # when pairs are tracked (``connections``): called with each send's (src, dst, now)
 
     def _bucket_width(self) -> int:
         """Event-queue buckets one window wide. Measured against a sixteenth of a window: fewer cache
@@ -82,7 +82,7 @@ class Routing:
         actor._outbox.append((SEND, now, idx, seq, dst, at, tag, msg._fedemu_fields(msg)))
         self.sent_by_kind[tag] = self.sent_by_kind.get(tag, 0) + 1
         if self._opened is not None:
-            self._opened(idx, dst)
+            self._opened(idx, dst, now)
         self._push((at, RANK_MESSAGE + ties.tie(actor._tie, at), idx, seq, 0, dst, msg))
 
     def _set_timer(self, actor: Actor, at: int, msg) -> None:

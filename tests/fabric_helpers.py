@@ -303,7 +303,7 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
         seq, now = actor._seq, actor._now
         at = network.route(actor.id, dst, seq, now, keys[actor.id])
         records.append((SEND, now, actor.id, seq, dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
-        talked.add((actor.id, dst))
+        talked[(actor.id, dst)] = now
         sent_at[actor.id].append((now, seq))
         heappush(heap, (at, RANK_MESSAGE + ties.tie(tie_keys[actor.id], at), actor.id, seq, 0, dst, msg))
 
@@ -318,7 +318,8 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
     # far) and what waits behind it; each broken pair's cut (its sender's last seq); the pairs that talked
     stalls: dict = {}
     cut: dict = {}
-    talked: set = set()
+    talked: dict = {}  # (src, dst) -> the time of its latest send
+    broken_at: dict = {}  # (src, dst) -> the time its connection last broke
     outside = [0]
 
     def outside_send(now: int, dst: int, msg, at: int) -> None:
@@ -334,7 +335,7 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
         stall = stalls.pop(pair, None)
         for held_seq, _ in sorted(stall["held"] if stall else []):
             records.append((DROP, at, src, held_seq, dst, "broken"))
-        talked.discard(pair)
+        broken_at[pair] = at
         for end in pair:
             if actors[end] is not None:
                 outside_send(at, end, ConnectionBroken(src, dst, at, cause), at + network.window)
@@ -354,7 +355,6 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
             return
         if actor is None:  # refused: this message only; its sender is told
             records.append((DROP, at, src, seq, dst, "refused"))
-            talked.discard(pair)
             if actors[src] is not None:
                 outside_send(at, src, ConnectionBroken(src, dst, at, "refused"), at + network.window)
             return
@@ -421,7 +421,7 @@ def reference_run(seed: int, names: list[str], factories: list, network: Network
                     dead_at_start.add(i)
                 if actors[i] is not None:
                     actors[i] = None
-                    for pair in sorted(p for p in talked if i in p):
+                    for pair in sorted(p for p, t in talked.items() if i in p and t >= broken_at.get(p, -1)):
                         broke(pair, at, "crash")
                 actors[i] = None
             elif starting and i in dead_at_start:  # restarted before it ever started
