@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from fedemu.fabric import messages
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.journal import DELIVER, DROP, SEND, JournalReader
+from fedemu.fabric.replay import BROKEN, name_ranges
 from fedemu.scenarios import fault_plan
 from fedemu.tools import diagram, drawing, mermaid, runner
 from fedemu.tools.cli import main
@@ -92,6 +93,8 @@ def raw_arrivals(path, lo=None, hi=None):
         if rec[0] == SEND:
             kinds[(rec[2], rec[3])] = rec[6]
         elif rec[0] in (DELIVER, DROP) and not (rec[0] == DROP and rec[5] == "stale-timer"):
+            if kinds[(rec[2], rec[3])] == BROKEN:  # the fabric's notice of a break: drawn as a note
+                continue
             if (lo is None or rec[1] >= lo) and (hi is None or rec[1] <= hi):
                 outcome = "deliver" if rec[0] == DELIVER else rec[5]  # a delivery records its retransmissions
                 name = "outside" if rec[2] < 0 else names[rec[2]]
@@ -293,7 +296,7 @@ def test_the_docs_hold_a_real_failover_diagram():
     text = (Path(__file__).resolve().parent.parent / "docs" / "diagrams.md").read_text()
     statements = parse(text)
     lines = [decode(s[4] if s[0] == "message" else s[3]) for s in statements if s[0] in ("message", "note")]
-    for want in ("FAULT crash gm-1", "FAULT restart gm-1", "job job_id=52", "DROPPED (dead)",
+    for want in ("FAULT crash gm-1", "FAULT restart gm-1", "job job_id=52", "DROPPED (refused)", "CONNECTIONS BROKEN between gm-1 and",
                  "submit.resubmit job=Job(job_id=52", "megha.adopt_job job_id=52", "megha.launch_failed job_id=52"):
         assert any(want in line for line in lines), want
     assert "fedemu replay failover.log --diagram failover.md --job 52 --to 3.04" in text
@@ -354,3 +357,28 @@ def test_a_full_diagram_stays_within_mermaids_text_limit(journal, tmp_path, monk
     block = re.search(r"```mermaid\n(.*?)```", out.read_text(), re.S).group(1)
     assert len(parse(out.read_text())) > drawing.MAX_ROWS and len(block) <= 15_000
     assert any(s[0] == "message" and s[4].endswith("...") for s in parse(out.read_text()))
+
+
+def raw_breaks(path, lo, hi):
+    """(src, dst, at, cause) of every connection break told in [lo, hi], from the notices' raw records."""
+    reader = JournalReader(path)
+    names = reader.header["actors"]
+    out = set()
+    for _, _, rec in reader.records():
+        if rec[0] == SEND and rec[2] < 0 and rec[6] == BROKEN and lo <= rec[7][2] <= hi:
+            out.add((names[rec[7][0]], names[rec[7][1]], rec[7][2], rec[7][3]))
+    reader.close()
+    return out
+
+
+def test_connection_breaks_are_marked_a_crashed_actors_together(journal, tmp_path):
+    """lm-0's crash at 0.5 s breaks each of its connections both ways: one note names them all."""
+    out = tmp_path / "d.md"
+    diagram.write(journal, out, t_from="0.5", t_to="0.52")
+    notes = [decode(s[3]) for s in parse(out.read_text()) if s[0] == "note" and "BROKEN" in s[3]]
+    expected = raw_breaks(journal, 500_000, 520_000)
+    assert expected and {b[3] for b in expected} == {"crash"} and all("lm-0" in b[:2] for b in expected)
+    peers = sorted({b[1] if b[0] == "lm-0" else b[0] for b in expected}, key=lambda n: (n[0], int(n.split("-")[1])))
+    assert notes == [f"0.500000 CONNECTIONS BROKEN between lm-0 and {name_ranges(peers)} (crash)"]
+    messages = [decode(s[4]) for s in parse(out.read_text()) if s[0] == "message"]
+    assert any(m.endswith("DROPPED (broken)") for m in messages) and not any(BROKEN in m for m in messages)

@@ -247,3 +247,16 @@ def test_a_recording_stopped_early_gets_a_trace_without_a_re_run(tmp_path):
     data = json.loads((tmp_path / "t.json").read_text())
     assert "the recording stopped early" in said and data["otherData"]["ended"].startswith("stopped early")
     assert any(e["ph"] == "f" for e in data["traceEvents"])
+
+
+def test_connection_breaks_are_global_instants(trace, journal):
+    """Breaks of one time and cause are one instant per shared end: each names its actors, each break is in one."""
+    from test_diagram import raw_breaks
+
+    instants = [e for e in trace[0]["traceEvents"] if e["ph"] == "i" and "BROKEN" in e["name"]]
+    expected = raw_breaks(journal, 0, 10**12)
+    assert expected and {(e["ts"], e["args"]["cause"]) for e in instants} == {(b[2], b[3]) for b in expected}
+    for a, b, at, cause in expected:
+        assert any(e["ts"] == at and e["args"]["cause"] == cause and
+                   (f"{a} -> {b} " in e["name"] or (f" {a} and " in e["name"] or f" {b} and " in e["name"]))
+                   for e in instants), (a, b, at)

@@ -17,12 +17,12 @@ from collections import Counter
 import attrs
 
 from fedemu.fabric.errors import ConfigError
-from fedemu.fabric.replay import name_ranges
+from fedemu.fabric.replay import BROKEN, name_ranges
 
 from . import roles
-from .fault_state import FaultState
+from .fault_state import Breaks, FaultState, grouped
 from .selection import Selection
-from .timeline import OUTSIDE, FaultEvent, Fire, Message, Timeline
+from .timeline import OUTSIDE, Break, FaultEvent, Fire, Message, Timeline
 
 MAX_ROWS = 300  # messages and timer fires in one diagram, at most
 
@@ -34,7 +34,7 @@ class Drawing:
     filters: str  # the filters as given ("(none)")
     lanes: tuple[int, ...]  # actor indices, in actor order (OUTSIDE first)
     names: tuple[str, ...]  # every actor's name, by index
-    rows: tuple  # Message, Fire, FaultEvent sorted by (time, journal record)
+    rows: tuple  # Message, Fire, FaultEvent, Breaks sorted by (time, journal record)
     labels: dict  # journal record index -> "kind name=value ..." of each Message and Fire row
     before: tuple[str, ...] = ()  # the faults in force where the diagram starts
     start_state: FaultState | None = None  # the same, as data (None: the diagram starts the run)
@@ -47,8 +47,10 @@ class Drawing:
     def name(self, idx: int) -> str:
         return "outside" if idx == OUTSIDE else self.names[idx]
 
-    def fault_lanes(self, fault: FaultEvent) -> tuple[int, ...]:
-        """The lanes a fault concerns, in lane order (empty: the whole network)."""
+    def fault_lanes(self, fault) -> tuple[int, ...]:
+        """The lanes a fault or a connection break concerns, in lane order (empty: the whole network)."""
+        if isinstance(fault, Breaks):
+            return tuple(i for i in self.lanes if i in fault.ends)
         target = fault.target
         if fault.kind == "partition":
             named = {n for side in target for n in side}
@@ -84,10 +86,16 @@ def collect(timeline: Timeline, sel: Selection, *, tail: bool = False) -> Drawin
     seen: set[str] = set()
     kinds: Counter = Counter()
     messages = fires = 0
+    breaks: list[Break] = []
     for ev in timeline.events():
         if isinstance(ev, FaultEvent):
             faults.append(ev)
             continue
+        if isinstance(ev, Break):
+            breaks.append(ev)
+            continue
+        if isinstance(ev, Message) and ev.src == OUTSIDE and ev.kind == BROKEN:
+            continue  # the fabric's notice of a break: the break is drawn instead
         seen.add(ev.kind)
         if not (sel.message(ev, timeline) if isinstance(ev, Message) else sel.fire(ev, timeline)):
             continue
@@ -119,6 +127,8 @@ def collect(timeline: Timeline, sel: Selection, *, tail: bool = False) -> Drawin
             state.apply(fault)
         elif sel.fault(fault) and _fault_shown(fault, lane_names):
             shown.append(fault)
+    shown += grouped(b for b in breaks if b.cause != "refused" and sel.in_window(b.at_us)  # (a refusal: its drop)
+                     and (b.src in lanes or b.dst in lanes))
     rows = sorted(rows + shown, key=lambda r: (r.at_us, r.index))
     footer = timeline.footer
     ended = str(footer.get("ended", ""))

@@ -3,9 +3,13 @@ partitions, lossy, duplicating and slow links. A diagram that starts mid-run say
 
 from __future__ import annotations
 
+from collections import Counter
+
 import attrs
 
-from .timeline import FaultEvent
+from fedemu.fabric.replay import name_ranges
+
+from .timeline import Break, FaultEvent
 
 
 def _link(target: tuple) -> str:
@@ -143,3 +147,52 @@ def windows(state: "FaultState | None", faults, start_us: int, end_us: int) -> l
         kind, label, actors, start, opened = open_.pop(key)
         out.append(Window(kind, label, actors, start, end_us, opened, None))
     return out
+
+
+@attrs.frozen
+class Breaks:
+    """The connections that broke at one time for one cause, drawn as one row: those between ``actor`` and
+    each of ``peers`` (both ways), e.g. every connection of a crashed actor; a single break has one peer
+    and keeps its direction (``actor`` -> the peer)."""
+
+    index: int  # the journal record of its first notice
+    at_us: int
+    actor: int
+    peers: tuple[int, ...]
+    cause: str
+    single: bool
+
+    @property
+    def ends(self) -> tuple[int, ...]:
+        return (self.actor, *self.peers)
+
+
+def grouped(breaks) -> list[Breaks]:
+    """``breaks`` (Break, in journal order) as rows: those of one time and cause that share an end are one
+    (the end shared by the most first: a crashed actor and all its connections)."""
+    out: list[Breaks] = []
+    groups: dict[tuple[int, str], list[Break]] = {}
+    for b in breaks:
+        groups.setdefault((b.at_us, b.cause), []).append(b)
+    for group in groups.values():
+        while group:
+            ends = Counter(end for b in group for end in (b.src, b.dst))
+            actor = min(ends, key=lambda a: (-ends[a], a))
+            mine = [b for b in group if actor in (b.src, b.dst)]
+            if len(mine) == 1:
+                b = mine[0]
+                out.append(Breaks(b.index, b.at_us, b.src, (b.dst,), b.cause, True))
+            else:
+                peers = sorted({b.dst if b.src == actor else b.src for b in mine})
+                out.append(Breaks(mine[0].index, mine[0].at_us, actor, tuple(peers), mine[0].cause, False))
+            group = [b for b in group if actor not in (b.src, b.dst)]
+    return sorted(out, key=lambda r: (r.at_us, r.index))
+
+
+def broken(row: Breaks, name) -> str:
+    """``CONNECTION BROKEN lm-0 -> gm-1 (crash)``, or ``CONNECTIONS BROKEN between lm-0 and gm-0..gm-2, w-0
+    (crash)`` for a group (``name``: actor index -> name)."""
+    if row.single:
+        return f"CONNECTION BROKEN {name(row.actor)} -> {name(row.peers[0])} ({row.cause})"
+    return (f"CONNECTIONS BROKEN between {name(row.actor)} and {name_ranges([name(p) for p in row.peers])} "
+            f"({row.cause})")

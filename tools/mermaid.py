@@ -1,7 +1,8 @@
 """A Drawing as a Mermaid ``sequenceDiagram`` in Markdown, which code hosts and most Markdown viewers
-render: one participant per lane, one arrow per message where it arrived (``->>`` delivered, ``-->>``
-the second copy of a duplicated message, ``-x`` dropped, its cause named), notes for timer fires and
-faults, and the faults already in force and how the run ended.
+render: one participant per lane, one arrow per message where it arrived (``->>`` delivered, with its
+retransmissions if any, ``-->>`` the second copy of a duplicated message in journals from before
+connections, ``-x`` dropped, its cause named), notes for timer fires, faults and connection breaks,
+and the faults already in force and how the run ended.
 
 Text is escaped with Mermaid's entity codes (``#59;`` for ``;`` and so on), so a field's value never
 breaks the diagram's syntax.
@@ -10,7 +11,7 @@ breaks the diagram's syntax.
 from __future__ import annotations
 
 from .drawing import Drawing
-from .fault_state import describe
+from .fault_state import Breaks, broken, describe
 from .timeline import OUTSIDE, Fire, Message
 
 LABEL_CHARS = 100  # a label's longest text; the rest is cut (messages.txt has every field)
@@ -74,9 +75,13 @@ def _block(d: Drawing, chars: int) -> list[str]:
             label = escape(_cut(d.labels[row.index], chars))
             arrow = ARROWS.get(row.outcome, "-x")
             what = {"deliver": "", "duplicate": " (duplicate copy)"}.get(row.outcome, f" DROPPED ({row.outcome})")
+            what += f" (after {row.tries} retransmission{'s' * (row.tries > 1)})" if row.tries else ""
             lines.append(f"    {pid(row.src)}{arrow}{pid(row.dst)}: {t} {label}{what}")
         elif isinstance(row, Fire):
             lines.append(f"    Note over {pid(row.actor)}: {t} timer {escape(_cut(d.labels[row.index], chars))}")
+        elif isinstance(row, Breaks):
+            lines.append(f"    Note over {_span([pid(i) for i in d.fault_lanes(row)])}: {t} "
+                         f"{escape(_cut(broken(row, d.name), 2 * chars))}")
         else:
             lines.append(f"    Note over {_span([pid(i) for i in d.fault_lanes(row)] or every)}: {t} "
                          f"FAULT {escape(describe(row))}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from xml.sax.saxutils import escape
 
 from .drawing import Drawing
-from .fault_state import describe, windows
+from .fault_state import Breaks, broken, describe, windows
 from .timeline import FaultEvent, Fire, Message
 
 STEP = 22  # pixels between two points in time order
@@ -127,7 +127,8 @@ def render(d: Drawing) -> str:
            "from send to arrival: blue delivered, purple dashed the second copy of a duplicated message,", size=10,
            colour="#555")
     c.text(8, 63, "red ending in x dropped. Dots: timer fires. Shaded bands: partitions and link faults while they "
-           "hold. Dashed red lane: the actor is down. Hover over an arrow for its fields.", size=10, colour="#555")
+           "hold. Dashed red lane: the actor is down; a dotted red bar: a connection broke. Hover for fields.",
+           size=10, colour="#555")
     if d.left_out or d.before:
         first = f"{d.left_out:,} earlier messages and timer fires left out. " if d.left_out else ""
         held = f"In force at {d.start_us / 1e6:.6f} s: {'; '.join(d.before)}." if d.before else ""
@@ -149,6 +150,10 @@ def render(d: Drawing) -> str:
             label = d.labels[row.index]
             c.add(f'<circle cx="{x}" cy="{y}" r="3.5" fill="{COLOURS["timer"]}"><title>{escape(label)}</title></circle>')
             text, colour = f"{d.name(row.actor)}: timer {label}", COLOURS["timer"]
+        elif isinstance(row, Breaks):
+            text, colour = broken(row, d.name), COLOURS["crash"]
+            ends = [xs[i] for i in d.fault_lanes(row)]
+            c.line(min(ends) - 8, y, max(ends) + 8, y, colour, width=2, dash="2 3")
         else:
             text, colour = f"FAULT {describe(row)}", COLOURS["crash"]
             lane = d.fault_lanes(row)
@@ -161,7 +166,7 @@ def render(d: Drawing) -> str:
                 else:
                     c.add(f'<circle cx="{x}" cy="{y}" r="6" fill="none" stroke="{colour}" stroke-width="3"/>')
         c.text(column, y + 4, _cut(text, COLUMN_CHARS), size=10, colour=colour, tip=text,
-               bold=isinstance(row, FaultEvent))
+               bold=isinstance(row, (FaultEvent, Breaks)))
     if d.ended:
         c.text(8, bottom + 24, f"run ended: {d.ended}", size=12, colour=COLOURS["crash"], bold=True)
     c.add("</svg>")
@@ -205,7 +210,8 @@ def _arrow(c: _Canvas, d: Drawing, m: Message, xs: dict, y0: int, y1: int) -> tu
     x0, x1 = xs[m.src], xs[m.dst]
     label = d.labels[m.index]
     text = (f"{d.name(m.src)} -> {d.name(m.dst)}: {label}"
-            + {"deliver": "", "duplicate": " (second copy)"}.get(m.outcome, f" DROPPED ({m.outcome})"))
+            + {"deliver": "", "duplicate": " (second copy)"}.get(m.outcome, f" DROPPED ({m.outcome})")
+            + (f" (after {m.tries} retransmission{'s' * (m.tries > 1)})" if m.tries else ""))
     tip = f"{text}\nsent {m.sent_us / 1e6:.6f} s, {'dropped' if m.dropped else 'arrived'} {m.at_us / 1e6:.6f} s"
     if m.dropped:
         if m.outcome == "loss":  # lost on its way: it ends halfway

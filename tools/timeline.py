@@ -15,7 +15,7 @@ import attrs
 
 from fedemu.fabric import messages
 from fedemu.fabric.journal import DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, JournalReader
-from fedemu.fabric.replay import Formatter
+from fedemu.fabric.replay import BROKEN, Formatter
 
 OUTSIDE = -1  # the sender of messages the scenario injects
 
@@ -37,6 +37,7 @@ class Message:
     values: tuple
     outcome: str
     sent_index: int  # the journal record of the send
+    tries: int = 0  # retransmissions before it was delivered (a connection's loss or partition delays it)
 
     @property
     def dropped(self) -> bool:
@@ -54,6 +55,19 @@ class Fire:
     kind: str
     set_us: int
     values: tuple
+
+
+@attrs.frozen
+class Break:
+    """Connection ``src`` -> ``dst`` broke at ``at_us`` (``cause``: crash, timeout or refused), as the
+    fabric's notices to its live ends say (``fabric.connections``); what was sent on it and not
+    delivered is dropped as "broken". One per break, however many ends were told."""
+
+    index: int  # the journal record of its first notice
+    at_us: int
+    src: int
+    dst: int
+    cause: str
 
 
 @attrs.frozen
@@ -110,15 +124,22 @@ class Timeline:
         return f"{kind}{self.formatter.fields(kind, values)}"
 
     def events(self):
-        """Yield Message, Fire and FaultEvent in journal order; the digest is checked at the end (a
+        """Yield Message, Fire, FaultEvent and Break in journal order (each connection break once, when
+        its first notice is made; the notices themselves arrive as messages from outside); the digest is checked at the end (a
         damaged journal raises JournalError there or where the damage is)."""
         sends: dict[tuple[int, int], tuple] = {}  # (src, seq) -> (sent_us, dst, kind, values, record)
         timers: dict[tuple[int, int], tuple] = {}  # (actor, seq) -> (set_us, kind, values), pending
         last_key, last = None, None  # the message that arrived or dropped last: a duplicate copy follows it
+        breaks: set[tuple[int, int, int]] = set()  # (src, dst, at) of the connection breaks told so far
         try:
             for index, _, rec in self.reader.records():
                 code = rec[0]
                 if code == SEND:
+                    if rec[2] == OUTSIDE and rec[6] == BROKEN and len(rec[7]) == 4:  # the fabric's notice
+                        src, dst, at_us, cause = rec[7]
+                        if (src, dst, at_us) not in breaks:
+                            breaks.add((src, dst, at_us))
+                            yield Break(index, at_us, src, dst, cause)
                     sends[(rec[2], rec[3])] = (rec[1], rec[4], rec[6], rec[7], index)
                     self.sent += 1
                 elif code in (DELIVER, DROP):
@@ -132,8 +153,10 @@ class Timeline:
                     if sent is None:  # a send before the journal began cannot be: a damaged journal
                         continue
                     last_key, last = key, sent
-                    outcome = "deliver" if code == DELIVER else rec[5]  # a delivery's rec[5]: its retransmissions
-                    yield Message(index, rec[1], rec[2], rec[3], sent[1], sent[2], sent[0], sent[3], outcome, sent[4])
+                    outcome = "deliver" if code == DELIVER else rec[5]
+                    tries = rec[5] if code == DELIVER else 0  # a delivery's rec[5]: its retransmissions
+                    yield Message(index, rec[1], rec[2], rec[3], sent[1], sent[2], sent[0], sent[3], outcome, sent[4],
+                                  tries)
                 elif code == TIMER_SET:
                     timers[(rec[2], rec[3])] = (rec[1], rec[5], rec[6])
                 elif code == TIMER_FIRE:

@@ -8,8 +8,8 @@
   slice where it arrived. Its args hold the sender, the times and the message's fields.
 - Each delivered message is a flow (``s`` at a zero-length ``send`` slice on its sender, ``f`` binding
   to the slice that handles it); a dropped one is an instant on the track of the actor that lost it.
-- Faults are instants (an actor's on its track, the network's global) and windows while they hold
-  (async slices: an actor down, a partition, a lossy, duplicating or slow link).
+- Faults and connection breaks are instants (an actor's fault on its track, the others global), and
+  faults windows while they hold (async slices: an actor down, a partition, a lossy or slow link).
 - Counters: messages in flight and actors down (from the journal), and, from the re-run, each
   scheduler component's queue (arrived, not yet handled) and busy share, and the numbers of every
   actor's statistics (summed over a role of more than eight actors, with ``up`` and ``idle``).
@@ -30,9 +30,9 @@ from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.replay import STOPPED_EARLY
 
 from . import atomic, roles, trace_probe
-from .fault_state import FaultState, describe, windows
+from .fault_state import FaultState, broken, describe, grouped, windows
 from .selection import Selection
-from .timeline import OUTSIDE, FaultEvent, Fire, Message, Timeline
+from .timeline import OUTSIDE, Break, FaultEvent, Fire, Message, Timeline
 
 MAX_ITEMS = 50_000
 FAULTS_PID = 1
@@ -81,7 +81,7 @@ def _count(timeline: Timeline, sel: Selection) -> int:
     """Messages (arrivals and drops) and timer fires the selection keeps (the first reading of the journal)."""
     n, seen = 0, set()
     for ev in timeline.events():
-        if isinstance(ev, FaultEvent):
+        if isinstance(ev, (FaultEvent, Break)):
             continue
         seen.add(ev.kind)
         n += sel.message(ev, timeline) if isinstance(ev, Message) else sel.fire(ev, timeline)
@@ -137,6 +137,7 @@ def _events(timeline: Timeline, sel: Selection, observed, every: int, lo: int, h
     ranks: dict[tuple[int, int], int] = {}  # (server, time) -> arrivals there so far (the mailbox order)
     servers = {key[0] for key in served}
     faults: list[FaultEvent] = []
+    breaks: list[Break] = []
     state = FaultState()
     grid = observed.grid or list(range(lo, hi + 1, max(1, math.ceil((hi - lo) / trace_probe.POINTS))))
     period = grid[1] - grid[0] if len(grid) > 1 else 1
@@ -153,6 +154,10 @@ def _events(timeline: Timeline, sel: Selection, observed, every: int, lo: int, h
                 state.apply(ev)
             elif ev.at_us <= hi:
                 faults.append(ev)
+            continue
+        if isinstance(ev, Break):
+            if lo <= ev.at_us <= hi:
+                breaks.append(ev)
             continue
         actor = ev.dst if isinstance(ev, Message) else ev.actor
         rank = None  # the arrival's place among those at its server at its time (a drop never arrives)
@@ -190,10 +195,14 @@ def _events(timeline: Timeline, sel: Selection, observed, every: int, lo: int, h
                     "fields": timeline.label(ev.kind, ev.values)}
             if ev.outcome == "duplicate":
                 args["copy"] = "the second copy of a duplicated message"
+            if ev.tries:
+                args["retransmissions"] = ev.tries
             handled = _slice(tracks, ev.dst, ev.kind, "handle", ev.at_us, span, args)
             out.append(handled)
             out.append({"name": ev.kind, "cat": "message", "ph": "f", "bp": "e", "id": fid, "ts": handled["ts"],
                         **tracks.at(ev.dst)})
+    out += [{"name": broken(row, tracks.name), "cat": "fault", "ph": "i", "s": "g", "ts": row.at_us, "pid": FAULTS_PID,
+             "tid": 1, "args": {"cause": row.cause}} for row in grouped(breaks)]
     spans = windows(state, faults, lo, hi)
     out += _fault_events(tracks, faults, spans)
     out += _counters(tracks, observed, grid, flight, [w for w in spans if w.kind == "down"])
