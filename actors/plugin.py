@@ -176,7 +176,7 @@ class Scheduler:
     constraint_aware: bool = True  # whether it places tasks only on machines that satisfy their constraints
     invalid_counters: tuple[str, ...] = ()  # counters of requests it found invalid ("invalid" in compare)
     # the fault kinds (fabric.faults.FAULT_KINDS) its protocols recover from; the fault search only
-    # draws these for it, and the README's table lists them
+    # draws these for it, and the README's table lists them (tests/test_docs.py checks it)
     survives: tuple[str, ...] = ()
     # end-of-run checks of its live state (LM state equal to the workers', views converged):
     # each is fn(fabric) -> list of actors.invariants.Violation, run after the recorder's checks

@@ -11,7 +11,7 @@ whose queues have 10%, 25%, 15% and 50% of the datacenter, mapped as in the pape
 - ``--set fairness=off`` runs the same user queues without Algorithm 2.
 
 Run ``fedemu run fairness --set workers=498`` (the summary's ``fairness`` block, ``share_over_time.png``
-with ``--out``); the README's Fairness section has the table for the three sizes.
+with ``--out``); docs/fairness.md has the table for the three sizes.
 """
 
 from pathlib import Path

@@ -356,7 +356,7 @@ def test_the_documented_example_plan_reads_and_resolves():
 @pytest.mark.parametrize("plan_name, scheduler, counter", [
     ("failover-plan.toml", "megha", "gm_rebuilds"), ("failover-plan-pigeon.toml", "pigeon", "failovers")])
 def test_the_documented_failover_plans_end_with_every_invariant_ok(plan_name, scheduler, counter, tmp_path):
-    """The README's failover examples, with 2% loss on every link: every job completes, each protocol
+    """The failover examples of docs/faults.md, with 2% loss on every link: every job completes, each protocol
     path they show is taken."""
     from pathlib import Path
 

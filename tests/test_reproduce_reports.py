@@ -1,6 +1,6 @@
 """The committed quick reports (docs/reproductions/*-quick) are what the code produces now: each claim's
 number and verdict, run again from scratch. A change that moves a result fails here, and the report is
-then written again (``fedemu reproduce PAPER --quick --out …``) and its README figures checked."""
+then written again (``fedemu reproduce PAPER --quick --out …``) and the figures docs/reproducing.md quotes checked."""
 
 from __future__ import annotations
 

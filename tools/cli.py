@@ -333,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--record", action="store_true", help="write the message journal (OUT/messages.log)")
     r.add_argument("--journal", help="write the message journal to this path")
     r.add_argument("--faults", metavar="PLAN", help="inject the faults of a plan file (TOML, or JSON by the .json "
-                   "extension): [[fault]] tables with at_s, kind and target/link/sides; see README 'Fault plans'")
+                   "extension): [[fault]] tables with at_s, kind and target/link/sides; see docs/faults.md")
     r.add_argument("--check-determinism", action="store_true",
                    help="run twice in two processes and report the first event where they diverge")
     r.add_argument("--log", metavar="FILE", help="write the protocol events (invalid launches, repartitions, "
