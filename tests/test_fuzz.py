@@ -84,6 +84,26 @@ def _faults_or_refusal(plan):
         return str(exc).split(": ", 1)[1]
 
 
+def in_force_at_the_end(events):
+    """Replays a plan's events: (actors down, a partition holds, slowed links, loss per link) at its end.
+    Only actors of the run are named, and the submitter is never crashed."""
+    down, cut, slowed, prob = set(), False, set(), {}
+    for e in sorted(events, key=lambda e: (e.at_us, e.kind not in ("crash", "partition", "slow"))):
+        assert set(e.names()) <= set(NAMES)
+        if e.kind == "crash":
+            assert e.target[0] != "submitter"
+            down.add(e.target[0])
+        elif e.kind == "restart":
+            down.discard(e.target[0])
+        elif e.kind in ("partition", "heal"):
+            cut = e.kind == "partition"
+        elif e.kind in ("slow", "restore"):
+            (slowed.add if e.kind == "slow" else slowed.discard)(e.target)
+        else:
+            prob[(e.kind, e.target)] = e.value
+    return down, cut, slowed, prob
+
+
 @QUICK
 @given(st.data())
 def test_drawn_plans_use_only_the_allowed_families_and_every_fault_ends(data):
@@ -96,20 +116,8 @@ def test_drawn_plans_use_only_the_allowed_families_and_every_fault_ends(data):
     events = plan.faults(NAMES, 0)
     allowed = set(kinds) | set(strategies.BENIGN)
     assert {e.kind for e in events} <= allowed
-    down, cut, slowed, prob = set(), 0, set(), {}
-    for e in sorted(events, key=lambda e: (e.at_us, e.kind not in ("crash", "partition", "slow"))):
-        assert set(e.names()) <= set(NAMES)
-        if e.kind == "crash":
-            assert e.target[0] != "submitter" and e.at_us <= horizon
-            down.add(e.target[0])
-        elif e.kind == "restart":
-            down.discard(e.target[0])
-        elif e.kind in ("partition", "heal"):
-            cut = 1 if e.kind == "partition" else 0
-        elif e.kind in ("slow", "restore"):
-            (slowed.add if e.kind == "slow" else slowed.discard)(e.target)
-        else:
-            prob[(e.kind, e.target)] = e.value
+    assert all(e.at_us <= horizon for e in events if e.kind == "crash")
+    down, cut, slowed, prob = in_force_at_the_end(events)
     assert events == [] or (not down and not cut and not slowed and not any(prob.values()))
 
 
@@ -152,16 +160,91 @@ def test_the_search_draws_every_variant_of_a_scheduler(scheduler):
                                                          for scale in strategies.TIMING_SCALES[1:]}
 
 
+# ---- the liveness phase -----------------------------------------------------------------------------
+WORKERS = ["w-0", "w-1", "w-2"]
+
+
+@QUICK
+@given(st.data())
+def test_phased_plans_heal_every_fault_at_the_heal_but_the_workers_that_died_for_good(data):
+    """Faults start within the horizon and may last until the heal, which comes after every fault's own end
+    (and the horizon); after it every crashed actor is up again but the workers drawn to die for good (at
+    most as many as allowed), no partition holds, no link is slowed or lossy."""
+    kinds = data.draw(st.lists(st.sampled_from(FAULT_KINDS), unique=True))
+    horizon = data.draw(st.integers(1, 10**7))
+    most = data.draw(st.integers(0, 2))
+    plan, heal, died = data.draw(strategies.phased_plans(NAMES, horizon, kinds, for_good=WORKERS, most_died=most))
+    events = plan.faults(NAMES, 0)
+    assert heal >= horizon and len(died) <= most and set(died) <= set(WORKERS)
+    assert all(e.at_us <= horizon for e in events if e.kind in ("crash", "partition", "slow")
+               or (e.kind == "loss" and e.value > 0))
+    assert all(e.at_us <= heal for e in events)
+    down, cut, slowed, prob = in_force_at_the_end(events)
+    assert down == set(died) and not cut and not slowed and not any(prob.values())
+
+
+def test_workers_die_for_good_only_where_the_rest_can_run_every_job():
+    names = ["sparrow-0", "w-0", "w-1", "w-2", "w-3", "submitter"]
+    assert strategies.may_die_for_good(names, {"constraints": False, "fanout": 3}) == (["w-0", "w-1", "w-2", "w-3"], 1)
+    assert strategies.may_die_for_good(names, {"constraints": True, "fanout": 1})[1] == 0
+    assert strategies.may_die_for_good(names, {"constraints": False, "fanout": 4})[1] == 0
+    assert strategies.may_die_for_good(names, {"constraints": False, "machine_types": "1@1.0:100"})[1] == 0
+
+
+def _stranded(tmp_path=None):
+    """Sparrow with one scheduler, which dies for good at 10 ms: no job can be done after the heal."""
+    overrides = {"scheduler": "sparrow", "schedulers": 1, "gms": 1, "lms": 1, "workers_per_partition": 2,
+                 "workload": "poisson", "jobs": 3, "fanout": 1, "task_s": 0.2, "constraints": False}
+    plan = fp.from_tables([{"at_s": 0.01, "kind": "crash", "target": "sparrow-0"}], "plan.toml")
+    example = strategies.Example("default", 3, overrides, plan, "sparrow")
+    return attrs.evolve(example, heal_us=example.horizon_us)
+
+
+def test_a_run_that_misses_the_liveness_deadline_is_stopped_there_and_its_folder_says_so(tmp_path):
+    example = _stranded()
+    assert example.deadline_us == example.heal_us + strategies.LIVENESS_GRACE_US + 2 * example.horizon_us
+    with pytest.raises(fuzz.Stalled) as caught:
+        fuzz.run_guarded(example)
+    verdict = fuzz.verdict_of(caught.value)
+    assert verdict.startswith("violation: liveness: 3 job(s) not done by virtual time ")
+    assert "after every fault healed at " in verdict and "jobs_closed: job " in verdict
+    failure = fuzz.write_failure(tmp_path, fuzz.Failure(example, verdict))
+    assert failure.reproduced and failure.phase == "liveness"
+    said = (failure.folder / "verdict.txt").read_text().splitlines()
+    assert said[0] == verdict and said[4].startswith("phase: liveness (every fault healed at ")
+    assert "the liveness phase" in (failure.folder / "command.txt").read_text()
+    header = JournalReader(failure.folder / "messages.log")
+    for _ in header.records():
+        pass
+    # stopped at its first event past the deadline (a retry backs off to a minute at most)
+    assert example.deadline_us < header.footer["now_us"] <= example.deadline_us + 61_000_000
+
+
+def test_without_a_liveness_phase_the_same_run_is_only_stopped_when_it_never_settles():
+    example = attrs.evolve(_stranded(), heal_us=None)
+    assert example.deadline_us is None
+    with pytest.raises(Exception) as caught:
+        fuzz.run_guarded(example)
+    assert fuzz.phase_of(fuzz.verdict_of(caught.value)) == "liveness"  # a job never done: still a liveness verdict
+    assert not fuzz.verdict_of(caught.value).startswith("violation: liveness:")
+
+
 # ---- the search in CI: a bounded, derandomized search over every scheduler -------------------------
 EXAMPLES_PER_SCHEDULER = 240
+# TEMPORARY: the schedulers whose bounded search runs the safety phase only, until their owners land their
+# protocols over connections (issue 32's protocol half); the liveness phase's finds in them are listed in
+# /work/wt/LIVENESS-FINDS.md. Each owner removes their scheduler from here when they land.
+SAFETY_ONLY: set[str] = set()
 
 
 @pytest.mark.parametrize("scheduler", list(registry.SCHEDULERS))
 def test_a_bounded_search_finds_nothing(scheduler, capsys):
     """Each scheduler: EXAMPLES_PER_SCHEDULER fault schedules of the kinds it survives (slow/restore at
-    least), derandomized so CI is repeatable; together at least 1,000 across the schedulers."""
+    least), with both phases (safety, then liveness after the heal), derandomized so CI is repeatable;
+    together at least 1,000 across the schedulers."""
     assert EXAMPLES_PER_SCHEDULER * len(registry.SCHEDULERS) >= 1000
-    outcome = fuzz.search("default", schedulers=[scheduler], examples=EXAMPLES_PER_SCHEDULER, derandomize=True)
+    outcome = fuzz.search("default", schedulers=[scheduler], examples=EXAMPLES_PER_SCHEDULER, derandomize=True,
+                          liveness=scheduler not in SAFETY_ONLY)
     failure = outcome.failure
     assert failure is None, (f"{failure.verdict}\nreproduce: {failure.example.command('plan.toml')}\nplan.toml:\n"
                              f"{fp.to_toml(failure.example.plan)}")
@@ -254,10 +337,11 @@ def test_the_search_finds_a_planted_bug_shrinks_it_and_its_folder_reproduces_it(
     assert notes[-1].startswith("run ended: violation: lm_matches_workers: "), notes
     verdict = (folder / "verdict.txt").read_text().splitlines()
     assert verdict[0] == failure.verdict and verdict[1] == f"digest: {failure.digest}"
+    assert failure.phase == "safety" and verdict[4].startswith("phase: safety")
     assert fp.load(folder / "plan.toml").faults(failure.example.names, 0) == failure.example.plan.faults(
         failure.example.names, 0)
     # the command, run again in a fresh process, gives the same verdict and the same digest
-    command = shlex.split((folder / "command.txt").read_text())
+    command = shlex.split((folder / "command.txt").read_text(), comments=True)  # its note is a comment line
     assert command[:3] == ["fedemu", "run", str(planted)]
     again = tmp_path / "again.log"
     proc = subprocess.run([sys.executable, "-m", "fedemu", *command[1:], "--quiet", "--journal", str(again)],

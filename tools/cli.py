@@ -431,6 +431,8 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--out", default="out/fuzz", help="folder for failure-K/ folders and the example database "
                     "(.hypothesis), which a later search retries first (default out/fuzz)")
     fz.add_argument("--set", action="append", metavar="KEY=VALUE", help="fix a scenario parameter (not drawn)")
+    fz.add_argument("--safety-only", action="store_true", help="no liveness phase: every fault ends by itself "
+                    "(within the workload's horizon), none lasts until a heal, no worker dies for good")
     fz.add_argument("--quiet", action="store_true", help="no progress bar")
     fz.set_defaults(func=_cmd_fuzz)
 

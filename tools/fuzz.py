@@ -1,13 +1,18 @@
 """``fedemu fuzz``: a property-based fault search over a scenario, with shrunk, replayable reproducers.
 
 Each example (``tools.strategies.examples``) is one scheduler on a small cluster and workload under one
-fault plan, run through ``tools.runner.execute``. A run whose verdict is broken (RunViolation) or that
-failed (an actor raised) is a violation: hypothesis shrinks it to a minimal example, and the search
-writes ``OUT/failure-K/`` with the plan (``plan.toml``, the ``--faults`` format), the ``fedemu run``
-command that reproduces it (``command.txt``), the journal (``messages.log``, replayable, its printout
-``messages.txt`` and its space-time diagram ``diagram.md``, the last ``drawing.MAX_ROWS`` messages and
-timer fires of a longer run) and the verdict with the journal's digest (``verdict.txt``). The hypothesis
-example database lives in ``OUT/.hypothesis``, so a failure found once is tried first the next time.
+fault plan, run through ``tools.runner.execute``. A run has two phases, as in TigerBeetle's VOPR: in the
+**safety** phase faults come and go (some last until the heal), and every invariant must hold; at the
+heal every fault still in force ends (but workers drawn to die for good stay down), and in the
+**liveness** phase every job must be done within a stated bound (``strategies.liveness_bound_us``), or
+the run is stopped there and the verdict is ``liveness``. A run whose verdict is broken (RunViolation),
+that failed (an actor raised) or that missed the liveness bound is a violation: hypothesis shrinks it to
+a minimal example, and the search writes ``OUT/failure-K/`` with the plan (``plan.toml``, the ``--faults``
+format, the heal's events included), the ``fedemu run`` command that reproduces it (``command.txt``), the
+journal (``messages.log``, replayable, its printout ``messages.txt`` and its space-time diagram
+``diagram.md``, the last ``drawing.MAX_ROWS`` messages and timer fires of a longer run) and the verdict
+with the journal's digest and the phase that failed (``verdict.txt``). The hypothesis example database
+lives in ``OUT/.hypothesis``, so a failure found once is tried first the next time.
 """
 
 from __future__ import annotations
@@ -53,7 +58,16 @@ STORM_EVENTS, STORM_PER_S = 50_000, 20_000
 
 
 class Stalled(Exception):
-    """A run that did not quiesce: still busy long after its workload and faults were over."""
+    """A run that did not quiesce: still busy long after its workload and faults were over; or, with a
+    liveness phase, one whose jobs were not all done by its deadline."""
+
+
+LIVENESS_VERDICTS = ("violation: liveness:", "violation: quiescence: the run", "violation: jobs_closed:")
+
+
+def phase_of(verdict: str) -> str:
+    """Which phase a verdict failed: liveness (a job not done: by the deadline, or ever) or safety."""
+    return "liveness" if verdict.startswith(LIVENESS_VERDICTS) else "safety"
 
 
 # A full collection every this many runs: without it a 2-minute search grew past 2 GB (each run leaves
@@ -63,10 +77,13 @@ COLLECT_EVERY = 200
 
 
 def run_guarded(example: strategies.Example, **kwargs):
-    """``example.run`` stopped once it is STALL_AFTER_S virtual seconds past its horizon: Stalled then."""
+    """``example.run`` stopped at its liveness deadline (``Example.deadline_us``), or without a liveness
+    phase once it is STALL_AFTER_S virtual seconds past its horizon: Stalled then (a safety invariant
+    broken by then is the verdict before the liveness one)."""
     horizon = example.horizon_us
     storm = STORM_EVENTS + STORM_PER_S * horizon // 10**6
-    guard = strategies.Guard(horizon + STALL_AFTER_S * 10**6, storm)
+    deadline = example.deadline_us
+    guard = strategies.Guard(horizon + STALL_AFTER_S * 10**6 if deadline is None else deadline, storm)
     try:
         result = example.run(progress=guard, **kwargs)
     except Exception:
@@ -77,11 +94,22 @@ def run_guarded(example: strategies.Example, **kwargs):
         raise Stalled(f"quiescence: a message storm: more than {storm:,} events by virtual time "
                       f"{guard.stalled_at / 1e6:.3f} s (the workload's horizon is {horizon / 1e6:.3f} s): "
                       "messages that multiply (each answered or resent more than once)")
+    if guard.stalled_at is not None and guard.safety is not None:
+        raise runner.RunViolation(guard.safety)
+    if guard.stalled_at is not None and deadline is not None:
+        first = guard.stuck[0].line().split(" (virtual time")[0] if guard.stuck else "no job is open, yet it ran on"
+        raise Stalled(f"liveness: {len(guard.stuck)} job(s) not done by virtual time {deadline / 1e6:.6f} s, "
+                      f"{strategies.liveness_bound_us(horizon) / 1e6:g} s after every fault healed at "
+                      f"{example.heal_us / 1e6:.6f} s{_died(example)}: {first}")
     if guard.stalled_at is not None:
         raise Stalled(f"quiescence: the run was still busy at virtual time {guard.stalled_at / 1e6:.3f} s, "
                       f"{STALL_AFTER_S} s past its workload's horizon ({horizon / 1e6:.3f} s): a protocol that "
                       "never settles (timers or messages that go on forever)")
     return result
+
+
+def _died(example: strategies.Example) -> str:
+    return f" ({', '.join(example.for_good)} died for good)" if example.for_good else ""
 
 
 class _BudgetOver(BaseException):
@@ -126,6 +154,11 @@ class Failure:
     folder: Path | None = None
     digest: str | None = None
     reproduced: bool = True
+
+    @property
+    def phase(self) -> str:
+        """The phase that failed: safety or liveness (``phase_of``)."""
+        return phase_of(self.verdict)
 
 
 @attrs.frozen
@@ -184,8 +217,10 @@ def search(scenario: str = "default", **kwargs) -> Outcome:
 
 def _search(scenario: str = "default", *, schedulers=None, kinds=None, fixed: dict | None = None,
             examples: int | None = None, budget_s: float | None = None, seed: int | None = None,
-            out=None, derandomize: bool = False, max_events: int = 6, on_run=None) -> Outcome:
-    """``search``, with hypothesis' home set."""
+            out=None, derandomize: bool = False, max_events: int = 6, on_run=None,
+            liveness: bool = True) -> Outcome:
+    """``search``, with hypothesis' home set; ``liveness`` False: the safety phase only (every fault
+    ends by itself, and the run must end with every invariant ok)."""
     scenario = _display_name(scenario)
     if schedulers is not None and "scheduler" in strategies.scenario_keys(scenario):
         for name in schedulers:
@@ -223,14 +258,15 @@ def _search(scenario: str = "default", *, schedulers=None, kinds=None, fixed: di
             on_run(tally)
 
     test = given(strategies.examples(scenario, schedulers=schedulers, kinds=kinds, fixed=fixed,
-                                     max_events=max_events))(body)
+                                     max_events=max_events, liveness=liveness))(body)
     test = settings(max_examples=examples if examples is not None else 10**9, deadline=None, database=db,
                     derandomize=derandomize, verbosity=Verbosity.quiet, report_multiple_bugs=False,
                     print_blob=False, suppress_health_check=list(HealthCheck),
                     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink))(test)
     # the database key: this search's scenario, schedulers and kinds (not only the function's code)
     test.hypothesis.inner_test._hypothesis_internal_add_digest = repr(
-        (scenario, sorted(schedulers or ()), sorted(kinds or ()), sorted((fixed or {}).items()))).encode()
+        (scenario, sorted(schedulers or ()), sorted(kinds or ()), sorted((fixed or {}).items()))
+        + (() if liveness else ("safety only",))).encode()
     if seed is not None and not derandomize:
         test = hypothesis_seed(seed)(test)
     try:
@@ -298,9 +334,13 @@ def write_failure(out: Path, failure: Failure) -> Failure:
     write_text(folder / "command.txt", command + "\n")
     journal = folder / "messages.log"
     err, said = io.StringIO(), io.StringIO()
-    if failure.verdict.startswith("violation: quiescence:"):  # the command would run forever: stop it here
-        write_text(folder / "command.txt", f"{command}\n# this run never settles: the search stopped it "
-                   f"{STALL_AFTER_S} virtual s past its horizon; Ctrl-C stops it\n")
+    if failure.verdict.startswith("violation: quiescence:") or example.deadline_us is not None:
+        # the search stops a run at its deadline (or when it never settles); the command does not: run here
+        note = (f"# the liveness phase: every fault healed at {example.heal_us / 1e6:.6f} s; every job must be "
+                f"done by {example.deadline_us / 1e6:.6f} s (virtual), where the search stops the run; this "
+                "command runs on past that (a job done later, or never)" if example.deadline_us is not None else
+                f"# this run never settles: the search stopped it {STALL_AFTER_S} virtual s past its horizon")
+        write_text(folder / "command.txt", f"{command}\n{note}; Ctrl-C stops it\n")
         try:
             with contextlib.redirect_stderr(err):
                 run_guarded(example, journal_path=str(journal), faults=fault_plan.load(plan_path))
@@ -327,11 +367,19 @@ def write_failure(out: Path, failure: Failure) -> Failure:
         diagram.write(journal, folder / "diagram.md", tail=True)
     reproduced = status == 1 and again == failure.verdict
     text = [failure.verdict, f"digest: {digest}", f"scheduler: {example.scheduler or '-'}",
-            f"fault events: {example.events}"]
+            f"fault events: {example.events}", f"phase: {failure.phase}" + _phases(example)]
     if not reproduced:
         text.append(f"NOT REPRODUCED by command.txt: status {status}, said {again!r}")
     write_text(folder / "verdict.txt", "\n".join(text) + "\n")
     return attrs.evolve(failure, folder=folder, digest=digest, reproduced=reproduced)
+
+
+def _phases(example: strategies.Example) -> str:
+    """What the phases were, for verdict.txt."""
+    if example.heal_us is None:
+        return " (safety only: every fault ended by itself)"
+    return (f" (every fault healed at {example.heal_us / 1e6:.6f} s{_died(example)}; every job due by "
+            f"{example.deadline_us / 1e6:.6f} s)")
 
 
 # ---- the command line ------------------------------------------------------------------------------
@@ -387,7 +435,7 @@ def main(args) -> int:
     with outdir.prepared(args.out) as out, _progress(not args.quiet, budget or examples, budget is not None) as bar:
         outcome = search(args.scenario, schedulers=schedulers, kinds=kinds, fixed=fixed,
                          examples=examples if budget is None else None, budget_s=budget, seed=args.seed,
-                         out=out, on_run=bar)
+                         out=out, on_run=bar, liveness=not args.safety_only)
     print(f"fuzz: {outcome.tally.line()}")
     by = ", ".join(f"{k} {v:,}" for k, v in sorted(outcome.tally.by_scheduler.items()))
     if by:
@@ -397,6 +445,7 @@ def main(args) -> int:
         print("fuzz: no violation found")
         return 0
     print(f"fuzz: {failure.verdict}", file=sys.stderr)
+    print(f"fuzz: the {failure.phase} phase failed")
     print(f"fuzz: shrunk to {failure.example.events} fault event(s); reproduce with: {failure.example.command('PLAN')}"
           if failure.folder is None else
           f"fuzz: shrunk to {failure.example.events} fault event(s); written to {failure.folder} "

@@ -4,11 +4,19 @@ and cluster shapes, and whole runs (``examples``), for ``fedemu fuzz`` and for u
 A fault plan is drawn as the ``[[fault]]`` tables of a ``--faults`` file (``scenarios.fault_plan``), so
 any example can be written out and run again with ``fedemu run --faults``. Plans use **swarm testing**:
 each one first picks a non-empty subset of the fault families it may use, then draws events only of
-those. Every fault it draws ends: a crashed actor restarts, a partition heals, a slowed link is restored,
-loss goes back to 0 (the property searched is "a scheduler recovers from faults that
-pass"). ``slow``/``restore`` need no recovery protocol (messages are only delayed; each link stays FIFO),
+those. ``slow``/``restore`` need no recovery protocol (messages are only delayed; each link stays FIFO),
 so they are always allowed; other kinds only where the scheduler's ``survives`` lists them. Each run is
 also a variant of its scheduler: a value of every choice key that applies (``variants``).
+
+A run has two phases, as in TigerBeetle's VOPR simulator (``examples``):
+- **safety**: faults start within the workload's horizon; each ends after its drawn duration, or lasts
+  until the heal. Every invariant must hold throughout (checked at the end, from what was recorded).
+- **liveness**: at the heal (``Example.heal_us``: after every drawn fault, often long after, so cuts and
+  outages outlast the connection timeout and any retry budget) every fault still in force ends at once:
+  crashed actors restart, partitions heal, loss goes back to 0, slowed links are restored, except the
+  workers drawn to die for good (``Example.for_good``), whose work must move elsewhere. Then every job
+  must be done within ``liveness_bound_us`` of the heal.
+``fault_plans`` alone draws the safety phase's kind of plan, with every fault ending by itself.
 
     from hypothesis import given
     from fedemu.tools import strategies
@@ -28,6 +36,7 @@ import attrs
 from hypothesis import strategies as st
 
 from fedemu.actors import registry
+from fedemu.actors.common.invariants import jobs_closed
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.faults import FAULT_KINDS
 from fedemu.fabric.journal import Journal
@@ -45,6 +54,27 @@ BENIGN = ("slow", "restore")  # kinds no scheduler needs a protocol for: always 
 HARNESS = ("submitter",)  # actors that are the workload, not the scheduler: never crashed
 PLAN_SOURCE = "plan.toml"
 DEFAULT_HORIZON_US = 1_000_000  # a scenario with no workload horizon and no fault-free end time
+S_US = 1_000_000
+
+# The liveness phase. The heal comes after every drawn fault, up to LONG_HEAL_US later: twenty minutes
+# outlasts the connection timeout (60 s) many times over and any retry budget a protocol might keep
+# (ten asks backing off to a minute apart take about seven). After it, every job must be done within
+# LIVENESS_GRACE_US plus twice the workload's horizon:
+# - 60 s for a message stalled at the heal to be delivered, or its connection to break and both ends be
+#   told (conn_timeout_s: the last retransmission is made by then);
+# - 60 s for a retry backing off at its cap (common.recovery.RETRY_CAP_US) to be made;
+# - three minutes more for failure detection and takeovers to move the work of what died for good
+#   (the papers' own periods and timeouts are seconds);
+# - the workload's horizon twice: every job may have to run again from its start, and queue behind others.
+LONG_HEAL_US = 20 * 60 * S_US
+LIVENESS_GRACE_US = 300 * S_US
+FOR_GOOD_ROLE = "worker"  # the actors that may die for good: workers, whose work can always go elsewhere
+FOR_GOOD_KEPT = ("demand", "demands", "machine_types", "constraint_table")  # keys under which it may not
+
+
+def liveness_bound_us(horizon_us: int) -> int:
+    """How long after the heal every job must be done (see LIVENESS_GRACE_US)."""
+    return LIVENESS_GRACE_US + 2 * horizon_us
 
 
 def families(kinds) -> tuple[str, ...]:
@@ -102,24 +132,90 @@ def _s(us: int) -> float:
 
 
 @st.composite
-def _event(draw, names, crashable, horizon_us: int, swarm):
-    """One fault of a family in ``swarm``, with what ends it: its plan tables (one, or two for loss)."""
+def _event(draw, names, crashable, horizon_us: int, swarm, until_heal: bool = False):
+    """One fault of a family in ``swarm``, with what ends it: its plan tables (one, or two for loss). With
+    ``until_heal``, a fault may instead last until the heal: then it has no end of its own (no ``for_s``, no
+    loss set back), and is returned with what the heal must end, ``(tables, open)``; ``open`` is None for a
+    fault that ends by itself, else ("crash", actor), ("partition",), ("slow", link) or ("loss", link)."""
     family = draw(st.sampled_from(swarm))
-    t, d = draw(st.integers(0, max(0, horizon_us))), draw(_durations(horizon_us))
+    t = draw(st.integers(0, max(0, horizon_us)))
+    d = draw(st.one_of(_durations(horizon_us), st.just(None)) if until_heal else _durations(horizon_us))
     link = st.lists(st.sampled_from(names), min_size=2, max_size=2, unique=True)
+    ends = {} if d is None else {"for_s": _s(d)}
     if family == "crash":
-        return [{"at_s": _s(t), "kind": "crash", "target": draw(st.sampled_from(crashable)), "for_s": _s(d)}]
-    if family == "partition":
-        return [{"at_s": _s(t), "kind": "partition", "sides": draw(_sides(names)), "for_s": _s(d)}]
-    if family == "slow":
+        target = draw(st.sampled_from(crashable))
+        tables, opened = [{"at_s": _s(t), "kind": "crash", "target": target, **ends}], ("crash", target)
+    elif family == "partition":
+        tables, opened = [{"at_s": _s(t), "kind": "partition", "sides": draw(_sides(names)), **ends}], ("partition",)
+    elif family == "slow":
         factor = draw(st.sampled_from([2.0, 10.0, 100.0, 1000.0]))
-        return [{"at_s": _s(t), "kind": "slow", "link": draw(link), "value": factor, "for_s": _s(d)}]
-    # loss: a probability on a link or every link, set back to 0 when it ends; certain first, so a plan
-    # shrinks towards a fault whose effect does not hinge on the dice
-    where = draw(st.one_of(link, st.just("*")))
-    p = draw(st.sampled_from([1.0, 0.3, 0.05]))
-    return [{"at_s": _s(t), "kind": family, "link": where, "value": p},
-            {"at_s": _s(t + d), "kind": family, "link": where, "value": 0.0}]
+        where = draw(link)
+        tables, opened = [{"at_s": _s(t), "kind": "slow", "link": where, "value": factor, **ends}], ("slow", where)
+    else:
+        # loss: a probability on a link or every link, set back to 0 when it ends; certain first, so a plan
+        # shrinks towards a fault whose effect does not hinge on the dice
+        where = draw(st.one_of(link, st.just("*")))
+        p = draw(st.sampled_from([1.0, 0.3, 0.05]))
+        tables = [{"at_s": _s(t), "kind": family, "link": where, "value": p}]
+        if d is not None:
+            tables.append({"at_s": _s(t + d), "kind": family, "link": where, "value": 0.0})
+        opened = ("loss", where)
+    if not until_heal:
+        return tables
+    return tables, (None if d is not None else opened)
+
+
+def _end_us(table) -> int:
+    """When a drawn table's fault is over by itself (its start for one that lasts until the heal)."""
+    return _us(table["at_s"]) + _us(table.get("for_s", 0.0))
+
+
+def _us(seconds: float) -> int:
+    return round(seconds * S_US)
+
+
+@st.composite
+def phased_plans(draw, names, horizon_us: int, kinds=FAULT_KINDS, *, for_good=(), most_died: int = 0,
+                 max_events: int = 6):
+    """The two phases' plan (module docstring): ``(plan, heal_us, died)``. Faults start within the horizon
+    and may last until the heal; at the heal every fault still in force ends, but the crashed actors of
+    ``for_good`` drawn to die for good (``died``, at most ``most_died``) stay down. The heal's own events are in the plan, so its
+    file reproduces both phases."""
+    names = list(names)
+    usable = [f for f in families(kinds) if f != "partition" or len(names) >= 2]
+    usable = [f for f in usable if f not in ("slow", "loss") or len(names) >= 2]
+    if not usable:
+        return fault_plan.from_tables([], PLAN_SOURCE), horizon_us, ()
+    swarm = draw(st.lists(st.sampled_from(usable), min_size=1, unique=True))
+    crashable = [n for n in names if n not in HARNESS] or names
+    drawn = draw(st.lists(_event(names, crashable, horizon_us, swarm, until_heal=True), min_size=1,
+                          max_size=max_events))
+    tables = [t for ts, _ in drawn for t in ts]
+    last = max([horizon_us] + [_end_us(t) for t in tables])
+    heal = last + draw(st.one_of(st.just(0), _durations(horizon_us), st.integers(1, LONG_HEAL_US)))
+    opened = [o for _, o in drawn if o is not None]
+    restarted = {t["target"] for ts, o in drawn if o is None for t in ts if t["kind"] == "crash"}  # by itself
+    died = []
+    restart, links_lost, links_slowed, cut = [], [], [], False
+    for o in opened:
+        if o[0] == "crash":
+            if (o[1] in for_good and o[1] not in died and o[1] not in restarted and len(died) < most_died
+                    and draw(st.booleans())):
+                died.append(o[1])
+            elif o[1] not in restart:
+                restart.append(o[1])
+        elif o[0] == "partition":
+            cut = True
+        elif o[0] == "loss" and o[1] not in links_lost:
+            links_lost.append(o[1])
+        elif o[0] == "slow" and o[1] not in links_slowed:
+            links_slowed.append(o[1])
+    at = _s(heal)
+    tables += [{"at_s": at, "kind": "restart", "target": n} for n in restart if n not in died]
+    tables += [{"at_s": at, "kind": "heal"}] if cut else []
+    tables += [{"at_s": at, "kind": "loss", "link": where, "value": 0.0} for where in links_lost]
+    tables += [{"at_s": at, "kind": "restore", "link": where} for where in links_slowed]
+    return fault_plan.from_tables(tables, PLAN_SOURCE), heal, tuple(died)
 
 
 def fault_plans(names, horizon_us: int, kinds=FAULT_KINDS, *, max_events: int = 6):
@@ -261,6 +357,13 @@ class Example:
     overrides: dict = attrs.field(hash=False)
     plan: Any  # scenarios.fault_plan.Plan
     scheduler: str | None = None
+    heal_us: int | None = None  # when every fault has healed and the liveness phase starts (None: none)
+    for_good: tuple = ()  # the actors that died for good (never restarted)
+
+    @property
+    def deadline_us(self) -> int | None:
+        """When every job must be done: ``liveness_bound_us`` after the heal (None: no liveness phase)."""
+        return None if self.heal_us is None else self.heal_us + liveness_bound_us(self.horizon_us)
 
     @property
     def events(self) -> int:
@@ -302,7 +405,9 @@ class Guard:
     """A fabric progress hook that stops a run past ``limit_us`` of virtual time (deterministically: it
     looks every ``every`` windows), or past ``max_events`` events (messages that multiply faster than
     time goes on), so a run that never settles cannot hang a search; ``stalled_at`` says when it
-    stopped one, ``storm`` whether for the event count."""
+    stopped one, ``storm`` whether for the event count. Stopping a federation run, it notes what its
+    invariants say then (``safety``: the first broken one but ``jobs_closed``; ``stuck``: the jobs not
+    done), for the liveness phase's verdict."""
 
     every = 1  # every window: a storm can multiply the events many times over in a few windows
 
@@ -311,12 +416,21 @@ class Guard:
         self.max_events = max_events
         self.stalled_at: int | None = None
         self.storm = False
+        self.safety: str | None = None
+        self.stuck: list = []
 
     def __call__(self, fabric, run) -> None:
         if self.stalled_at is None and (fabric.now > self.limit_us or fabric.events > self.max_events):
             self.stalled_at = fabric.now
             self.storm = fabric.events > self.max_events
             fabric.stop()
+            if isinstance(run, FederationRun):
+                self._note(run, fabric.now)
+
+    def _note(self, run, now_us: int) -> None:
+        broken = [line for line in run.verdict(now_us, partial=True).values() if line != "ok"]
+        self.safety = broken[0] if broken else None
+        self.stuck = jobs_closed(run.recorder, run.cluster, now_us)
 
 
 PROBE_LIMIT_US = 3600 * 10**6  # a fault-free run that finds its horizon is stopped here
@@ -393,13 +507,15 @@ def _keys_of(scheduler: str) -> frozenset:
 
 
 def examples(scenario: str = "default", schedulers=None, kinds=None, fixed: dict | None = None,
-             max_events: int = 6):
+             max_events: int = 6, liveness: bool = False):
     """Whole runs of ``scenario``: a scheduler from ``schedulers`` (default: every registered one; none for
     a scenario without a ``scheduler`` key), a small workload and cluster where the scenario has those
     keys, a seed, and a fault plan over the built run's own actor names with the kinds ``allowed_kinds``
     gives (``kinds``: what the user asks for). ``fixed`` overrides, and what the scenario keeps
     (``scenario_keys``), are never drawn; each goes to the runs of the schedulers it applies to (a key of
-    some schedulers only is refused when it applies to none of ``schedulers``)."""
+    some schedulers only is refused when it applies to none of ``schedulers``). With ``liveness``, a run of a
+    scheduler has both phases (module docstring); else its faults all end by themselves, and it must end
+    with every invariant ok."""
     ref = runner.scenario_ref(scenario)
     keys = frozenset(runner.load(ref).PARAMS)
     if "scheduler" in keys:
@@ -407,11 +523,21 @@ def examples(scenario: str = "default", schedulers=None, kinds=None, fixed: dict
         for key in fixed or ():
             if not any(applies(key, s) for s in searched):
                 raise ConfigError(f"--set {key}=... applies to none of the schedulers searched ({', '.join(searched)})")
-    return _examples(scenario, ref, keys, schedulers, kinds, fixed, max_events)
+    return _examples(scenario, ref, keys, schedulers, kinds, fixed, max_events, liveness)
+
+
+def may_die_for_good(names, overrides: dict) -> tuple[list[str], int]:
+    """The actors a run may lose for good, and how many at most: its workers, as long as the rest can run
+    every job: no constraints, every machine alike (no demand or machine keys), and as many survivors as a
+    job has tasks (a gang needs them all at once)."""
+    if overrides.get("constraints", True) or any(k in overrides for k in FOR_GOOD_KEPT):
+        return [], 0
+    workers = fault_plan.members(names, FOR_GOOD_ROLE)
+    return workers, max(0, len(workers) - max(1, int(overrides.get("fanout", 1))))
 
 
 @st.composite
-def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events):
+def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events, liveness=False):
     fixed = dict(fixed or {})
     scheduler = None
     overrides: dict = {}
@@ -440,5 +566,11 @@ def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events):
         names, horizon = built(ref, seed, tuple(sorted(overrides.items())))
     if not names:
         raise ConfigError(f"fuzz: scenario {scenario} builds no actors, so there is nothing to inject a fault into")
-    plan = draw(fault_plans(names, horizon, allowed_kinds(scheduler, kinds), max_events=max_events))
-    return Example(scenario, seed, overrides, plan, scheduler)
+    allowed = allowed_kinds(scheduler, kinds)
+    if not (liveness and scheduler is not None):
+        plan = draw(fault_plans(names, horizon, allowed, max_events=max_events))
+        return Example(scenario, seed, overrides, plan, scheduler)
+    mortal, most = may_die_for_good(names, overrides)
+    plan, heal, died = draw(phased_plans(names, horizon, allowed, for_good=mortal, most_died=most,
+                                         max_events=max_events))
+    return Example(scenario, seed, overrides, plan, scheduler, heal_us=heal, for_good=died)

@@ -20,7 +20,9 @@ job is lost when a front end fails, and a job that two front ends both finish is
 - a front end that misses ``PING_MISSES`` pings in a row is taken for down: its open jobs go to the
   other front ends (``Resubmit``) and it gets no new ones until it answers again.
 - while every front end is down it pings each period for ``GIVE_UP_ROUNDS`` rounds, then with the period
-  doubling ``GIVE_UP_DOUBLINGS`` times, then stops, so a run whose front ends all died for good ends.
+  doubling up to a minute (``common.recovery.backoff``), so a front end back from an outage of any length
+  is found within a minute; after ``GIVE_UP_US`` of every front end down it stops, so a run whose front
+  ends all died for good ends.
 The cost is one ping and one answer per front end with open jobs per period.
 """
 
@@ -31,12 +33,13 @@ from fedemu.fabric.messages import message
 from fedemu.model import Job
 
 from .protocol import SubmitNext
+from .recovery import backoff
 
 PING_MISSES = 3  # pings in a row a front end may miss before it is taken for down
 PING_BACKOFF = 8  # a front end that keeps answering clean is pinged at most this many periods apart
 GIVE_UP_ROUNDS = 30  # ping rounds with every front end down before the submitter slows down
-GIVE_UP_DOUBLINGS = 10  # then rounds whose period doubles each time, before it stops trying (a run whose
-# front ends all died for good must end): an outage of every front end up to about 2,000 periods is survived
+GIVE_UP_US = 6 * 3600 * 10**6  # every front end down this long: the submitter stops (a run whose front ends all
+# died for good must end); an outage of every front end up to six hours is survived, as before
 
 
 @message("submit.job_done")
@@ -100,6 +103,7 @@ class Submitter(Actor):
         self.due = [0] * len(targets)  # when each front end is pinged next
         self.ticking = False
         self.hopeless = 0  # rounds with every target down
+        self.all_down_at = -1  # since when every target is down (-1: one is up)
 
     def on_start(self) -> None:
         self.targets = [self.fabric.addr(name) for name in self.target_names]
@@ -184,11 +188,14 @@ class Submitter(Actor):
                 self.send(self.targets[t], Ping(jobs))
             else:
                 self.missed[t] = 0  # nothing old enough to ask about
-        self.hopeless = self.hopeless + 1 if all(self.down) else 0
-        slow = self.hopeless - GIVE_UP_ROUNDS
-        if slow <= GIVE_UP_DOUBLINGS:
+        if all(self.down):
+            self.hopeless += 1
+            self.all_down_at = self.now if self.all_down_at < 0 else self.all_down_at
+        else:
+            self.hopeless, self.all_down_at = 0, -1
+        if self.hopeless == 0 or self.now - self.all_down_at < GIVE_UP_US:
             self.ticking = True
-            self.set_timer(self.resubmit_us << max(slow, 0), PingTick())
+            self.set_timer(backoff(self.resubmit_us, max(self.hopeless - GIVE_UP_ROUNDS, 0) + 1), PingTick())
 
     def _taken_down(self, t: int) -> None:
         """Front end ``t`` stopped answering: its open jobs go to the others."""
