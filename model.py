@@ -302,6 +302,7 @@ class Recorder:
     counters: dict = attrs.Factory(dict)
     busy: list = attrs.Factory(list)
     unschedulable: list = attrs.Factory(list)
+    dropped: list = attrs.Factory(list)  # (job id, indices in the job as read) of tasks no machine can run, dropped
     closed: int = 0
     expected: int | None = None
     # executions besides each task's own record: [job, index, worker, start, end (-1: running), units];
@@ -470,6 +471,12 @@ class Recorder:
         job id, so the list does not depend on which front end's task trio ran first."""
         insort(self.unschedulable, (job_id, tasks))
         self.closed += 1
+
+    def tasks_dropped(self, job, indices: tuple[int, ...]) -> None:
+        """``infeasible=drop-task``: the job's tasks at ``indices`` (as read) can run nowhere and were dropped
+        before submission; the job runs without them."""
+        self.dropped.append((job.job_id, indices))
+        self.count("tasks_dropped", len(indices))
 
     def submitted_all(self, count: int) -> None:
         self.expected = count

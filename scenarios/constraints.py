@@ -1,7 +1,10 @@
 """Placement constraints: the constraint table, constrained machines and tasks, and feasibility lookups.
 
-Constraint ids are 0-20 (the 21 of Sharma et al. 2011 used by the 2023 Megha paper). Their real
-distributions are unavailable, so ``constraint_table.json`` ships a documented stand-in.
+Constraint ids are 0-20 (the 21 of Sharma et al. 2011 used by the 2023 Megha paper). Two tables ship
+(``--set constraint_table=NAME``, or a JSON file's path): ``standin`` (the default, ``constraint_table.json``),
+invented before the paper's inputs were known, and ``megha-2023`` (``constraint_table_megha_2023.json``),
+the figures of the 2023 paper's authors' simulator: machines draw each constraint with its fraction,
+tasks a type, then a statistical cluster, then each constraint (``TaskModel``).
 
 Scarcity is the stand-in's knob for how rare constrained machines are (``--set constraint_scarcity=S``,
 ``ConstraintTable.with_scarcity``): every machine fraction f becomes min(1, f / S). S = 1 is the table as
@@ -29,13 +32,33 @@ from fedemu.model import NUM_CONSTRAINTS, Cluster, ClusterSpec, Job, WorkerSpec,
 from fedemu.fabric.inputs import read_text
 
 DEFAULT_TABLE = Path(__file__).with_name("constraint_table.json")
+TABLES = {"standin": DEFAULT_TABLE, "megha-2023": Path(__file__).with_name("constraint_table_megha_2023.json")}
 
 _TOP_KEYS = ("constraints", "description", "max_task_constraints", "profiles")
+_MODEL_KEYS = ("cluster_percent", "cluster_weights", "types")
 _ROW_REQUIRED = ("id", "machine_fraction", "task_probability")
 _ROW_KEYS = ("id", "label", "machine_fraction", "task_probability")
 
 
 # ---------------------------------------------------------------------------------------------- table
+
+
+@attrs.frozen(slots=True)
+class TaskModel:
+    """How a task draws its constraints (Megha 2023, 2.3, after Sharma et al.; the authors' simulator): a type
+    uniformly from ``types``, a statistical cluster k with the type's weight ``weights[k][type]``, then
+    each constraint j independently with probability ``percent[k][j] / 100``."""
+
+    types: int
+    weights: tuple[tuple[float, ...], ...]  # [cluster][type], unnormalised within a type
+    percent: tuple[tuple[float, ...], ...]  # [cluster][constraint]
+
+    def marginals(self) -> tuple[float, ...]:
+        """P(a task requests constraint j), for every j."""
+        share = [sum(self.weights[k][t] / sum(row[t] for row in self.weights) for t in range(self.types)) / self.types
+                 for k in range(len(self.weights))]
+        return tuple(sum(share[k] * self.percent[k][j] / 100 for k in range(len(share)))
+                     for j in range(NUM_CONSTRAINTS))
 
 
 @attrs.frozen(slots=True)
@@ -53,11 +76,12 @@ class ConstraintTable:
     task_probability: tuple[float, ...]
     machine_fraction: tuple[tuple[float, ...], ...]
     source: str = "<table>"
+    task_model: TaskModel | None = None  # None: each constraint independently with its task_probability
 
     @classmethod
     def load(cls, path: str | os.PathLike | None = None) -> "ConstraintTable":
-        """Read and validate a table from JSON ``path`` (None: the packaged stand-in default)."""
-        source = DEFAULT_TABLE if path is None else Path(path)
+        """Read and validate a table from JSON ``path`` or a table's name (None or "": the stand-in)."""
+        source = DEFAULT_TABLE if not path else TABLES.get(str(path), Path(path))
         text = read_text(source, "a constraint table JSON file")
         try:
             data = json.loads(text, object_pairs_hook=_no_duplicates)
@@ -92,7 +116,15 @@ class ConstraintTable:
     @property
     def constrained_share(self) -> float:
         """The expected share of tasks with at least one constraint (the cap never empties a task)."""
-        return 1.0 - math.prod(1.0 - p for p in self.task_probability)
+        m = self.task_model
+        if m is None:
+            return 1.0 - math.prod(1.0 - p for p in self.task_probability)
+        total = 0.0
+        for t in range(m.types):
+            norm = sum(row[t] for row in m.weights)
+            total += sum(m.weights[k][t] / norm * math.prod(1 - p / 100 for p in m.percent[k])
+                         for k in range(len(m.weights))) / m.types
+        return 1.0 - total
 
 
 class _DuplicateKey(Exception):
@@ -189,7 +221,7 @@ def _validate(data, src: str) -> ConstraintTable:
     """Build a ConstraintTable from parsed JSON, or raise the first problem as a ConfigError."""
     if not isinstance(data, dict):
         raise ConfigError(f"{src}: the table is a {type(data).__name__}, expected a JSON object")
-    _check_keys(data, f"{src}: ", _TOP_KEYS, _TOP_KEYS)
+    _check_keys(data, f"{src}: ", _TOP_KEYS + ("task_model",), _TOP_KEYS)
     if not isinstance(data["description"], str):
         raise ConfigError(f"{src}: description is {data['description']!r}, expected a string")
     k = data["max_task_constraints"]
@@ -216,7 +248,33 @@ def _validate(data, src: str) -> ConstraintTable:
         task_probability=tuple(c[1] for c in checked),
         machine_fraction=tuple(tuple(c[2][p] for c in checked) for p in range(len(profiles))),
         source=src,
+        task_model=_validate_model(data["task_model"], src) if "task_model" in data else None,
     )
+
+
+def _validate_model(model, src: str) -> TaskModel:
+    """``task_model``: ``types`` (>= 1), ``cluster_weights`` (per cluster, one weight >= 0 per type, every
+    type with some weight) and ``cluster_percent`` (per cluster, 21 percentages in [0, 100])."""
+    where = f"{src}: task_model: "
+    if not isinstance(model, dict):
+        raise ConfigError(f"{where}is {model!r}, expected an object with {', '.join(_MODEL_KEYS)}")
+    _check_keys(model, where, _MODEL_KEYS, _MODEL_KEYS)
+    types = model["types"]
+    if isinstance(types, bool) or not isinstance(types, int) or types < 1:
+        raise ConfigError(f"{where}types is {types!r}, expected a whole number >= 1")
+    weights, percent = model["cluster_weights"], model["cluster_percent"]
+    if not isinstance(weights, list) or not isinstance(percent, list) or len(weights) != len(percent) or not weights:
+        raise ConfigError(f"{where}cluster_weights and cluster_percent must be lists with one entry per cluster")
+    for k, (w, p) in enumerate(zip(weights, percent)):
+        if not isinstance(w, list) or len(w) != types or not all(_is_number(x) and x >= 0 for x in w):
+            raise ConfigError(f"{where}cluster_weights[{k}] is {w!r}, expected {types} numbers >= 0")
+        if not isinstance(p, list) or len(p) != NUM_CONSTRAINTS or not all(_is_number(x) and 0 <= x <= 100 for x in p):
+            raise ConfigError(f"{where}cluster_percent[{k}] is {p!r}, expected {NUM_CONSTRAINTS} percentages")
+    for t in range(types):
+        if not sum(w[t] for w in weights) > 0:
+            raise ConfigError(f"{where}type {t + 1} has no cluster with a weight above 0")
+    return TaskModel(types, tuple(tuple(float(x) for x in w) for w in weights),
+                     tuple(tuple(float(x) for x in p) for p in percent))
 
 
 # -------------------------------------------------------------------------------------------- machines
@@ -315,11 +373,52 @@ def assign_task_constraints(jobs: Iterable[Job], table: ConstraintTable, stream:
     """Stream ``jobs`` back with per-task constraints drawn from ``table`` (replacing any they had).
 
     Each task requests each id independently with its task_probability; a task that draws more than
-    max_task_constraints keeps a random subset of that size. Tuples are sorted.
+    max_task_constraints keeps a random subset of that size. A table with a ``task_model`` draws each
+    task's type, cluster and constraints instead (``_assign_model``). Tuples are sorted.
     """
     _need(table, "table", ConstraintTable, "a ConstraintTable")
     _need(stream, "stream", Stream, "a fabric.rand.Stream")
+    if table.task_model is not None:
+        return _assign_model(jobs, table.task_model, stream)
     return _assign(jobs, table, stream)
+
+
+def _assign_model(jobs: Iterable[Job], model: TaskModel, stream: Stream) -> Iterator[Job]:
+    """The task model's draw, a job at a time with numpy: a PCG64 bit generator seeded from ``stream`` gives
+    raw 64-bit words (whose sequence numpy keeps stable across versions), turned into uniforms here.
+    A task's type is the top two bits' worth (``types`` equal parts), its cluster the first whose
+    cumulative weight exceeds a uniform, each constraint a uniform below its percentage / 100."""
+    import numpy as np
+
+    bits = np.random.PCG64(stream.bits64())
+    per_type = np.array(model.weights, dtype=float).T  # [type][cluster]
+    cum = np.cumsum(per_type / per_type.sum(axis=1, keepdims=True), axis=1)
+    cum[:, -1] = 1.0
+    prob = np.array(model.percent, dtype=float) / 100.0  # [cluster][constraint]
+    powers = np.left_shift(np.uint64(1), np.arange(NUM_CONSTRAINTS, dtype=np.uint64))
+    names: dict[int, tuple[int, ...]] = {0: ()}
+
+    def uniforms(n: int) -> np.ndarray:
+        return (bits.random_raw(n) >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+
+    for job in jobs:
+        if not isinstance(job, Job):
+            raise ConfigError(f"assign_task_constraints got a {type(job).__name__}, expected a model.Job")
+        n = job.num_tasks
+        kinds = np.minimum((uniforms(n) * model.types).astype(np.int64), model.types - 1)
+        u = uniforms(n)
+        cluster = (u[:, None] >= cum[kinds]).sum(axis=1)
+        asked = uniforms(n * NUM_CONSTRAINTS).reshape(n, NUM_CONSTRAINTS) < prob[cluster]
+        masks = (asked.astype(np.uint64) * powers).sum(axis=1)
+        per_task = []
+        for m in masks.tolist():
+            t = names.get(m)
+            if t is None:
+                if len(names) > 1 << 16:
+                    names = {0: ()}
+                t = names[m] = tuple(j for j in range(NUM_CONSTRAINTS) if m >> j & 1)
+            per_task.append(t)
+        yield attrs.evolve(job, constraints=tuple(per_task))
 
 
 def _gap(stream: Stream, log_q: float) -> int:

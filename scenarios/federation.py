@@ -39,7 +39,8 @@ _RUN = declared(RunParams)
 POLICY = _RUN[1]
 POLICY_OPTIONS = {_RUN[3]: ("d-choices",), _RUN[4]: ("tebas",)}  # the policies' own keys, and whose they are
 # a run's keys in the order its journal header keeps them (every journal before the parameter classes did)
-_WORKLOAD_ORDER = ("workload", "trace", "jobs", "load", "rate", "fanout", "task_s", "task_dist", "short_cutoff_s")
+_WORKLOAD_ORDER = ("workload", "trace", "jobs", "load", "rate", "fanout", "task_s", "task_dist", "short_cutoff_s",
+                   "arrival_scale")
 
 
 def _common() -> tuple[Param, ...]:
@@ -200,8 +201,10 @@ def job_filler(params: dict, seed: int):
     return fill
 
 
-def build_workload(params: dict, seed: int, total_units: int, table):
-    """The job stream (lazy), with task constraints drawn from the table when constraints are on."""
+def build_workload(params: dict, seed: int, total_units: int, table, feasible=None, on_drop=None):
+    """The job stream (lazy), with task constraints drawn from the table when constraints are on; with
+    ``infeasible=drop-task`` and ``feasible`` given, a job's tasks no machine can run are dropped
+    (``drop_infeasible``; ``on_drop(job, indices)`` hears of each such job as it is read)."""
     w = typed(WorkloadParams, params)
     kind, jobs = w.workload, w.jobs
     fill = job_filler(params, seed)
@@ -235,7 +238,40 @@ def build_workload(params: dict, seed: int, total_units: int, table):
         stream = cons.assign_task_constraints(stream, table, Stream(seed, "task-constraints"))
     if users is not None and users.assign != "trace":
         stream = assign_users(stream, users, seed)
+    if w.arrival_scale != 1:
+        stream = scale_arrivals(stream, w.arrival_scale)
+    if typed(ClusterParams, params).infeasible == "drop-task" and feasible is not None:
+        stream = drop_infeasible(stream, feasible, on_drop)
     return stream
+
+
+def scale_arrivals(jobs, scale: float):
+    """Each job's arrival moved so the gaps from the first arrival are ``scale`` times as long."""
+    first = None
+    for job in jobs:
+        first = job.arrival_us if first is None else first
+        yield attrs.evolve(job, arrival_us=first + round((job.arrival_us - first) * scale))
+
+
+def drop_infeasible(jobs, feasible, on_drop=None):
+    """Each job without the tasks no machine can run (``feasible(constraints, demand)`` false): the 2023
+    authors' simulators drop such a task and run the rest of its job (its ideal JRT is then its longest
+    remaining task). A job none of whose tasks can run is passed on whole, for the front end to reject."""
+    for job in jobs:
+        ok = {c: feasible(c, job.demand) for c in dict.fromkeys(job.constraints)}
+        if all(ok.values()):
+            yield job
+            continue
+        keep = [i for i, c in enumerate(job.constraints) if ok[c]]
+        if not keep:
+            yield job
+            continue
+        if on_drop is not None:
+            on_drop(job, tuple(i for i, c in enumerate(job.constraints) if not ok[c]))
+        yield attrs.evolve(job, durations_us=tuple(job.durations_us[i] for i in keep),
+                           constraints=tuple(job.constraints[i] for i in keep))
+
+
 
 
 def assign_users(jobs, users, seed: int):
@@ -297,7 +333,7 @@ def build(fabric, params: dict):
     feasible = _feasibility(cluster, max_cap)
 
     try:
-        preflight.check_feasible(build_workload(params, fabric.seed, total_units, table), feasible, max_cap,
+        preflight.check_feasible(build_workload(params, fabric.seed, total_units, table, feasible), feasible, max_cap,
                                  cluster.resources)
     except ConfigError as e:
         if c.constraint_scarcity == 1:
@@ -306,13 +342,13 @@ def build(fabric, params: dict):
                           "machines providing each constraint by that much") from None
     targets = scheduler.build(Context(fabric, cluster, params, recorder, feasible, policy,
                                       config=scheduler.config_of(params)))
-    jobs = build_workload(params, fabric.seed, total_units, table)
+    jobs = build_workload(params, fabric.seed, total_units, table, feasible, recorder.tasks_dropped)
     cutoff = seconds_to_us(typed(WorkloadParams, params).short_cutoff_s)
     how = scheduler.submission(params)  # how jobs reach its front ends
     fabric.add("submitter", lambda: Submitter(jobs, targets, recorder, short_cutoff_us=cutoff, choice=how.choice,
                                               resubmit_us=how.resubmit_us, route=how.route))
     fabric.add_faults(fault_plan.processes(params, fabric.names, fabric.seed,
-                                           lambda: build_workload(params, fabric.seed, total_units, table)))
+                                           lambda: build_workload(params, fabric.seed, total_units, table, feasible)))
     result = FederationRun(params, cluster, recorder)
     result.total_jobs = estimate.jobs  # the progress bar's total, known before the jobs are submitted
     return result

@@ -18,6 +18,8 @@ from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES
 
 from .synthetic import TASK_DISTS
 
+INFEASIBLE = ("reject-job", "drop-task")
+
 
 @attrs.frozen
 class RunParams:
@@ -55,7 +57,12 @@ class ClusterParams:
     alpha: str = param("0", "jobs' parallel fraction: a run time is duration x ((1-alpha) + alpha/k_n); a number from "
                        "0 to 1 or U(a,b) drawn per job")
     constraints: bool = param(True, "draw machine and task constraints from the constraint table")
-    constraint_table: str = param("", "a constraint table JSON file; empty: the built-in stand-in table")
+    constraint_table: str = param("", "a constraint table: standin (the built-in stand-in, also empty), megha-2023 "
+                                  "(the 2023 paper's authors' inputs), or a table JSON file")
+    infeasible: str = param(INFEASIBLE[0], "a task no machine can run: reject-job (its whole job is rejected at "
+                            "submission, counted unschedulable) or drop-task (the task is dropped and its job runs "
+                            "without it, as the 2023 authors' simulators do; a job left with no task is rejected)",
+                            one_of(INFEASIBLE))
     constraint_scarcity: float = param(1.0, "how rare constrained machines are: each machine fraction f of the table "
                                        "becomes min(1, f / this); 1: the table as written, 2: half as many machines "
                                        "provide each constraint", finite_at_least(0, strict=True))
@@ -70,6 +77,10 @@ class WorkloadParams:
                       "trace)", whole_at_least(0))
     short_cutoff_s: float = param(90.5811, "jobs whose mean task is at most this many seconds count as short",
                                   finite_at_least(0))
+    arrival_scale: float = param(1.0, "multiply the gaps between job arrivals by this (0.5: arrivals twice as fast, so "
+                                 "twice the workers carry the same load)",
+                                 {"ok": lambda v: not isinstance(v, bool) and isinstance(v, (int, float))
+                                  and 1e-6 <= v <= 1e6, "expected": "a number from 1e-06 to 1e+06"})
 
 
 @attrs.frozen

@@ -146,7 +146,7 @@ def _delete(*keys):
         (_set("max_task_constraints", 2.5), "T: max_task_constraints is 2.5, expected an integer in 1..21"),
         (
             _set("extra", 1),
-            "T: unknown key 'extra'; known: constraints, description, max_task_constraints, profiles",
+            "T: unknown key 'extra'; known: constraints, description, max_task_constraints, profiles, task_model",
         ),
         (_delete("description"), "T: missing key 'description'"),
         (_set("description", None), "T: description is None, expected a string"),

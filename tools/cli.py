@@ -75,7 +75,12 @@ def _check_files(out, journal, log) -> None:
 
 
 def _warn_unfinished(summary: dict) -> None:
-    """A line on stderr when some jobs did not complete (most often: no worker could run them)."""
+    """A line on stderr when some jobs did not complete (most often: no worker could run them), and one
+    when tasks no worker can run were dropped (``infeasible=drop-task``)."""
+    dropped = summary.get("tasks_dropped") or 0
+    if dropped:
+        print(f"fedemu: note: {dropped:,} tasks no worker can run were dropped (infeasible=drop-task); their "
+              f"{summary.get('jobs_with_dropped_tasks', 0):,} jobs ran without them", file=sys.stderr)
     jobs, done = summary.get("jobs"), summary.get("jobs_completed")
     if not isinstance(jobs, int) or not isinstance(done, int) or done >= jobs:
         return

@@ -164,7 +164,8 @@ def row_of(spec: dict, summary: dict) -> dict:
     counters = summary.get("counters") or {}
     row = {"scheduler": spec["scheduler"], "policy": spec["policy"], "seed": spec["seed"],
            "jobs": summary.get("jobs"), "jobs_completed": summary.get("jobs_completed"),
-           "unschedulable": summary.get("unschedulable"), "tasks_completed": summary.get("tasks_completed")}
+           "unschedulable": summary.get("unschedulable"), "tasks_dropped": summary.get("tasks_dropped"),
+           "tasks_completed": summary.get("tasks_completed")}
     for prefix, key in (("delay", "delay_s"), ("short", "delay_short_s"), ("long", "delay_long_s")):
         d = summary.get(key) or {}
         if prefix != "delay":
@@ -182,7 +183,8 @@ def row_of(spec: dict, summary: dict) -> dict:
     for key in ("messages", "events", "wall_s", "virtual_end_s", "digest"):
         row[key] = summary.get(key)
     row["run_dir"] = spec["out_dir"]
-    row["counters"] = {k: v for k, v in counters.items() if k not in invalid and k != "unschedulable_tasks"}
+    row["counters"] = {k: v for k, v in counters.items()
+                       if k not in invalid and k not in ("unschedulable_tasks", "tasks_dropped")}
     row["fairness"] = {}  # Megha with users: per user its share, measured share (overall, while it waited)
     for u in (summary.get("fairness") or {}).get("users", ()):
         for key in ("share", "measured", "measured_waiting", "preempted", "wasted_s"):

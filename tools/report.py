@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-KEYS = ("scenario", "scheduler", "policy", "seed", "jobs", "jobs_completed", "unschedulable", "tasks",
+KEYS = ("scenario", "scheduler", "policy", "seed", "jobs", "jobs_completed", "unschedulable", "tasks_dropped", "tasks",
         "utilization_mean", "imbalance_mean", "utilization_variance_mean",
         "virtual_end_s", "wall_s", "events", "messages", "digest")
 DELAYS = ("delay_s", "delay_short_s", "delay_long_s", "jrt_s", "gang_wait_s")

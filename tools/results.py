@@ -37,10 +37,9 @@ BALANCE_HEADER = ("time_s", "imbalance", "utilization_variance")
 
 def summarize_run(
     recorder: Recorder, jobs: dict | None = None, tasks: dict | None = None, steps: tuple | None = None,
-    balance: tuple | None = None,
 ) -> dict:
-    """The metric part of summary.json (delays in s, mean utilization, counts, allocation split);
-    ``balance``: the run's ``metrics.balance_series`` at 1 s, when the caller has it already."""
+    """The metric part of summary.json (delays in s, mean utilization, counts, allocation split, and the
+    balance statistics, sampled over the arrival period: ``metrics.balance_stats``)."""
     jobs = metrics.job_table(recorder) if jobs is None else jobs
     tasks = metrics.task_table(recorder) if tasks is None else tasks
     delays = {k: metrics.summarize(metrics.job_delays_s(recorder, k, jobs)) for k in metrics.JOB_KINDS}
@@ -51,13 +50,15 @@ def summarize_run(
         "tasks": int(tasks["job_id"].size),
         "tasks_completed": int((tasks["end_us"] >= 0).sum()),
         "unschedulable": len(recorder.unschedulable),
+        "tasks_dropped": sum(len(t) for _, t in recorder.dropped),
+        "jobs_with_dropped_tasks": len(recorder.dropped),
         "jobs_not_completed": _not_completed(jobs, len(recorder.unschedulable)),
         "total_units": recorder.total_units,
         "delay_s": delays["all"],
         "delay_short_s": delays["short"],
         "delay_long_s": delays["long"],
         "utilization_mean": metrics.mean_utilization(recorder, steps),
-        **metrics.balance_stats(recorder, series=balance),
+        **metrics.balance_stats(recorder),
         "jrt_s": metrics.summarize(metrics.jrt_s(recorder, jobs)),
         "allocation_s": metrics.allocation_components(recorder, tasks),
         "window_s": None if window is None else [window[0] / US, window[1] / US],
@@ -349,7 +350,7 @@ def write_results(
     tasks = metrics.task_table(recorder)
     steps = metrics.utilization_steps(recorder)
     balance = metrics.balance_series(recorder, bucket_us) if record_csv or plot else None  # once: costly
-    measured = summarize_run(recorder, jobs, tasks, steps, balance if bucket_us == US else None)
+    measured = summarize_run(recorder, jobs, tasks, steps)
     clash = sorted(set(summary_extra) & set(measured))
     if clash:
         raise ValueError(f"summary_extra keys {clash} clash with metric keys; rename them")
