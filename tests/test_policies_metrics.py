@@ -71,3 +71,21 @@ def test_chunks_of_samples_give_the_same_series(monkeypatch):
     assert len(whole[0]) == 11
     for a, b in zip(whole, chunked):
         assert np.array_equal(a, b)
+
+
+def test_balance_statistics_look_at_the_arrival_period_not_the_drain():
+    """Two equal machines share the work of jobs arriving at 0 s and 4 s evenly; then one long task runs
+    alone on machine 0 until 20 s. While jobs arrive the machines are balanced (imbalance 0); the drain's
+    lone task would otherwise make the mean imbalance about 0.4."""
+    rec = Recorder(total_units=2, machines={0: (1,), 1: (1,)})
+    rec.job_arrived(Job(0, 0, (5 * US_PER_S, 5 * US_PER_S)))
+    rec.job_arrived(Job(1, 4 * US_PER_S, (16 * US_PER_S,)))
+    rec.task_started(0, 0, 0, 0)
+    rec.task_started(0, 1, 0, 1)
+    rec.task_finished(0, 0, 5 * US_PER_S)
+    rec.task_finished(0, 1, 5 * US_PER_S)
+    rec.task_started(1, 0, 5 * US_PER_S, 0)
+    rec.task_finished(1, 0, 21 * US_PER_S)
+    assert metrics.balance_stats(rec)["imbalance_mean"] == 0
+    _, whole, _ = metrics.balance_series(rec)
+    assert whole.mean() > 0.35

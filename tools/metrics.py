@@ -192,6 +192,7 @@ def allocation_components(recorder: Recorder, tasks: dict | None = None) -> dict
 
 
 MAX_BALANCE_SAMPLES = 2000
+BALANCE_SAMPLES = 200  # the summary's balance statistics take at least this many samples while jobs arrive
 MAX_BALANCE_CELLS = 250_000  # samples x machines x resources held at once (2 MB of int64)
 
 
@@ -230,15 +231,16 @@ def machine_usage(recorder: Recorder, times_us: np.ndarray):
         yield chunk, capacity
 
 
-def balance_series(recorder: Recorder, bucket_us: int = US) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(times in s, imbalance, utilization variance), sampled every ``bucket_us`` over the run window
-    (coarser when the window would need more than ``MAX_BALANCE_SAMPLES`` samples).
+def balance_series(recorder: Recorder, bucket_us: int = US, window: tuple[int, int] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(times in s, imbalance, utilization variance), sampled every ``bucket_us`` over the run window (or
+    ``window``, in us), coarser when that would need more than ``MAX_BALANCE_SAMPLES`` samples.
 
     Imbalance Im(t) = max load - mean load over machines (Qin: Guan and Ababei, Eq. 1), with a
     machine's load its allocated share in its most-used resource (as ``policies.load_choice.load``).
     Utilization variance (TEBAS, Eqs. 10-12): per resource, the variance over machines of
     used / capacity, averaged over resources (0.5 cpu + 0.5 mem with two)."""
-    window = time_window_us(recorder)
+    window = window or time_window_us(recorder)
     if window is None or window[1] <= window[0] or not recorder.machines:
         return np.empty(0), np.empty(0), np.empty(0)
     start, end = window
@@ -253,10 +255,34 @@ def balance_series(recorder: Recorder, bucket_us: int = US) -> tuple[np.ndarray,
     return times / US, np.concatenate(imbalance), np.concatenate(variance)
 
 
+def arrival_window_us(recorder: Recorder) -> tuple[int, int] | None:
+    """[first arrival, last arrival] in us: while jobs keep coming, the period a placement policy shapes
+    (the drain after it holds the last few tasks wherever they happen to run); None with one arrival time."""
+    if not recorder.jobs:
+        return None
+    arrivals = [j.arrival_us for j in recorder.jobs.values()]
+    first, last = min(arrivals), max(arrivals)
+    return (first, last) if last > first else None
+
+
 def balance_stats(recorder: Recorder, bucket_us: int = US, series: tuple | None = None) -> dict:
-    """Mean and max of the imbalance and the utilization variance over the samples (None when unknown);
-    ``series``: ``balance_series`` already computed."""
-    _, imbalance, variance = balance_series(recorder, bucket_us) if series is None else series
+    """Mean and max of the imbalance and the utilization variance (None when unknown), over the period jobs
+    arrive (``arrival_window_us``; the whole run when they all arrive at once), sampled every ``bucket_us``
+    or finer: at least ``BALANCE_SAMPLES`` samples. ``series``: a ``balance_series`` of exactly that, when
+    the caller has it.
+
+    Why not the whole run at 1 s: a short run (the heterogeneous scenario's jobs arrive within 2.3 s and
+    drain for 9 more) then has a handful of samples, most in the drain, where the metrics reflect the
+    machine the last long task happens to run on, not the placement policy."""
+    if series is None:
+        arriving = arrival_window_us(recorder)  # its last arrival instant included
+        window = (arriving[0], arriving[1] + 1) if arriving else time_window_us(recorder)
+        if window is None:
+            series = (np.empty(0),) * 3
+        else:
+            step = max(1, min(bucket_us, (window[1] - window[0]) // BALANCE_SAMPLES))
+            series = balance_series(recorder, step, window)
+    _, imbalance, variance = series
     if not imbalance.size:
         return {"imbalance_mean": None, "imbalance_max": None, "utilization_variance_mean": None}
     return {"imbalance_mean": float(imbalance.mean()), "imbalance_max": float(imbalance.max()),
