@@ -116,7 +116,7 @@ class GlobalManager(JobFrontEnd, Actor):
     def __init__(self, gm: int, lm_names: list[str], views, *, policy, feasible, recorder,
                  launch_timeout_us: int = 2_000_000, request_timeout_us: int = 1_000_000, gm_queue: str = "fifo",
                  failed_launch: str = "back", standby_names: list[str] | None = None,
-                 fair: FairConfig | None = None, machines=None) -> None:
+                 fair: FairConfig | None = None, machines=None, view_refresh: str = "delta") -> None:
         """``views[lm][p]``: PartitionView of partition p (GM p's) in LM lm's cluster; ``standby_names``:
         each LM's standby replica (active-standby LMs); ``fair``: the run's users (``gm_fairness``);
         ``machines``: every worker's WorkerSpec, given when jobs are gangs (``gang``)."""
@@ -134,6 +134,7 @@ class GlobalManager(JobFrontEnd, Actor):
         # one class: tasks keyed by signature, oldest signature first (or fewest remaining: ``_enqueue``)
         self.queue = FairQueue(math.inf, ranked=gm_queue == "fewest-remaining")
         self.failed_front = failed_launch == "front"
+        self.full_refresh = view_refresh == "full"
         self.inflight: dict[tuple[int, int], Inflight] = {}
         self.due: dict[int, list] = {}  # check time -> [(seq, key)] of launches due by then
         self.due_at: list[int] = []  # the check times of ``due``, a heap
@@ -304,8 +305,19 @@ class GlobalManager(JobFrontEnd, Actor):
         self.inflight.pop((msg.job_id, msg.index), None)
         self._released(msg.lm, msg.worker, msg.job_id, msg.index)
         self.task_done(msg.job_id, msg.index)
+        if self.full_refresh:
+            self._refresh_all()
         self._check_due()
         self.schedule()
+
+    def _refresh_all(self) -> None:
+        """``view_refresh=full``: ask every LM not already asked for its whole state."""
+        self.recorder.count("view_refreshes")
+        for lm in range(len(self.lm_ids)):
+            if lm not in self.resyncing and lm not in self.rebuilding:
+                self.resyncing.add(lm)
+                self.resync_asks[lm] = 0
+                self._ask_resync(lm)
 
     def on_Heartbeat(self, msg: Heartbeat, src: int) -> None:
         """A delta, or a beacon (prev == upto) to acknowledge. A gap in the positions means one was
@@ -379,6 +391,8 @@ class GlobalManager(JobFrontEnd, Actor):
                 emit(self, LAUNCH_REQUEUED, job=msg.job_id, task=msg.index, lm=self.lm_names[msg.lm],
                      learned=len(msg.workers))
             self.requeue(flight.task, front=self.failed_front)
+        if self.full_refresh:
+            self._refresh_all()
         self.schedule()
 
     def on_LaunchOk(self, msg: LaunchOk, src: int) -> None:

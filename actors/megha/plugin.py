@@ -31,6 +31,7 @@ from .worker import MeghaWorker
 
 GM_QUEUES = ("fifo", "fewest-remaining")
 FAILED_LAUNCH = ("back", "front")
+VIEW_REFRESH = ("delta", "full")
 JOB_TO_GM = ("round-robin", "task-count")
 USER_ASSIGN = ("round-robin", "weighted", "trace")
 PAPER_USER_GMS = (0, 1, 1, 2)  # the 2022 paper's mapping (IV-E): queue 1 -> GM 1, 2 and 3 -> GM 2, 4 -> GM 3
@@ -73,6 +74,10 @@ class MeghaParams:
                           "job had the fewest tasks not yet done when it was queued first)", one_of(GM_QUEUES))
     failed_launch: str = param(FAILED_LAUNCH[0], "where a GM queues a task whose launch the LM refused: back (behind "
                                "the queue) or front (ahead of it)", one_of(FAILED_LAUNCH))
+    view_refresh: str = param(VIEW_REFRESH[0], "what a GM hears of the LMs' state: delta (heartbeats and the answers "
+                              "to its own launches, the papers' protocol) or full (as the workshop paper's public "
+                              "simulator, megha_simulator's GM.update_status: on each of its completions and each "
+                              "refused launch it asks every LM for its whole state)", one_of(VIEW_REFRESH))
     job_to_gm: str = param(JOB_TO_GM[0], "how a job picks its GM: round-robin, or task-count (its number of tasks "
                            "modulo the number of GMs); with users, a job goes to its user's GM", one_of(JOB_TO_GM))
     users: int = param(0, "users, each with a queue and a share of the datacenter (global fairness); 0: no users",
@@ -112,6 +117,7 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("repeated_job_reports", "job-done reports after the first (two GMs finished the same job)"),
     ("repeated_completions", "task completions a GM heard again (a retry's answer, a duplicate)"),
     ("view_resyncs", "snapshots a GM asked for after a heartbeat went missing"),
+    ("view_refreshes", "view_refresh=full: completions and refused launches on which a GM asked every LM for its state"),
     ("preemption_attempts", "preemption requests GMs sent (users; Algorithm 2 under contention)"),
     ("preemptions", "tasks an LM preempted: stopped on their worker, their work lost, queued again at their GM"),
     ("preemptions_refused", "preemption requests an LM refused on verification (the GM's view was stale)"),
@@ -198,7 +204,8 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
             return GlobalManager(g, lm_names, views, policy=ctx.policy, feasible=ctx.feasible, recorder=ctx.recorder,
                                  launch_timeout_us=launch_timeout_us, request_timeout_us=request_timeout_us,
                                  standby_names=standby_names, gm_queue=cfg.gm_queue,
-                                 failed_launch=cfg.failed_launch, fair=fair, machines=machines)
+                                 failed_launch=cfg.failed_launch, fair=fair, machines=machines,
+                                 view_refresh=cfg.view_refresh)
         return make
 
     for g in range(gms):

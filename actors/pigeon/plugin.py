@@ -24,7 +24,8 @@ import math
 import attrs
 
 from fedemu.fabric.errors import ConfigError
-from fedemu.model import param, seconds_between, seconds_to_us, typed, whole_at_least
+from fedemu.model import one_of, param, seconds_between, seconds_to_us, typed, whole_at_least
+from fedemu.policies.constraint_sets import SubsetMergedCounts
 from fedemu.policies.fair_queue import check_weight
 
 from ..common.invariants import Violation
@@ -80,9 +81,9 @@ _SECONDS = seconds_between(0.001, 3600)
 
 
 @attrs.frozen
-class PigeonCParams:
-    """PigeonC's keys (and Pigeon's): its groups, distributors and fair-queue weight, then the timeouts and
-    periods of its failover and retries (the papers give none: the defaults are ours)."""
+class PigeonBaseParams:
+    """The keys Pigeon and PigeonC share: their groups, distributors and fair-queue weight, then the timeouts
+    and periods of their failover and retries (the papers give none: the defaults are ours)."""
 
     masters: int = param(0, "masters (worker groups); 0: one per cluster, else equal slices of all workers",
                          whole_at_least(0))
@@ -103,8 +104,18 @@ class PigeonCParams:
 
 
 @attrs.frozen
-class PigeonParams(PigeonCParams):
-    """Pigeon's keys: PigeonC's and its reserved workers."""
+class PigeonCParams(PigeonBaseParams):
+    """PigeonC's keys: the shared ones and how its distributors count each cluster's constraint sets."""
+
+    cs_counts: str = param("paper", "the per-cluster constraint-set counts the distributors weigh clusters by: paper "
+                           "(each machine set with its frequency, Megha 2023 4.2) or subset-merge (as the authors' "
+                           "simulator builds them: a machine whose set is a subset of sets already counted adds one "
+                           "to each of them; policies/constraint_sets.py)", one_of(("paper", "subset-merge")))
+
+
+@attrs.frozen
+class PigeonParams(PigeonBaseParams):
+    """Pigeon's keys: the shared ones and its reserved workers."""
 
     reserved_fraction: float = param(0.02, "share of each group's workers reserved for short jobs' tasks",
                                      {"ok": lambda v: not isinstance(v, bool) and isinstance(v, (int, float))
@@ -189,7 +200,8 @@ def _build(ctx: Context, *, constraint_aware: bool) -> list[str]:
     dist_names = [f"dist-{d}" for d in range(cfg.distributors)]
     master_names = [f"master-{g}" for g in range(len(groups))]
     members = [[master_names[g]] + [f"w-{w.worker_id}" for w in workers] for g, workers in enumerate(groups)]
-    counts = ConstraintSetCounts(groups) if constraint_aware else None
+    counts = None if not constraint_aware else \
+        SubsetMergedCounts(groups) if cfg.cs_counts == "subset-merge" else ConstraintSetCounts(groups)
     sync_us, timeout_us = seconds_to_us(cfg.master_sync_s), seconds_to_us(cfg.master_timeout_s)
     retry_us = seconds_to_us(cfg.dist_retry_s)
     result_us = seconds_to_us(cfg.result_retry_s)
@@ -236,7 +248,7 @@ TOUR = ({"at_s": 2.0, "kind": "crash", "target": "master-0"},
 
 def size(params: dict) -> Size:
     """The masters (one per group: a cluster's, by default) and the distributors."""
-    cfg = typed(PigeonCParams, params)
+    cfg = typed(PigeonBaseParams, params)
     return Size((cfg.masters or int(params["lms"])) + cfg.distributors, keys=("masters", "distributors"))
 
 
