@@ -15,7 +15,9 @@ import numpy as np
 from . import compare, verdict
 from .atomic import atomic_write, write_text
 from .evaluate import evaluate_all, num, terms
-from .experiments import VARIANTS, Experiment
+from .experiments import DATA, VARIANTS, Experiment
+
+PACKAGE = Path(__file__).resolve().parents[1]
 
 EXP_COLUMNS = (("scheduler", "scheduler"), ("policy", "policy"), ("done", None), ("unschedulable", "unschedulable"),
                ("tasks dropped", "tasks_dropped"),
@@ -43,6 +45,15 @@ def _exp_table(means: list[dict]) -> str:
                          (m[key] if key in ("scheduler", "policy") else num(m.get(key))))
         rows.append(cells)
     return md_table([t for t, _ in EXP_COLUMNS], rows)
+
+
+def shown(value) -> str:
+    """An override as the report prints it: paths inside fedemu relative to it, the papers' data as
+    ../shared/data/..., so the report reads the same wherever the checkout is."""
+    text = str(value)
+    for root, alias in ((str(DATA), "../shared/data"), (str(PACKAGE) + "/", "")):
+        text = text.replace(root, alias)
+    return text
 
 
 def paper_cell(c: dict) -> str:
@@ -254,7 +265,7 @@ def write_report(out: Path, paper: str, title: str, claims: dict, experiments: l
         md += [f"### {e.name}: {e.title}", ""]
         if e.note:
             md += [f"{e.note}.", ""]
-        md += ["Overrides: `" + " ".join(f"--set {k}={v}" for k, v in e.overrides.items()) + "`", ""]
+        md += ["Overrides: `" + " ".join(f"--set {k}={shown(v)}" for k, v in e.overrides.items()) + "`", ""]
         if means:
             md += [_exp_table(means), ""]
             if (out / e.name / "delay_cdf.png").exists():
