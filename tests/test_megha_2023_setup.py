@@ -14,7 +14,7 @@ from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.rand import Stream
 from fedemu.model import Job, Recorder
 from fedemu.scenarios import federation
-from fedemu.scenarios.constraints import TABLES, ConstraintIndex, ConstraintTable, assign_task_constraints, build_cluster
+from fedemu.scenarios.constraints import TABLES, ConstraintTable, assign_task_constraints, build_cluster
 from fedemu.scenarios.synthetic import syn_jobs
 from fedemu.tools.runner import execute
 

@@ -186,7 +186,6 @@ def main(args) -> int:
                 raise unknown_name("experiment", n, [e.name for e in experiments])
         experiments = [e for e in experiments if e.name in names]
     outdir.check_out(args.out)
-    outdir.check_out(args.out)
     out = Path(args.out or f"out/reproduce/{args.paper}{'-quick' if args.quick else ''}")
     command = "fedemu reproduce " + args.paper + (" --quick" if args.quick else "") + f" --seeds {seeds}" + \
         (f" --only {args.only}" if args.only else "")
