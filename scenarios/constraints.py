@@ -32,7 +32,8 @@ from fedemu.model import NUM_CONSTRAINTS, Cluster, ClusterSpec, Job, WorkerSpec,
 from fedemu.fabric.inputs import read_text
 
 DEFAULT_TABLE = Path(__file__).with_name("constraint_table.json")
-TABLES = {"standin": DEFAULT_TABLE, "megha-2023": Path(__file__).with_name("constraint_table_megha_2023.json")}
+TABLES = {"standin": DEFAULT_TABLE,  # plugin-boundary: a table named for the 2023 paper, not its scheduler
+          "megha-2023": Path(__file__).with_name("constraint_table_megha_2023.json")}  # plugin-boundary: the same
 
 _TOP_KEYS = ("constraints", "description", "max_task_constraints", "profiles")
 _MODEL_KEYS = ("cluster_percent", "cluster_weights", "types")

@@ -57,7 +57,7 @@ class ClusterParams:
     alpha: str = param("0", "jobs' parallel fraction: a run time is duration x ((1-alpha) + alpha/k_n); a number from "
                        "0 to 1 or U(a,b) drawn per job")
     constraints: bool = param(True, "draw machine and task constraints from the constraint table")
-    constraint_table: str = param("", "a constraint table: standin (the built-in stand-in, also empty), megha-2023 "
+    constraint_table: str = param("", "a constraint table: standin (the built-in stand-in, also empty), megha-2023 "  # plugin-boundary: a table named for the 2023 paper
                                   "(the 2023 paper's authors' inputs), or a table JSON file")
     infeasible: str = param(INFEASIBLE[0], "a task no machine can run: reject-job (its whole job is rejected at "
                             "submission, counted unschedulable) or drop-task (the task is dropped and its job runs "

@@ -29,6 +29,7 @@ PRESETS = {
     "tools/digests.py": "a fixed list of runs, one or more per scheduler",
     "tools/experiments.py": "the papers' experiments: the schedulers each one compares",
     "tools/reproduce.py": "the papers' reports: their tables name the schedulers they compare",
+    "tools/repro_report.py": "the papers' reports: their tables name the schedulers they compare",
 }
 PRAGMA = "# plugin-boundary:"
 WORD = re.compile(r"[a-z]+")

@@ -207,11 +207,33 @@ def _hypothesis_home(out):
             configuration.set_hypothesis_home_dir(before)
 
 
+@contextlib.contextmanager
+def _no_local_constants():
+    """Hypothesis sometimes draws a constant found in the source of whatever local modules are imported, so a
+    seeded search would depend on what else the process has loaded (a test run before it, a user's
+    scenario). During a search it draws from its own constants only, and the same seed draws the same
+    examples in any process. (A private hook of hypothesis 6.1xx; if it moves, the search still runs.)"""
+    try:
+        from hypothesis.internal.conjecture import providers
+        original, cache = providers._get_local_constants, providers.CONSTANTS_CACHE.cache
+    except (ImportError, AttributeError):  # pragma: no cover - another hypothesis
+        yield
+        return
+    empty = providers.Constants()
+    providers._get_local_constants = lambda: empty
+    cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        cache.clear()
+
+
 def search(scenario: str = "default", **kwargs) -> Outcome:
     """Run examples until ``examples`` have run or ``budget_s`` wall seconds are spent, or a violation is
     found and shrunk (then written to ``out``/failure-K when ``out`` is given). ``on_run(tally)`` is
     called after each run (the progress bar). Hypothesis keeps its files in ``out`` (``_hypothesis_home``)."""
-    with _hypothesis_home(kwargs.get("out")):
+    with _hypothesis_home(kwargs.get("out")), _no_local_constants():
         return _search(scenario, **kwargs)
 
 
