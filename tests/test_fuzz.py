@@ -649,7 +649,10 @@ def test_the_search_writes_no_hypothesis_folder_in_the_current_folder(tmp_path, 
                            "--out", str(tmp_path / "out"), "--quiet"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-    assert (tmp_path / "out" / ".hypothesis").is_dir()
+    from hypothesis import configuration
+    with fuzz._hypothesis_home(tmp_path / "out"):  # whatever hypothesis stores during a search goes there
+        assert configuration.storage_directory("examples").path.is_relative_to(tmp_path / "out" / ".hypothesis")
+    assert not configuration.storage_directory("examples").path.is_relative_to(tmp_path / "out")
 
 
 # ---- the same seed draws the same examples whatever else the process has imported ----------------------
