@@ -145,7 +145,7 @@ def test_the_live_state_checks_bite_on_a_corrupted_view_or_lm_record():
     gm = fabric.actor(fabric.addr("gm-0"))
     assert isinstance(gm, GlobalManager)
     lm1 = fabric.actor(fabric.addr("lm-1"))
-    w = next(w for w in range(len(lm1.free)) if lm1.free[w][0] > 0 and w not in lm1.change_log.unsent(0))
+    w = next(w for w in range(len(lm1.free)) if lm1.free[w][0] > 0 and w not in lm1.change_log.unheard(0, gm.lm_upto[1]))
     gm.search.learn(1, (w,), ((0,),))  # gm-0 now believes that idle worker of lm-1 is busy
     (v,) = views_converge(fabric)
     assert v.invariant == "views_converge" and v.subject == f"gm-0 view of {lm1.worker_names[w]}"

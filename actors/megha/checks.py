@@ -1,7 +1,7 @@
 """Megha's end-of-run checks of its live actors (the plug-in's ``checks``): every acting LM holds each live
 worker's true free capacity (``lm_matches_workers``), each cluster's workers and every GM follow one LM
-(``one_active_lm``), and every GM's view equals the LMs' state once the changes it has not acknowledged
-are applied (``views_converge``)."""
+(``one_active_lm``), and every GM's view equals the LMs' state but for the changes it may not have
+heard yet (``views_converge``)."""
 
 from __future__ import annotations
 
@@ -78,10 +78,12 @@ def one_active_lm(fabric) -> list[Violation]:
                 out.append(Violation("one_active_lm", lm.worker_names[w], fabric.now,
                                      f"follows {fabric.names[worker.lm_id]} (epoch {worker.epoch}), but {lm.name} "
                                      f"is the active LM of epoch {lm.epoch}"))
-        for gm in _live(fabric, GlobalManager):  # (a GM the LM's first heartbeat has yet to reach will follow)
+        for gm in _live(fabric, GlobalManager):
             if lm.lm in gm.rebuilding or lm.lm in gm.resyncing:
                 continue  # it has asked both replicas for a snapshot: the active's answer decides
-            if gm.lm_ids[lm.lm] != lm.id and not lm.change_log.unsent(gm.gm):
+            # a GM that has not heard of the epoch follows once the LM's snapshot of it reaches it (if it
+            # is lost with its connection, the GM is told and asks, above)
+            if gm.lm_ids[lm.lm] != lm.id and (gm.lm_inc[lm.lm] >= lm.epoch or gm.gm not in lm.told):
                 out.append(Violation("one_active_lm", gm.name, fabric.now,
                                      f"follows {fabric.names[gm.lm_ids[lm.lm]]}, but {lm.name} is the active LM "
                                      f"of epoch {lm.epoch}"))
@@ -89,8 +91,9 @@ def one_active_lm(fabric) -> list[Violation]:
 
 
 def views_converge(fabric) -> list[Violation]:
-    """Every live GM's view of every live LM equals the LM's state, once the changes that GM has not
-    acknowledged yet (past its cursor in the LM's change log) are applied."""
+    """Every live GM's view of every live LM equals the LM's state, but for the workers whose latest
+    change that GM may not have heard yet: it came after the last heartbeat or snapshot the GM took
+    (the next one is due, or on its way) and was not that GM's own."""
     out = []
     acting = _acting(fabric)
     truth = {c: np.array(lm.free, dtype=np.int64) for c, lm in acting.items()}  # each LM's, once
@@ -99,7 +102,7 @@ def views_converge(fabric) -> list[Violation]:
             lm = fabric.actor(lm_id)
             if lm is None or lm is not acting.get(c) or lm.rebuilding or c in gm.rebuilding or c in gm.resyncing:
                 continue
-            unsent = lm.change_log.unsent(gm.gm)
+            unsent = lm.change_log.unheard(gm.gm, gm.lm_upto[c] if gm.lm_inc[c] == lm.epoch else 0)
             per = gm.search.per_partition
             for p, view in enumerate(gm.search.views[c]):
                 seen, held = view.free, truth[c][p * per:p * per + view.n]

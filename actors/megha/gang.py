@@ -499,7 +499,7 @@ class LmGang:
             self._launch_held(key, msg.gm, msg.tasks, msg.demand)
         else:
             lm.set_timer(self.lease_us, GangLease(msg.job_id, msg.attempt))
-        workers, frees = lm.change_log.fresh(msg.gm) if lm.launch_replies else ((), ())
+        workers, frees = lm.change_log.since(msg.gm) if lm.launch_replies else ((), ())
         lm.charge("change", len(workers))
         lm.send(gm, GangVote(msg.job_id, msg.attempt, lm.lm, True, workers, frees))
 

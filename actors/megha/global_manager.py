@@ -37,9 +37,9 @@ Faults (2022 paper, IV, high availability; our timers where it gives none):
   hears from an LM or is pinged by the submitter: no timer) is asked again on the same LM and worker (``launches_retried``; the LM's idempotence makes it safe: a running task is answered
   ``LaunchAccepted`` with its expected end, a done one with its completion). After three unanswered
   asks the task is queued again and that LM's view emptied until it is heard from.
-- A heartbeat that went missing (a gap in its log positions, or an unacknowledged beacon after the
-  last one of a burst: see ``policies.change_log``) makes the GM ask that LM for a snapshot
-  (``view_resyncs``).
+- Messages travel on connections (docs/connections.md): a heartbeat is lost only with its connection.
+  A connection with an LM that breaks (the fabric's ``ConnectionBroken`` notice) makes the GM ask that
+  LM for a snapshot (``view_resyncs``).
 - Active-standby LMs (``lm_standby``, see ``standby``): every request goes to both replicas; the GM
   follows the replica of the latest epoch a heartbeat or snapshot came from, and answers one from an
   older epoch with ``Fenced``.
@@ -63,7 +63,7 @@ from ..common.submitter import JobDone, Ping, Pong
 from .events import LAUNCH_REQUEUED
 from .gang import GangTimer, GangVote, GmGang
 from .gm_fairness import FairConfig, GmFairness
-from .messages import (RETRIES, AdoptJob, Fenced, GmTimer, Heartbeat, HeartbeatAck, JobTasks, Launch,
+from .messages import (RETRIES, AdoptJob, Fenced, GmTimer, Heartbeat, JobTasks, Launch,
                              LaunchAccepted, LaunchFailed, LaunchOk, Snapshot, SnapshotRequest, TaskCompleted,
                              TaskLost, backoff)
 
@@ -125,6 +125,7 @@ class GlobalManager(JobFrontEnd, Actor):
         self.lm_names = lm_names
         self.standby_names = standby_names
         self.lm_ids: list[int] = []  # the LMs' actor ids (the active replicas), resolved from their names at start
+        self.lm_of: dict[int, int] = {}
         self.replicas: list[tuple] = []  # with standbys: each LM's two replicas
         self.feasible = feasible
         self.recorder = recorder
@@ -144,7 +145,7 @@ class GlobalManager(JobFrontEnd, Actor):
         self.adopting: dict[int, list] = {}  # job -> [job, LMs yet to answer, running, done, asks]
         self.rebuilding: set[int] = set()  # LMs whose snapshot a restarted GM still waits for
         self.resyncing: set[int] = set()  # LMs asked for a snapshot after a lost heartbeat
-        self.lm_inc = [0] * len(lm_names)  # each LM's incarnation and position of its last heartbeat
+        self.lm_inc = [0] * len(lm_names)  # each LM's epoch, and the log position its last update was cut at
         self.lm_upto = [0] * len(lm_names)
         self.resync_asks = [0] * len(lm_names)
         self.snapshot_asks = 0
@@ -161,9 +162,11 @@ class GlobalManager(JobFrontEnd, Actor):
 
     def on_start(self) -> None:
         self.lm_ids = [self.fabric.addr(name) for name in self.lm_names]
+        self.lm_of = {actor: lm for lm, actor in enumerate(self.lm_ids)}  # each LM replica's actor -> its LM
         self.attempts = self.incarnation << 32  # launch numbers never repeat across incarnations
         if self.standby_names is not None:
             self.replicas = [(a, self.fabric.addr(b)) for a, b in zip(self.lm_ids, self.standby_names)]
+            self.lm_of.update({b: lm for lm, (_, b) in enumerate(self.replicas)})
         self.search.rng = self.rng.child("choice")
         if self.incarnation > 0:  # stateless: rebuild the whole view from the LMs
             self.started_us = self.now
@@ -320,27 +323,15 @@ class GlobalManager(JobFrontEnd, Actor):
                 self._ask_resync(lm)
 
     def on_Heartbeat(self, msg: Heartbeat, src: int) -> None:
-        """A delta, or a beacon (prev == upto) to acknowledge. A gap in the positions means one was
-        lost: ask for a snapshot (the delta is applied anyway: its values are absolute)."""
+        """A delta: the changes since the LM's last status update to this GM (not its own)."""
         lm = msg.lm
         if msg.incarnation != self.lm_inc[lm]:
             switch = self.replicas and src != self.lm_ids[lm]
             if not self._follow(lm, msg.incarnation, src):
                 return  # from an LM incarnation that has since restarted, or an old active
-            self.lm_inc[lm], self.lm_upto[lm] = msg.incarnation, 0
+            self.lm_inc[lm] = msg.incarnation
             if switch:  # answers from it were not learnt while this GM followed the other replica
                 self._resync(lm)
-        last = self.lm_upto[lm]
-        if msg.prev == msg.upto:  # a beacon
-            if msg.upto == last:
-                self.send(src, HeartbeatAck(self.gm, msg.incarnation, msg.upto))
-            elif msg.upto > last:
-                self._resync(lm)
-            return
-        if msg.upto <= last:
-            return  # a duplicate, or older than a snapshot
-        if msg.prev != last:
-            self._resync(lm)
         self.lm_upto[lm] = msg.upto
         self.apply(lm, msg.workers, msg.frees, msg.holders)
         if self.users is not None:
@@ -348,14 +339,25 @@ class GlobalManager(JobFrontEnd, Actor):
         self._check_due()
         self.schedule()
 
-    def _resync(self, lm: int) -> None:
-        """Ask LM ``lm`` for its whole state (a heartbeat was lost), unless already asking."""
+    def on_ConnectionBroken(self, msg, src: int) -> None:
+        """A connection with an LM broke (docs/connections.md): what it carried may be lost, so ask that
+        LM for its whole state: at once after a long cut, a retry period later when the LM is down (a
+        crash, or a refused message: it sends every GM its state when it is back)."""
+        lm = self.lm_of.get(msg.dst if msg.src == self.id else msg.src)
+        if lm is not None:
+            self._resync(lm, now=msg.cause == "timeout")
+
+    def _resync(self, lm: int, now: bool = True) -> None:
+        """Ask LM ``lm`` for its whole state (now, or after the first retry period), unless already asking."""
         if lm in self.resyncing or (lm in self.rebuilding and self.snapshot_asks <= REQUEST_TRIES):
             return  # already asking (a restarted GM asks until its asks run out)
         self.resyncing.add(lm)
         self.resync_asks[lm] = 0
         self.recorder.count("view_resyncs")
-        self._ask_resync(lm)
+        if now:
+            self._ask_resync(lm)
+        else:
+            self.set_timer(self.request_timeout_us, GmTimer(f"resync {lm}"))
 
     def _ask_resync(self, lm: int) -> None:
         self.resync_asks[lm] += 1
@@ -363,10 +365,10 @@ class GlobalManager(JobFrontEnd, Actor):
         self.set_timer(backoff(self.request_timeout_us, self.resync_asks[lm]), GmTimer(f"resync {lm}"))
 
     def on_Snapshot(self, msg: Snapshot, src: int) -> None:
+        """An LM's whole state: asked for, or sent unasked by an LM that rebuilt its state (a restart, or a
+        standby that took over: a later epoch, which this GM follows from now on)."""
         lm = msg.lm
-        asked = lm in self.rebuilding or lm in self.resyncing
-        later = self.replicas and msg.incarnation > self.lm_inc[lm]  # another replica took over: take it
-        if not (asked or later) or not self._follow(lm, msg.incarnation, src):
+        if not self._follow(lm, msg.incarnation, src):
             return
         self.rebuilding.discard(lm)
         self.resyncing.discard(lm)

@@ -10,12 +10,12 @@ change the GM has not seen.
 Delta updates (Megha 2023, 4.4) are ``policies.change_log``: every
 change is logged with its cause; a heartbeat sends each GM the workers changed since its last one,
 leaving out those whose latest change the GM caused itself (its own launches, and completions of its
-own tasks, which reach it through ``TaskCompleted``). A GM that sees a heartbeat missing asks for a
-snapshot; the last heartbeat of a burst is followed by a beacon each tick until the GM acknowledges it
-(at most ``HEARTBEAT_RESENDS`` quiet ticks in a row).
+own tasks, which reach it through ``TaskCompleted``). A launch's reply (a failure's, or with
+``launch_replies=delta`` every one's) is a status update too: the next heartbeat carries only what
+changed after it. Updates travel on connections, so none is acknowledged or repeated.
 
 Heartbeats tick at multiples of the heartbeat period, but a GM with nothing new is sent nothing and
-an LM with no change, no unacknowledged delta and no running task arms no timer until the next change.
+an LM with no change arms no timer until the next change.
 
 Faults (our reading of the 2022 paper's high availability, section IV):
 - Launches are idempotent by (job, task): the LM keeps each task it launched (worker, owner GM,
@@ -51,13 +51,10 @@ from ..common.protocol import RunTask, TaskFinished
 from .events import LAUNCH_INVALID, REPARTITION
 from .gang import LmGang
 from .lm_fairness import LmFairness
-from .messages import (RETRIES, AdoptJob, Heartbeat, HeartbeatAck, HeartbeatTick, JobTasks, Launch,
+from .messages import (RETRIES, AdoptJob, Heartbeat, HeartbeatTick, JobTasks, Launch,
                              LaunchAccepted, LaunchFailed, LaunchOk, LmTimer, Probe, Registered, Snapshot,
                              SnapshotRequest, Takeover, TaskCompleted, TaskLost, WorkerStatus, backoff)
 from .standby import Standby, StandbyTimes
-
-HEARTBEAT_RESENDS = 30  # quiet ticks in a row the LM keeps ticking for an unconfirmed delta (beacons)
-
 
 @attrs.frozen
 class LocalManagerStatistics:
@@ -159,7 +156,6 @@ class LocalManager(Actor):
         self.rebuilding: set[int] = set()  # workers a restarted LM still waits for
         self.held: list = []  # messages that arrived while rebuilding
         self.started_us = 0
-        self.quiet = 0  # ticks in a row with nothing new
         self.launches = 0
         self.invalid_internal = 0
         self.invalid_external = 0
@@ -168,6 +164,7 @@ class LocalManager(Actor):
         self.armed = False
         self.tick_at = 0
         self.notify: tuple = ()  # who workers tell of a task's end: this LM (and its peer, with a standby)
+        self.told: set[int] = set()  # the GMs sent a heartbeat or snapshot of this epoch
         # without a standby this LM is always active, its epoch its incarnation (``standby`` changes both)
         self.active = True
         self.epoch = 0
@@ -210,7 +207,6 @@ class LocalManager(Actor):
     def changed(self, worker: int, cause: int) -> None:
         """Log a change GM ``cause`` made; an idle LM's heartbeat timer starts again."""
         self.change_log.record(worker, cause)
-        self.quiet = 0
         if not self.armed or self.tick_at > self.now + self.heartbeat_us:
             self._arm()
 
@@ -229,28 +225,23 @@ class LocalManager(Actor):
             self._arm(at - 1)
 
     def on_HeartbeatTick(self, msg, src) -> None:
-        """Send every GM its delta (or beacon); probe the workers of overdue tasks. With nothing to send
-        the next tick waits for the next change or the first tick after the next task is overdue."""
+        """Send every GM with something new its delta; probe the workers of overdue tasks. With nothing
+        to send the next tick waits for the next change or the first tick after the next task is overdue."""
         if self.arrived != self.tick_at:  # the tick this timer was set for
             return  # superseded by a sooner tick
         self.armed = False
         if not self.active:
             return
-        for gm, workers, frees, prev, upto in self.change_log.deltas():
-            self.send(self.gm_ids[gm], Heartbeat(self.lm, self.epoch, workers, frees, prev, upto,
-                                                 self.holders(workers)))
-            self.charge("change", len(workers))
-        self.heartbeats += 1
-        self._check_overdue()
-        self.quiet += 1
-        if self.change_log.pending() and self.quiet <= HEARTBEAT_RESENDS:
-            self._arm()
-        elif self.due_at:
+        if not self.rebuilding:  # (a rebuild ends with a snapshot to every GM)
+            for gm, workers, frees, upto in self.change_log.deltas():
+                self.told.add(gm)
+                self.send(self.gm_ids[gm], Heartbeat(self.lm, self.epoch, workers, frees, upto,
+                                                     self.holders(workers)))
+                self.charge("change", len(workers))
+            self.heartbeats += 1
+            self._check_overdue()
+        if self.due_at:
             self._arm(self.due_at[0] - 1)
-
-    def on_HeartbeatAck(self, msg: HeartbeatAck, src: int) -> None:
-        if msg.incarnation == self.epoch and self.active:
-            self.change_log.ack(msg.gm, msg.upto)
 
     # ---- launches and completions -----------------------------------------------------
     def holders(self, workers) -> tuple:
@@ -304,7 +295,7 @@ class LocalManager(Actor):
                      gm=self.gm_names[msg.gm], home=self.gm_names[self.home_gm(w)])
         self.start_task(key, w, msg.gm, demand, msg.duration_us, msg.user, msg.attempt)
         if self.launch_replies:
-            workers, frees = self.change_log.fresh(msg.gm)
+            workers, frees = self.change_log.since(msg.gm)
             self.charge("change", len(workers))
             self.send(self.gm_ids[msg.gm], LaunchOk(msg.job_id, msg.index, self.lm, workers, frees,
                                                     self.holders(workers)))
@@ -376,11 +367,15 @@ class LocalManager(Actor):
     def on_SnapshotRequest(self, msg: SnapshotRequest, src: int) -> None:
         if self.hold(msg, src):
             return
-        self.change_log.reset(msg.gm)
+        self.send_snapshot(msg.gm)
+
+    def send_snapshot(self, gm: int) -> None:
+        """Send GM ``gm`` the whole state (every worker's free vector): it has heard everything."""
+        self.change_log.reset(gm)
+        self.told.add(gm)
         n = len(self.free)
-        self.send(self.gm_ids[msg.gm], Snapshot(self.lm, self.epoch, tuple(range(n)),
-                                                tuple(tuple(f) for f in self.free), self.change_log.end,
-                                                self.holders(range(n))))
+        self.send(self.gm_ids[gm], Snapshot(self.lm, self.epoch, tuple(range(n)), tuple(tuple(f) for f in self.free),
+                                            self.change_log.end, self.holders(range(n))))
 
     def on_AdoptJob(self, msg: AdoptJob, src: int) -> None:
         if self.hold(msg, src):
@@ -562,12 +557,12 @@ class LocalManager(Actor):
         self.set_timer(backoff(self.faults.probe_timeout_us, attempt + 1), LmTimer("rebuild", -1, attempt))
 
     def _rebuilt(self) -> None:
-        """Every worker answered (or is down): tell every GM the whole state, then serve what waited."""
+        """Every worker answered (or is down): send every GM the whole state, then serve what waited."""
         self.rebuilding.clear()
         self.recorder.count("lm_rebuilds")
         self.recorder.recovered(self.now - self.started_us)
-        for w in range(len(self.free)):
-            self.changed(w, NO_CAUSE)
+        for gm in range(len(self.gm_ids)):
+            self.send_snapshot(gm)
         held, self.held = self.held, []
         for msg, src in held:
             getattr(self, "on_" + type(msg).__name__)(msg, src)
@@ -577,6 +572,7 @@ class LocalManager(Actor):
         that takes over or steps down drops it, and so does each component."""
         self.free = [list(c) for c in self.capacity]
         self.change_log = ChangeLog(self.free, len(self.gm_names))
+        self.told = set()
         self.tasks.clear()
         for execs in self.execs:
             execs.clear()
@@ -589,7 +585,6 @@ class LocalManager(Actor):
             self.users.forget()
         self.rebuilding = set()
         self.held = []
-        self.quiet = 0
         self.armed = False
         if self.gang is not None:
             self.gang.forget()

@@ -78,15 +78,13 @@ class TaskCompleted:
 @lean
 @message("megha.heartbeat")
 class Heartbeat:
-    """LM -> GM, periodic: the changes since the last heartbeat to this GM (a delta). ``prev`` is the log
-    position of that heartbeat and ``upto`` this one's, so a GM sees a gap when one was lost; a beacon
-    (no workers, ``prev == upto``) follows the last delta of a burst until the GM acknowledges it."""
+    """LM -> GM, periodic: the changes since the last status update to this GM (a delta), cut at log
+    position ``upto`` of LM epoch ``incarnation``."""
 
     lm: int
     incarnation: int
     workers: tuple
     frees: tuple
-    prev: int
     upto: int
     holders: tuple = ()  # with users: who holds each changed worker (the per-user consumption delta)
 
@@ -118,19 +116,9 @@ class TaskLost:
     lm: int
 
 
-@message("megha.heartbeat_ack")
-class HeartbeatAck:
-    """GM -> LM, answering a beacon: every delta up to log position ``upto`` of LM incarnation
-    ``incarnation`` was heard."""
-
-    gm: int
-    incarnation: int
-    upto: int
-
-
 @message("megha.snapshot_request")
 class SnapshotRequest:
-    """GM -> LM, from a restarted (stateless) GM, or one that saw a heartbeat go missing: send me your
+    """GM -> LM, from a restarted (stateless) GM, or one whose connection with the LM broke: send me your
     whole state."""
 
     gm: int
