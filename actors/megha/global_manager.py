@@ -343,9 +343,10 @@ class GlobalManager(JobFrontEnd, Actor):
         """A connection with an LM broke (docs/connections.md): what it carried may be lost, so ask that
         LM for its whole state: at once after a long cut, a retry period later when the LM is down (a
         crash, or a refused message: it sends every GM its state when it is back)."""
-        lm = self.lm_of.get(msg.dst if msg.src == self.id else msg.src)
-        if lm is not None:
-            self._resync(lm, now=msg.cause == "timeout")
+        peer = msg.dst if msg.src == self.id else msg.src
+        lm = self.lm_of.get(peer)
+        if lm is not None and (not self.replicas or peer == self.lm_ids[lm]):  # (not the replica this GM
+            self._resync(lm, now=msg.cause == "timeout")  # does not follow: it acts on nothing it was sent)
 
     def _resync(self, lm: int, now: bool = True) -> None:
         """Ask LM ``lm`` for its whole state (now, or after the first retry period), unless already asking."""

@@ -116,7 +116,7 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("front_ends_taken_down", "times the submitter took a GM for down (3 pings unanswered)"),
     ("repeated_job_reports", "job-done reports after the first (two GMs finished the same job)"),
     ("repeated_completions", "task completions a GM heard again (a retry's answer, a duplicate)"),
-    ("view_resyncs", "snapshots a GM asked for after a heartbeat went missing"),
+    ("view_resyncs", "snapshots a GM asked for after its connection with an LM broke"),
     ("view_refreshes", "view_refresh=full: completions and refused launches on which a GM asked every LM for its state"),
     ("preemption_attempts", "preemption requests GMs sent (users; Algorithm 2 under contention)"),
     ("preemptions", "tasks an LM preempted: stopped on their worker, their work lost, queued again at their GM"),
