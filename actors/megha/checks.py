@@ -41,7 +41,8 @@ def _unheld(lm, w: int) -> list[int]:
 
 def lm_matches_workers(fabric) -> list[Violation]:
     """Every acting LM (not rebuilding) holds each live worker's true free vector, and has none of them
-    down for good (a worker it still probes, after a partition say, is on its way back up)."""
+    down for good (a worker it still probes, after a partition say, is on its way back up). A worker
+    that finished a task the LM still runs there has its report on the way (the run may end first)."""
     out = []
     for lm in _acting(fabric).values():
         if lm.rebuilding:
@@ -55,7 +56,8 @@ def lm_matches_workers(fabric) -> list[Violation]:
                     continue  # the LM still probes it: the worker's recovery was under way when the run ended
                 out.append(Violation("lm_matches_workers", lm.worker_names[w], fabric.now,
                                      f"{lm.name} has it down, but it is up"))
-            elif tuple(free := _unheld(lm, w)) != tuple(worker.free):
+            elif tuple(free := _unheld(lm, w)) != tuple(worker.free) and \
+                    not any(key in worker.finished for key in lm.execs[w]):  # (a finish report on its way)
                 out.append(Violation("lm_matches_workers", lm.worker_names[w], fabric.now,
                                      f"{lm.name} holds free {tuple(free)}, the worker has {tuple(worker.free)}"))
     return out
@@ -93,7 +95,9 @@ def one_active_lm(fabric) -> list[Violation]:
 def views_converge(fabric) -> list[Violation]:
     """Every live GM's view of every live LM equals the LM's state, but for the workers whose latest
     change that GM may not have heard yet: it came after the last heartbeat or snapshot the GM took
-    (the next one is due, or on its way) and was not that GM's own."""
+    (the next one is due, or on its way) and was not that GM's own; or that GM's launch there has not
+    reached the LM yet (its view is ahead), or the task it launched there ended and the completion is
+    on its way."""
     out = []
     acting = _acting(fabric)
     truth = {c: np.array(lm.free, dtype=np.int64) for c, lm in acting.items()}  # each LM's, once
@@ -103,6 +107,8 @@ def views_converge(fabric) -> list[Violation]:
             if lm is None or lm is not acting.get(c) or lm.rebuilding or c in gm.rebuilding or c in gm.resyncing:
                 continue
             unsent = lm.change_log.unheard(gm.gm, gm.lm_upto[c] if gm.lm_inc[c] == lm.epoch else 0)
+            # (and what its launches there change: not there yet, or the task's completion is on its way)
+            unsent |= {f.worker for key, f in gm.inflight.items() if f.lm == c and key not in lm.tasks}
             per = gm.search.per_partition
             for p, view in enumerate(gm.search.views[c]):
                 seen, held = view.free, truth[c][p * per:p * per + view.n]

@@ -148,6 +148,7 @@ class GlobalManager(JobFrontEnd, Actor):
         self.lm_inc = [0] * len(lm_names)  # each LM's epoch, and the log position its last update was cut at
         self.lm_upto = [0] * len(lm_names)
         self.resync_asks = [0] * len(lm_names)
+        self.asked_at = [-1] * len(lm_names)  # per LM asked for its state: the launches numbered by then
         self.snapshot_asks = 0
         self.started_us = 0
         self.heard_us = [0] * len(lm_names)  # when each LM's state was last learnt (the view's age)
@@ -207,7 +208,7 @@ class GlobalManager(JobFrontEnd, Actor):
 
     def _ask_snapshots(self) -> None:
         for lm in sorted(self.rebuilding):
-            self.to_lm(lm, SnapshotRequest(self.gm))
+            self.ask_state(lm)
         self.snapshot_asks += 1
         self.set_timer(backoff(self.request_timeout_us, self.snapshot_asks), GmTimer("snapshots"))
 
@@ -362,8 +363,22 @@ class GlobalManager(JobFrontEnd, Actor):
 
     def _ask_resync(self, lm: int) -> None:
         self.resync_asks[lm] += 1
-        self.to_lm(lm, SnapshotRequest(self.gm))
+        self.ask_state(lm)
         self.set_timer(backoff(self.request_timeout_us, self.resync_asks[lm]), GmTimer(f"resync {lm}"))
+
+    def ask_state(self, lm: int) -> None:
+        """Ask LM ``lm`` for a snapshot, noting which launches it will already have seen."""
+        self.asked_at[lm] = self.attempts
+        self.to_lm(lm, SnapshotRequest(self.gm))
+
+    def _retake(self, lm: int) -> None:
+        """A snapshot asked for reflects the launches sent before the ask (the connection is FIFO), not
+        those sent since, which its values just undid in the view: take their demand again."""
+        after, self.asked_at[lm] = self.asked_at[lm], -1
+        if after >= 0:
+            for flight in self.inflight.values():
+                if flight.lm == lm and flight.attempt > after:
+                    self.search.take_back(lm, flight.worker, flight.task.demand)
 
     def on_Snapshot(self, msg: Snapshot, src: int) -> None:
         """An LM's whole state: asked for, or sent unasked by an LM that rebuilt its state (a restart, or a
@@ -375,6 +390,7 @@ class GlobalManager(JobFrontEnd, Actor):
         self.resyncing.discard(lm)
         self.lm_inc[lm], self.lm_upto[lm] = msg.incarnation, msg.upto
         self.apply(lm, msg.workers, msg.frees, msg.holders)
+        self._retake(lm)
         if not self.rebuilding and self.incarnation > 0 and self.started_us >= 0:
             self.recorder.count("gm_rebuilds")
             self.recorder.recovered(self.now - self.started_us)
@@ -405,12 +421,14 @@ class GlobalManager(JobFrontEnd, Actor):
             self.schedule()
 
     def on_LaunchAccepted(self, msg: LaunchAccepted, src: int) -> None:
-        """A retried launch of a task already running there: wait for its end."""
-        if self.followed(msg.lm, src):
-            self._set_free(msg.lm, msg.worker, msg.free)
+        """A retried launch of a task already running there: wait for its end. (An answer about another
+        launch of the task, an earlier one elsewhere, moves nothing but the view.)"""
+        if not self.followed(msg.lm, src):
+            return
+        self._set_free(msg.lm, msg.worker, msg.free)
         flight = self.inflight.get((msg.job_id, msg.index))
-        if flight is not None:
-            flight.lm, flight.asks = msg.lm, 1
+        if flight is not None and flight.lm == msg.lm and flight.worker == msg.worker:
+            flight.asks = 1
             self.await_end(flight, msg.end_us)
         self.schedule()
 
@@ -537,6 +555,9 @@ class GlobalManager(JobFrontEnd, Actor):
             self.recorder.count("reschedules", queue.rejected - rejected)
 
     def launch(self, task: Pending, lm: int, p: int, local: int) -> None:
+        entry = self.open_jobs.get(task.job_id)
+        if entry is None or entry[1][task.index]:
+            return  # done meanwhile: a copy queued again when its launch was given up
         worker = self.search.allocate(lm, p, local, task.demand)
         if p != self.gm:
             self.external += 1
