@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from fedemu.actors.pigeon.distributor import ConstraintSetCounts, Distributor
 from fedemu.actors.pigeon.group import GroupConfig
 from fedemu.actors.pigeon.master import Master
-from fedemu.actors.pigeon.messages import BatchAck, TaskBatch
+from fedemu.actors.pigeon.messages import TaskBatch
 from fedemu.actors.pigeon.worker import PigeonWorker
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.errors import ConfigError
@@ -84,10 +84,6 @@ class CountingMaster(Actor):
 
     def on_TaskBatch(self, msg, src):
         self.tasks += len(msg.indices)
-        self.send(src, BatchAck(msg.job_id, int(self.name.split("-")[1]), 0))  # no retries
-
-    def unhandled(self, msg, src):
-        """The distributor's pings of a master that never acknowledges: ignored."""
 
 
 @pytest.mark.parametrize("task,p_second", [((4,), 3 / 4), ((2,), 2 / 3), ((), 1 / 2), ((1,), 0.0), ((2, 4), 1.0)])
@@ -163,7 +159,7 @@ class Driver(Actor):
         pass
 
     def unhandled(self, msg, src):
-        """Acknowledgements and claims: a driver plays no failover."""
+        """Claims: a driver plays no failover."""
 
 
 def test_long_task_runs_on_an_idle_worker_no_short_task_matches():
@@ -179,7 +175,7 @@ def test_long_task_runs_on_an_idle_worker_no_short_task_matches():
                       rec, 10 * US, 30 * US)
     fabric.add("master-0", lambda: Master(cfg))
     for rank, w in enumerate(workers, 1):
-        fabric.add(f"w-{w.worker_id}", lambda w=w, rank=rank: PigeonWorker(w, rec, cfg, rank, US))
+        fabric.add(f"w-{w.worker_id}", lambda w=w, rank=rank: PigeonWorker(w, rec, cfg, rank))
     fabric.run_blocking()
     short = [rec.tasks[(0, i)] for i in range(3)]
     long_task = rec.tasks[(1, 0)]

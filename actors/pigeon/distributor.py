@@ -13,29 +13,25 @@ Choices where the papers are silent:
 - One ``TaskBatch`` per master per job, sent in master order; the job completes when the distributor has
   received the ``TaskFinished`` result of its last task.
 
-Faults (see ``master`` for the masters' side):
-- A batch is resent to the group's current master until a ``BatchAck``, after ``dist_retry_s`` and then
-  doubling up to 32 times that: a job is never given up while its group may come back; results are acknowledged (``ResultAck``) to the worker that sent them.
-- While the distributor waits for tasks of a group and has not heard from its master for a period, it
-  pings it; a ping unanswered for a period makes it alert the second master and one worker of the
-  group (``Suspect``; a different worker each round). The period doubles while nothing changes (at most
-  ``QUIET_ROUNDS`` rounds), so a run with nothing left to do ends; while the master left the last ping
-  unanswered, each ping of the submitter about a job still open here buys one more round (a new master
-  whose claims were all lost is found), and a result restarts the watch.
-- On a better ``Claim`` (a new master) it sends the new master every task of the group it still waits
-  for (``Outstanding``, resent until acknowledged, doubling as batches are) and its unacknowledged
-  batches. A job handed here again that waits on a group with no news for ``RECONCILE_ROUNDS`` pings
-  sends its master the same list, again at each later round (the master queues what it neither holds
-  nor knows finished); such a group's watch also restarts on a result or a ping of the submitter.
+Faults (our protocol; the papers are silent; the masters' side is in ``role`` and ``membership``).
+Batches and results travel on connections, so none is acknowledged or resent on a timer; the fabric's
+notice that a connection broke says what may have been lost:
+- A connection with a member of a group whose results it waits for broke (a worker's result, or a
+  master's, may be lost): it sends the group's master every task of the group it still waits for
+  (``Outstanding``); the master queues again those nobody holds (some may run twice, none is lost).
+- The connection with the master itself broke (a batch may be lost, and the master may be down): it
+  suspects the master and alerts the group (``Suspect`` to its second master and to one worker, and a
+  ping to the master), again while no answer comes, the wait doubling from ``dist_retry_s`` up to a
+  minute; never given up while it waits for the group. A claim (the master's, or a member's that checked
+  it, or a new master's) ends the suspicion, and the list goes to that master.
+- On a better ``Claim`` (a new master) it sends the new master the same list, which rebuilds from it.
 - The submitter is each job's owner of record (``submitter``): a distributor reports a job done or
-  rejected with ``JobDone`` and answers the submitter's pings with the jobs it does not hold, which it
-  is then handed again (``Resubmit``: a lost submission, or a distributor that crashed and forgot
-  them). A handed-again job is split afresh; masters skip tasks they already queue or run and send
-  their results to the new distributor too, so some tasks may run twice (counted), none is lost.
-- A result for a job the distributor neither holds nor closed (it forgot the job in a crash) is kept,
-  not acknowledged: when the job is handed again those tasks count as done and are not sent to a master,
-  which may no longer know of them (``results_before_job``). The worker resends it until the job is
-  here again, so a second crash before then loses nothing.
+  rejected with ``JobDone``; a job it is handed again (``Resubmit``: it crashed and forgot it, or another
+  front end did) is split afresh; masters skip tasks they already queue or run and send their results
+  to the new distributor too, so some tasks may run twice (counted), none is lost.
+- A result for a job the distributor neither holds nor closed (it forgot the job in a crash) is kept:
+  when the job is handed again those tasks count as done and are not sent to a master, which may no
+  longer know of them (``results_before_job``).
 """
 
 from __future__ import annotations
@@ -52,12 +48,10 @@ from ..common.front_end import JobFrontEnd
 from ..common.protocol import TaskFinished
 from ..common.submitter import JobDone, Pong
 from .group import NO_KEY, claim_key
-from .messages import BatchAck, Claim, DistTick, MasterPing, Outstanding, ResultAck, Suspect, TaskBatch
+from .messages import Claim, DistWatch, MasterPing, Outstanding, Suspect, TaskBatch
 
 _CACHE_LIMIT = 4096
-BACKOFF = 5  # a batch is resent after dist_retry_s, doubling per try up to 2**BACKOFF times it; never dropped
-QUIET_ROUNDS = 10  # pings or alerts of a group without news before the distributor stops asking
-RECONCILE_ROUNDS = 2  # pings without news before a job handed here again is reconciled with the master
+WATCH_CAP_US = 60_000_000  # a suspected group is alerted again at most this far apart
 
 
 class ConstraintSetCounts:
@@ -133,8 +127,8 @@ class DistributorStatistics:
 class Distributor(JobFrontEnd, Actor):
     COST_ROLE = "distributor"  # a single server (fabric.service)
     """One of Ns distributors; ``counts`` (a ConstraintSetCounts) makes it PigeonC's, None Pigeon's.
-    ``members[g]``: the actor names of group g (its master first), whom it alerts when g's master is
-    silent; ``retry_us``: the batch retry and ping period."""
+    ``members[g]``: the actor names of group g (its master first), whom it alerts when g's master's
+    connection breaks; ``retry_us``: the first wait before it alerts a suspected group again."""
 
     def __init__(self, master_names: list[str], *, counts: ConstraintSetCounts | None, short_cutoff_us: int,
                  recorder, feasible, members: list | None = None, retry_us: int = 1_000_000, index: int = 0) -> None:
@@ -143,6 +137,7 @@ class Distributor(JobFrontEnd, Actor):
         self.master_ids: list[int] = []  # the current master of each group (actor ids)
         self.members = members or [[name] for name in master_names]
         self.member_ids: list[list[int]] = []
+        self.group_of: dict[int, int] = {}  # member actor id -> its group
         self.counts = counts
         self.short_cutoff_us = short_cutoff_us
         self.recorder = recorder
@@ -153,32 +148,30 @@ class Distributor(JobFrontEnd, Actor):
         n = len(master_names)
         self.claims: list = [None] * n  # the best Claim heard per group
         self.keys = [NO_KEY] * n
-        self.heard = [0] * n  # when each group's master last spoke to us
-        self.pinged = [-1] * n  # when an unanswered ping went out (-1: none)
-        self.rounds = [0] * n  # pings / alerts since the master last spoke
         self.waiting = [0] * n  # tasks sent to each group whose result has not come
-        self.recover = [0] * n  # sends of an Outstanding list the group's master has not acknowledged (0: none due)
-        self.recover_at = [0] * n  # when it was last sent
         self.split: dict[int, tuple] = {}  # open job -> (job, group of each task)
-        self.unacked: dict[tuple, list] = {}  # (job, group) -> [batch, tries, sent at]
-        self.armed = False
+        self.suspected = [False] * n  # the master's connection broke: the group is alerted until a claim comes
+        self.unsure = [False] * n  # tasks for the group may be lost: the master gets the Outstanding list
+        self.alerts = [0] * n  # alerts of each suspected group so far
+        self.watch_armed = False
+        self.watch_rounds = 0  # rounds of the watch since no group was suspected
         self.source: dict[int, int] = {}  # open job -> who submitted it (its owner of record)
         self.closed: dict[int, int] = {}  # closed job -> when (a lost JobDone is reported again)
         self.early: dict[int, set] = {}  # job it does not hold -> indices of the results that came anyway
-        self.handed_again: set = set()  # open jobs the submitter handed here again (another front end had them)
         self.index = index  # this distributor's number, as its Pong says
 
     def on_start(self) -> None:
         self.master_ids = [self.fabric.addr(name) for name in self.master_names]
         self.member_ids = [[self.fabric.addr(name) for name in group] for group in self.members]
-        for g, master in enumerate(self.master_ids):
-            members = self.member_ids[g]
-            self.claims[g] = Claim(g, 0, 0, 0, master, members[1] if len(members) > 1 else -1)
+        for g, members in enumerate(self.member_ids):
+            for member in members:
+                self.group_of[member] = g
+            self.claims[g] = Claim(g, 0, 0, 0, self.master_ids[g], members[1] if len(members) > 1 else -1)
             self.keys[g] = claim_key(self.claims[g])
         self.pick = self.rng.child("masters")
 
     def on_Job(self, job, src: int) -> None:
-        if job.job_id in self.open_jobs or job.job_id in self.closed:  # a duplicated submission
+        if job.job_id in self.open_jobs or job.job_id in self.closed:  # handed here again after all
             self.recorder.count("duplicate_jobs_ignored")
             if job.job_id in self.closed and src >= 0:
                 self.send(src, JobDone(job.job_id, self.closed[job.job_id], ()))
@@ -217,52 +210,28 @@ class Distributor(JobFrontEnd, Actor):
                 per_master[m].append(index)
         short = job.mean_task_us <= self.short_cutoff_us
         durations, constraints = job.durations_us, job.constraints
-        now = self.now
         for m, indices in enumerate(per_master):
             if indices:
                 batch = TaskBatch(job.job_id, short, job.demand, tuple(indices),
                                   tuple(durations[i] for i in indices), tuple(constraints[i] for i in indices))
                 self.send(self.master_ids[m], batch)
-                self.unacked[(job.job_id, m)] = [batch, 1, now]
                 self.waiting[m] += len(indices)
-        self._arm()
 
     def on_Resubmit(self, msg, src: int) -> None:
         """A job the submitter hands again (this distributor forgot it, or another one went down)."""
         self.recorder.count("jobs_redistributed")
         self.on_Job(msg.job, src)
-        if msg.job.job_id in self.open_jobs:
-            self.handed_again.add(msg.job.job_id)
 
     def on_Ping(self, msg, src: int) -> None:
         """The submitter asks about the jobs it handed here: the closed ones are reported again, the
         ones this distributor does not hold are named (they will be handed again)."""
         unknown = []
-        held = False
         for job_id in msg.jobs:
             if job_id in self.closed:
                 self.send(src, JobDone(job_id, self.closed[job_id], ()))
             elif job_id not in self.open_jobs:
                 unknown.append(job_id)
-            else:
-                held = True
         self.send(src, Pong(self.index, tuple(unknown)))
-        if held:
-            self._ask_quiet_groups()
-
-    def _ask_quiet_groups(self) -> None:
-        """A job here is still open and its owner asks after it: every group this distributor waits on
-        whose master left its last ping unanswered, or that a job handed here again waits on, is watched
-        again (one that stopped asking after QUIET_ROUNDS for one more round), so a master change it
-        missed (every claim lost) is learnt and such a job is reconciled, at the pace of the submitter's
-        pings. A master that answers while a long task runs is left alone (as in a run without faults)."""
-        watch = False
-        for g, waiting in enumerate(self.waiting):
-            if waiting and (self.pinged[g] >= 0 or (self.handed_again and self._waits_on_handed_again(g))):
-                self.rounds[g] = min(self.rounds[g], QUIET_ROUNDS - 1)
-                watch = True
-        if watch:
-            self._arm()
 
     def close_job(self, job_id: int) -> None:
         """The job's last task is done: tell its owner of record (the submitter), which records it."""
@@ -271,64 +240,58 @@ class Distributor(JobFrontEnd, Actor):
             super().close_job(job_id)
             return
         self.closed[job_id] = self.now
-        self.handed_again.discard(job_id)
         self.send(src, JobDone(job_id, self.now, ()))
-
-    def on_BatchAck(self, msg: BatchAck, src: int) -> None:
-        g = msg.group
-        if src == self.master_ids[g]:
-            self._heard(g)
-        if msg.job_id < 0:
-            if msg.epoch == self.keys[g][0]:
-                self.recover[g] = 0
-        else:
-            self.unacked.pop((msg.job_id, g), None)
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
         entry = self.open_jobs.get(msg.job_id)
-        if entry is None and msg.job_id not in self.closed:
-            # a job this distributor forgot in a crash: the submitter hands it again, and the task is done.
-            # Not acknowledged: the worker resends it until the job is here, so a second crash loses nothing
-            early = self.early.setdefault(msg.job_id, set())
-            if msg.index not in early:
-                early.add(msg.index)
-                self.recorder.count("results_before_job")
+        if entry is None:
+            if msg.job_id not in self.closed:
+                # a job this distributor forgot in a crash: the submitter hands it again, and the task is done
+                early = self.early.setdefault(msg.job_id, set())
+                if msg.index not in early:
+                    early.add(msg.index)
+                    self.recorder.count("results_before_job")
+                    return
+            self.recorder.count("repeated_completions")
             return
-        self.send(src, ResultAck(msg.job_id, msg.index))
-        if entry is not None and not entry[1][msg.index]:
-            g = self.split[msg.job_id][1][msg.index]
-            self.waiting[g] -= 1
-            self.rounds[g] = 0
-            self.heard[g] = max(self.heard[g], self.now)
-            if self.waiting[g] and (self.pinged[g] >= 0 or self.handed_again):
-                self._arm()  # its master was silent, or faults moved jobs here: the watch starts again
+        if not entry[1][msg.index]:
+            self.waiting[self.split[msg.job_id][1][msg.index]] -= 1
         if self.task_done(msg.job_id, msg.index):
-            job, where = self.split.pop(msg.job_id)
-            for g in sorted(set(where)):
-                self.unacked.pop((msg.job_id, g), None)
+            self.split.pop(msg.job_id)
 
-    # ---- masters changing ----------------------------------------------------------------
+    # ---- the fabric's notices, and masters changing -------------------------------------------
+    def on_ConnectionBroken(self, msg, src: int) -> None:
+        """A connection with a group member broke: what it carried may be lost (see the module's notes)."""
+        mine = msg.src == self.id
+        peer = msg.dst if mine else msg.src
+        g = self.group_of.get(peer)
+        if g is None or not self.waiting[g]:
+            return  # not a group's (the submitter's: its own recovery), or nothing awaited there
+        if peer == self.master_ids[g]:
+            self.unsure[g] = True
+            if not self.suspected[g]:
+                self.suspected[g] = True
+                self.alerts[g] = 0
+                self._alert(g)
+                self._arm()
+        elif not mine:  # a member's results to this distributor may be lost
+            self.unsure[g] = True
+            if not self.suspected[g]:
+                self._reconcile(g)
+
     def on_Claim(self, msg: Claim, src: int) -> None:
         g = msg.group
         key = claim_key(msg)
         if key > self.keys[g]:
             self.claims[g], self.keys[g] = msg, key
             self.master_ids[g] = msg.master
-            self._heard(g)
-            self.recover[g] = 0
-            self._send_outstanding(g)
-            now = self.now
-            for (job_id, group), entry in sorted(self.unacked.items()):
-                if group == g:
-                    self.send(msg.master, entry[0])
-                    entry[2] = now
-            self._arm()
+            self.suspected[g] = False
+            self._reconcile(g)  # a new master rebuilds from every distributor's list
         elif key == self.keys[g]:
-            if src == msg.master:
-                self._heard(g)
-                self.claims[g] = msg  # the second master may have changed
-                if self.recover[g]:
-                    self._send_outstanding(g)  # the new master asks again
+            self.claims[g] = msg  # the second master may have changed
+            if self.suspected[g] or self.unsure[g] or src == msg.master:
+                self.suspected[g] = False  # the master, or a member that checked it, answers
+                self._reconcile(g)
         elif self.claims[g] is not None:
             self.send(src, self.claims[g])
 
@@ -337,15 +300,10 @@ class Distributor(JobFrontEnd, Actor):
         if self.claims[msg.group] is not None:
             self.send(src, self.claims[msg.group])
 
-    def _heard(self, g: int) -> None:
-        self.heard[g] = self.now
-        self.pinged[g] = -1
-
-    def _send_outstanding(self, g: int) -> None:
-        """Send group ``g``'s master the tasks this distributor still waits for there; resent (doubling, as
-        batches are) until acknowledged, never given up while the group may come back."""
-        self.recover[g] += 1
-        self.recover_at[g] = self.now
+    def _reconcile(self, g: int) -> None:
+        """Send group ``g``'s master every task of the group this distributor still waits for: it queues
+        those it does not hold (and a new master rebuilds from the lists)."""
+        self.unsure[g] = False
         tasks = []
         for job_id, (job, where) in self.split.items():
             done = self.open_jobs[job_id][1]
@@ -355,84 +313,43 @@ class Distributor(JobFrontEnd, Actor):
                     tasks.append((job_id, short, job.demand, index, job.durations_us[index], job.constraints[index]))
         self.send(self.master_ids[g], Outstanding(g, self.keys[g][0], tuple(tasks)))
 
-    # ---- the retry timer -----------------------------------------------------------------
-    def _arm(self) -> None:
-        if not self.armed:
-            self.armed = True
-            self.set_timer(self.retry_us, DistTick())
-
-    def on_DistTick(self, msg, src: int) -> None:
-        """Resend what the masters have not acknowledged; ping silent masters, alert their groups."""
-        self.armed = False
-        now = self.now
-        period = self.retry_us
-        busy = False
-        for key, entry in list(self.unacked.items()):
-            batch, tries, sent = entry
-            busy = True
-            if now - sent < period << min(tries - 1, BACKOFF):
-                continue
-            self.send(self.master_ids[key[1]], batch)
-            self.recorder.count("batches_retried")
-            entry[1], entry[2] = tries + 1, now
-            busy = True
-        for g in range(len(self.master_ids)):
-            if self.recover[g]:
-                if now - self.recover_at[g] >= period << min(self.recover[g] - 1, BACKOFF):
-                    self._send_outstanding(g)
-                busy = True
-            if not self.waiting[g] or self.rounds[g] >= QUIET_ROUNDS:
-                continue
-            busy = True
-            if self.pinged[g] >= 0:
-                if now - self.pinged[g] >= period:
-                    self._alert(g)  # the ping went unanswered
-                continue
-            if now - self.heard[g] >= period << min(self.rounds[g], 5):
-                self.rounds[g] += 1
-                self.pinged[g] = self.heard[g] = now
-                self.send(self.master_ids[g], MasterPing(g))
-                if self.rounds[g] >= RECONCILE_ROUNDS and not self.recover[g] and self._waits_on_handed_again(g):
-                    self._reconcile(g)
-        if busy:
-            self._arm()
-
-    def _waits_on_handed_again(self, g: int) -> bool:
-        """Whether a job handed here again still waits for a task of group ``g``."""
-        for job_id in self.handed_again:
-            entry = self.open_jobs.get(job_id)
-            split = self.split.get(job_id)
-            if entry is not None and split is not None and any(
-                    m == g and not entry[1][i] for i, m in enumerate(split[1])):
-                return True
-        return False
-
-    def _reconcile(self, g: int) -> None:
-        """A job handed here again waits on group ``g`` with no news: send its master the tasks still
-        awaited (``Outstanding``, resent until acknowledged). It queues those it neither holds nor knows
-        finished and tells this distributor of those it holds: a task that ran for the job's earlier
-        front end (its result went there, and the record that it moved was lost with a master) runs
-        again rather than never being heard of. Repeated at each later ping round without news (a task
-        still running at the first may end with its result sent elsewhere). Never in a run without
-        faults: no job is handed again."""
-        self.recorder.count("groups_reconciled")
-        self.recover[g] = 0
-        self._send_outstanding(g)
-
+    # ---- the watch on suspected groups ----------------------------------------------------
     def _alert(self, g: int) -> None:
-        """Group g's master did not answer: ping it again, and alert its second master and one worker."""
-        self.rounds[g] += 1
-        self.pinged[g] = self.heard[g] = self.now
+        """Group g's master's connection broke: ping it, and alert its second master and one worker."""
+        self.alerts[g] += 1
         self.send(self.master_ids[g], MasterPing(g))
         claim = self.claims[g]
         members = self.member_ids[g]
         if claim.second >= 0 and claim.second != self.master_ids[g]:
             self.send(claim.second, Suspect(g))
         if len(members) > 1:
-            pick = members[1 + (self.rounds[g] - 1) % (len(members) - 1)]
+            pick = members[1 + (self.alerts[g] - 1) % (len(members) - 1)]
             if pick not in (claim.second, self.master_ids[g]):
                 self.send(pick, Suspect(g))
         self.recorder.count("masters_suspected")
+
+    def _arm(self) -> None:
+        if not self.watch_armed:
+            self.watch_armed = True
+            self.watch_rounds += 1
+            delay = min(self.retry_us << min(self.watch_rounds - 1, 40), max(self.retry_us, WATCH_CAP_US))
+            self.set_timer(delay, DistWatch(self.watch_rounds))
+
+    def on_DistWatch(self, msg, src: int) -> None:
+        """Alert again each group still suspected that this distributor waits on."""
+        self.watch_armed = False
+        busy = False
+        for g, suspected in enumerate(self.suspected):
+            if suspected:
+                if self.waiting[g]:
+                    self._alert(g)
+                    busy = True
+                else:
+                    self.suspected[g] = False  # nothing awaited there any more
+        if busy:
+            self._arm()
+        else:
+            self.watch_rounds = 0
 
     def statistics(self) -> DistributorStatistics:
         return DistributorStatistics(self.name, self.jobs, self.tasks, len(self.open_jobs), self.rejected)

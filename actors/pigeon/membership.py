@@ -1,17 +1,23 @@
 """The membership protocol every member of a Pigeon / PigeonC group runs (``GroupMember``, mixed into the
-``Master`` actor and ``PigeonWorker``): the claim it believes, suspicion and elections, the second
-master's watch (``failover.SecondWatch``), and the master role (``role.MasterCore``) while it holds it.
+``Master`` actor and ``PigeonWorker``): the claim it believes, the second master's synced state and its
+takeover, suspicion and elections, and the master role (``role.MasterCore``) while it holds it.
 
-Our protocol where Pigeon (2019, "Master Failure Recovery") gives only the idea:
+Pigeon (2019, "Master Failure Recovery"): the master updates a second master periodically; "whenever a
+master failure is detected, the second master can immediately take the master responsibility" and
+tells every worker and scheduler; when both are lost, a worker that detects it takes over, and
+concurrent takeovers are ordered by a rule. Our protocol where the paper gives only the idea:
 - The master role is an object any group member can hold: ``master-<g>`` holds it first; the second
   master is a WORKER of the group, as the paper suggests, so that any worker can also declare itself
   master when both are lost (one code path for both).
-- A distributor whose master stops answering (``Suspect``) alerts the second master and one worker; a
-  member pings the master, and if it does not answer within ``master_timeout_s`` the second master
-  takes over, or else, after alerting the second master and waiting as long again, the member declares
-  itself master (an election). Concurrent declarations are ordered by (epoch, earliest declaration
-  time, lowest rank; ``group.claim_key``); every member and distributor keeps the best ``Claim`` it has
-  seen, so exactly one wins and the others step down when they hear it.
+- Failures are detected from the fabric's notices. The second master takes over at once when its
+  connection with the master breaks because the master crashed or refuses messages; when a cut broke
+  it, it pings the master and takes over if no answer comes within ``master_timeout_s``.
+- A distributor whose connection with the master broke alerts the second master and one worker
+  (``Suspect``). A member pings the master, and if it does not answer within ``master_timeout_s`` the
+  second master takes over, or else, after alerting the second master and waiting as long again, the
+  member declares itself master (an election). Concurrent declarations are ordered by (epoch, earliest
+  declaration time, lowest rank; ``group.claim_key``); every member and distributor keeps the best
+  ``Claim`` it has seen, so exactly one wins and the others step down when they hear it.
 """
 
 from __future__ import annotations
@@ -19,11 +25,10 @@ from __future__ import annotations
 from fedemu.fabric.log import emit
 
 from ..common.events import FAILOVER
-from .failover import PING, TAKE_OVER, SecondWatch
 from .group import NO_KEY, GroupConfig, claim_key
-from .messages import Claim, Hello, MasterPing, MasterTick, RecoverTimer, Suspect, SuspectTimer, Sync, SyncReset, \
-    Watchdog
+from .messages import Claim, Hello, MasterPing, Suspect, SuspectTimer, Sync
 from .role import MasterCore
+from .sync import SyncedState
 
 
 class GroupMember:
@@ -37,7 +42,7 @@ class GroupMember:
         self.key = NO_KEY
         self.member_ids: tuple = ()
         self.dist_ids: tuple = ()
-        self.watch = SecondWatch()  # the second master's synced state and watch
+        self.synced: SyncedState | None = None  # as second master: the group's state as the syncs told it
         self.heard_master_us = -1
         self.suspecting = None  # (stage, since) while checking a suspected master
         self.suspecters: list[int] = []
@@ -50,14 +55,11 @@ class GroupMember:
             self._adopt(Claim(cfg.group, 0, 0, 0, self.member_ids[0], second))
             if self.rank == 0:
                 self.role = MasterCore(self, 0)
-        else:  # back with nothing: whoever is master requeues what this member ran
-            hello = Hello(cfg.group, self.told_now())
+        else:  # back with nothing: whoever is master takes it up again
+            hello = Hello(cfg.group)
             for dst in self.member_ids:
                 if dst != self.id:
                     self.send(dst, hello)
-
-    def told_now(self) -> int:
-        return 0
 
     def on_master_changed(self) -> None:
         """A better claim was adopted (workers answer it with their status)."""
@@ -71,10 +73,10 @@ class GroupMember:
         self.key = claim_key(claim)
         if self.role is not None and claim.master != self.id:
             self.role = None  # a better master exists: step down, and tell the distributors who it is (its
-            for dst in self.dist_ids:  # own claims to one may all have been lost, and that distributor,
-                self.send(dst, claim)  # hearing this master answer, would wait for it for good)
+            for dst in self.dist_ids:  # own claim to one may have been lost with a connection, and that
+                self.send(dst, claim)  # distributor, having heard from this master, would wait for it)
         if claim.second != self.id:
-            self.watch.synced = None
+            self.synced = None
         self.heard_master_us = self.now
 
     def _broadcast(self, claim: Claim) -> None:
@@ -101,7 +103,7 @@ class GroupMember:
                 self.heard_master_us = self.now
                 if msg.second != self.claim.second:
                     self._adopt(msg)
-                self.on_master_changed()  # a new master asking again
+                self.on_master_changed()  # the master asks again (a connection between them broke)
         elif self.claim is not None:
             self.send(src, self.claim)  # a stale claim: tell it who is master now
 
@@ -127,36 +129,34 @@ class GroupMember:
             if announce:
                 self._broadcast(self.claim)
 
-    # ---- the second master's watch (failover.SecondWatch) --------------------------------
+    # ---- the second master -------------------------------------------------------------------
     def on_Sync(self, msg: Sync, src: int) -> None:
         if self.claim is None or src != self.claim.master or msg.epoch != self.key[0]:
             if self.claim is not None and msg.epoch < self.key[0]:
                 self.send(src, self.claim)
             return
-        watch = self.watch
         self.heard_master_us = self.now
-        watch.heard(self.now)
         if self.claim.second != self.id or self.role is not None:
             return
-        if not watch.apply(msg):
-            self.send(src, SyncReset(msg.epoch))
-            self.cfg.recorder.count("syncs_reset")
-        delay = watch.arm(msg, self.now, self.cfg.timeout_us)
-        if delay is not None:
-            self.set_timer(delay, Watchdog(msg.epoch))
+        synced = self.synced
+        if synced is None or synced.epoch != msg.epoch:
+            synced = self.synced = SyncedState(msg.epoch)
+        if not synced.apply(msg):
+            self.cfg.recorder.count("syncs_skipped")
 
-    def on_Watchdog(self, msg: Watchdog, src: int) -> None:
-        watch = self.watch
-        watch.armed = False
-        if self.role is not None or watch.synced is None or msg.epoch != self.key[0] or self.claim.second != self.id:
+    def on_ConnectionBroken(self, msg, src: int) -> None:
+        """The fabric's notice that a connection of this member broke."""
+        peer = msg.dst if msg.src == self.id else msg.src
+        if self.role is not None:
+            self.role.broken(peer, msg.cause)
             return
-        act, delay = watch.check(self.now, self.cfg.timeout_us, self.heard_master_us)
-        if act == PING:
-            self.send(self.claim.master, MasterPing(self.cfg.group))
-        elif act == TAKE_OVER:
-            self._take_over(watch.last_sync_us, "failover")
-        if delay is not None:
-            self.set_timer(delay, Watchdog(msg.epoch))
+        claim = self.claim
+        if claim is None or peer != claim.master or claim.second != self.id:
+            return
+        if msg.cause == "timeout":  # a cut: the master may be alive; take over if it does not answer
+            self.on_Suspect(Suspect(self.cfg.group), -1)
+        else:  # it crashed, or refuses messages: a failure detected, the second master takes over now
+            self._take_over(self.now, "failover")
 
     # ---- suspicion and elections --------------------------------------------------------
     def on_Suspect(self, msg: Suspect, src: int) -> None:
@@ -207,7 +207,7 @@ class GroupMember:
     def _take_over(self, since_us: int, kind: str) -> None:
         """Become master of the next epoch: claim it, rebuild from the members and distributors (a
         failover starts from the synced state)."""
-        snapshot = self.watch.synced if kind == "failover" else None
+        snapshot = self.synced if kind == "failover" else None
         old = self.claim
         claim = Claim(self.cfg.group, self.key[0] + 1, self.now, self.rank, self.id, -1)
         self._adopt(claim)
@@ -219,7 +219,7 @@ class GroupMember:
         # the next second master: the next live worker after this one, never the failed master
         self.new_second(exclude=old.master if old is not None else -1, announce=False)
         self._broadcast(self.claim)
-        self.watch.synced = None
+        self.synced = None
         self._suspicion_over()
         role.recover(since_us, kind, snapshot)
         own = self.status_message()
@@ -268,7 +268,7 @@ class GroupMember:
             return
         local = self.role.local_of.get(src, -1)
         if local >= 0:
-            self.role.hello(local, msg.told)
+            self.role.hello(local)
         self.send(src, self.claim)
 
     def on_Outstanding(self, msg, src: int) -> None:
@@ -277,23 +277,10 @@ class GroupMember:
             return
         self.role.outstanding(msg, src)
 
-    def on_SyncReset(self, msg: SyncReset, src: int) -> None:
-        """The second master missed a sync: the next one is the full state."""
-        if self.role is not None and msg.epoch == self.role.epoch and src == self.claim.second:
-            self.role.sync.reset = True
-
-    def on_MasterTick(self, msg: MasterTick, src: int) -> None:
+    def on_MasterTick(self, msg, src: int) -> None:
         if self.role is not None and msg.epoch == self.role.epoch:
             self.role.tick()
 
-    def on_RecoverTimer(self, msg: RecoverTimer, src: int) -> None:
+    def on_RecoverTimer(self, msg, src: int) -> None:
         if self.role is not None and msg.epoch == self.role.epoch:
-            self.role.recover_timer(msg.round)
-
-    def on_BatchAck(self, msg, src: int) -> None:
-        """The ack of tasks a stepping-down master handed on: nothing to do."""
-
-    def on_ResultAck(self, msg, src: int) -> None:
-        """A distributor got a result this master resent for a dead worker."""
-        if self.role is not None:
-            self.role.orphans.pop((msg.job_id, msg.index), None)
+            self.role.recover_timer()

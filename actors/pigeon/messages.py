@@ -1,30 +1,22 @@
 """Pigeon's protocol between distributors, masters and workers (PigeonC uses the same messages).
 
-Fault-free path: a distributor sends ``TaskBatch`` (acknowledged by ``BatchAck``); the master
-``Launch``es a task on a worker; the worker sends ``TaskFinished`` (``protocol``) to the job's
-distributor (acknowledged by ``ResultAck``, retried until then) and an ``Idle`` notice to its master.
-Recovery adds ``Sync`` (master -> second master, with ``SyncReset``), ``Claim`` (who is master, the
-election), ``Status`` and ``Outstanding`` (what the workers run and the distributors still wait for, to
-rebuild a master), ``Probe``, ``MasterPing``, ``Suspect``, ``Refused`` and ``Hello``. Every state message
-from a worker carries ``told``, its count of such messages, so a master applies each once and sees a gap
-(a lost one). ``told`` keeps the worker's incarnation in its high bits (``TOLD_SHIFT``), so it grows
-across restarts: a master that missed a restarted worker's ``Hello`` still tells the new incarnation's
-messages from the old one's late ones.
+The paper's path (Pigeon 2019, 2.2), all a run without faults sends: a distributor sends each master a
+``TaskBatch`` of the job's tasks for its group; the master ``Launch``es a task on an idle worker; the
+worker sends its result (``TaskFinished``, ``common.protocol``) to the job's distributor and an ``Idle``
+notice to its master. The master updates its second master periodically (``Sync``, "Master Failure
+Recovery"), with what changed since the last update.
+
+Messages travel on connections (docs/connections.md): nothing is lost, duplicated or reordered while one
+is up, so none is acknowledged, numbered or resent on a timer. Recovery starts from the fabric's notice
+that a connection broke, and adds: ``Claim`` (who is master, in which epoch), ``Status`` and ``Probe``
+(what a worker runs), ``Outstanding`` (what a distributor still waits for from a group), ``Suspect`` and
+``MasterPing`` (is the master alive?), ``Hello`` (a restarted member) and ``Refused`` (a launch that does
+not fit what the worker runs).
 """
 
 from __future__ import annotations
 
 from fedemu.fabric.messages import message
-
-TOLD_SHIFT = 32  # ``told`` is incarnation << TOLD_SHIFT | the incarnation's count of state messages
-RESULT_KEEP_US = 300 * 10**6  # an unacknowledged result (a worker's, or one a master resends for a dead
-# worker) is given up only after its tries and this long from its first send, whatever the retry period:
-# a partition shorter than this loses no result; a distributor dead for good is given up after it
-
-
-def told_incarnation(told: int) -> int:
-    """The worker incarnation that sent a message numbered ``told``."""
-    return told >> TOLD_SHIFT
 
 
 @message("pigeon.tasks")
@@ -42,18 +34,10 @@ class TaskBatch:
     constraints: tuple
 
 
-@message("pigeon.batch_ack")
-class BatchAck:
-    """Master -> distributor: the job's batch for ``group`` is queued (job -1: the ``Outstanding`` list)."""
-
-    job_id: int
-    group: int
-    epoch: int
-
-
 @message("pigeon.launch")
 class Launch:
-    """Master -> worker: run this task; ``seq`` numbers the master's launches to this worker."""
+    """Master -> worker: run this task, and send its result to ``distributor``. ``seq`` numbers the
+    master's launches to this worker in ``epoch``, so that a status tells the launches still on their way."""
 
     job_id: int
     index: int
@@ -66,59 +50,42 @@ class Launch:
 
 @message("pigeon.idle")
 class Idle:
-    """Worker -> master: the task ended (its resources are free); ``told`` as in the module docstring;
-    ``unacked``: the (job, index) of its results no distributor has acknowledged yet (the master
-    resends those itself if the worker dies)."""
+    """Worker -> master: the task ended, its resources are free (the paper's idle notice)."""
 
     job_id: int
     index: int
     demand: tuple
-    told: int
-    unacked: tuple
 
 
 @message("pigeon.refused")
 class Refused:
     """Worker -> master: the launch does not fit what the worker runs; ``running`` is (job, index, demand)
-    of each task it does run, ``unacked`` the tasks it finished lately (as in ``Status``), ``last`` its
-    latest (epoch, seq) launch."""
+    of each task it does run and ``last`` its latest (epoch, seq) launch, as in ``Status``."""
 
     job_id: int
     index: int
     running: tuple
     last: tuple
-    told: int
-    unacked: tuple
 
 
 @message("pigeon.status")
 class Status:
-    """Worker -> master: everything it runs (``running``: (job, index, demand)), the tasks it finished
-    lately (``unacked``: (job, index)), its latest launch, ``told``, and ``answers``: the launch count of
-    the ``Probe`` it answers (0: none); a launch up to that count it does not run was lost."""
+    """Worker -> master: everything it runs (``running``: (job, index, demand)), its latest (epoch, seq)
+    launch, and ``answers``: the launch count of the ``Probe`` it answers (0: none); a launch up to that
+    count it does not run was lost."""
 
     running: tuple
-    unacked: tuple
     last: tuple
-    told: int
     answers: int
 
 
 @message("pigeon.probe")
 class Probe:
-    """Master -> worker: send me your ``Status`` (a task is overdue, or an idle notice went missing);
+    """Master -> worker: send me your ``Status`` (its connection broke, or it spoke while taken for down);
     ``seq``: the launches the master had sent the worker by then."""
 
     epoch: int
     seq: int
-
-
-@message("pigeon.result_ack")
-class ResultAck:
-    """Distributor -> worker: your ``TaskFinished`` for (job, index) arrived."""
-
-    job_id: int
-    index: int
 
 
 @message("pigeon.claim")
@@ -137,12 +104,12 @@ class Claim:
 
 @message("pigeon.sync")
 class Sync:
-    """Master -> second master: the group's task state (``sync``). ``seq`` numbers the syncs of
-    the epoch; ``base`` is the sync this one follows (0: the full state). ``queued``: (job, index,
-    duration, constraints, demand, since, distributor, class) per waiting task that changed;
-    ``gone_queued``: (job, index) no longer waiting; ``running``: (worker rank, job, index, duration,
-    constraints, demand, distributor, class) per changed running task; ``gone_running``: (rank, job,
-    index) no longer running; ``next_us``: when the next sync is due (0: none, the master is idle)."""
+    """Master -> second master: what changed in the group's task state since the last update (``sync``).
+    ``seq`` numbers the syncs of the epoch; ``base`` is the sync this one follows (0: the whole state).
+    ``queued``: (job, index, duration, constraints, demand, since, distributor, class) per waiting task
+    that changed; ``gone_queued``: (job, index) no longer waiting; ``running``: (worker rank, job, index,
+    duration, constraints, demand, distributor, class) per changed running task; ``gone_running``: (rank,
+    job, index) no longer running."""
 
     epoch: int
     seq: int
@@ -151,20 +118,13 @@ class Sync:
     gone_queued: tuple
     running: tuple
     gone_running: tuple
-    next_us: int
-
-
-@message("pigeon.sync_reset")
-class SyncReset:
-    """Second master -> master: a sync did not follow the last one I applied; send the full state."""
-
-    epoch: int
 
 
 @message("pigeon.outstanding")
 class Outstanding:
-    """Distributor -> a new master: every task the distributor sent to ``group`` whose result it still
-    waits for, as (job, short, demand, index, duration, constraints)."""
+    """Distributor -> the group's master: every task the distributor sent to ``group`` whose result it still
+    waits for, as (job, short, demand, index, duration, constraints): to a new master, or after a
+    connection that may have lost some of them broke."""
 
     group: int
     epoch: int
@@ -180,7 +140,8 @@ class MasterPing:
 
 @message("pigeon.suspect")
 class Suspect:
-    """Distributor -> group member: your master does not answer me; check, and take over if it is gone."""
+    """Distributor -> group member: your master's connection to me broke; check it, and take over if it is
+    gone."""
 
     group: int
 
@@ -190,19 +151,11 @@ class Hello:
     """A restarted group member -> every member: I am back with nothing (the master requeues what I ran)."""
 
     group: int
-    told: int
 
 
 @message("pigeon.tick")
 class MasterTick:
-    """Master's own timer: sync the second master, look for overdue tasks and silent workers."""
-
-    epoch: int
-
-
-@message("pigeon.watch")
-class Watchdog:
-    """Second master's own timer: has the master's next sync come?"""
+    """Master's own timer: update the second master with what changed."""
 
     epoch: int
 
@@ -217,17 +170,13 @@ class SuspectTimer:
 
 @message("pigeon.recover_timer")
 class RecoverTimer:
-    """A new master's own timer: re-ask whoever has not answered its claim, or finish recovering."""
+    """A new master's own timer: stop waiting for the members that have not answered its claim."""
 
     epoch: int
+
+
+@message("pigeon.watch")
+class DistWatch:
+    """Distributor's own timer, while a group's master is suspected: alert its members again."""
+
     round: int
-
-
-@message("pigeon.result_timer")
-class ResultTimer:
-    """Worker's own timer: resend the results no distributor has acknowledged."""
-
-
-@message("pigeon.dist_tick")
-class DistTick:
-    """Distributor's own timer: resend unacknowledged batches, ping silent masters."""

@@ -10,11 +10,13 @@ Choices where the papers are silent:
 - Actors, in this order: ``dist-<d>``, ``master-<g>``, then ``w-<worker id>`` in cluster order; they
   address each other by these names. Group g's members are ``master-<g>`` (rank 0) and its workers
   (ranks 1..n, cluster order); its first second master is its first worker.
-- Faults: masters fail over to a second master and, when both are lost, elect a worker
-  (``actors.master``); distributors retry batches and workers retry results until acknowledged;
-  workers refuse launches that do not fit (``worker``). Timeouts and periods are the
-  ``--set`` keys below; the paper gives none, so the defaults are ours: a 1 s sync and retry period and a
-  3 s master timeout (three missed syncs), a 0.5 s result retry.
+- Faults: connections lose nothing while they are up (docs/connections.md), so nothing is acknowledged
+  or resent on a timer; recovery starts from the fabric's notices of broken connections. Masters fail
+  over to a second master, which the master updates every ``master_sync_s`` while its group's state
+  changes, and, when both are lost, a worker is elected (``membership``); a master takes a worker whose
+  connection broke for down and relaunches its tasks (``role``); a distributor sends a group's master
+  what it still waits for when a connection that may have lost some of it breaks (``distributor``).
+  Timeouts and periods are the ``--set`` keys below; the paper gives none, so the defaults are ours.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import math
 
 import attrs
 
+from fedemu.fabric.actor import RANK_FAULT, RANK_TIMER
 from fedemu.fabric.errors import ConfigError
 from fedemu.model import one_of, param, seconds_between, seconds_to_us, typed, whole_at_least
 from fedemu.policies.constraint_sets import SubsetMergedCounts
@@ -90,17 +93,17 @@ class PigeonBaseParams:
     distributors: int = param(3, "distributors (front ends jobs are submitted to)", whole_at_least(1))
     fqw: int = param(0, "weighted-fair-queue weight W of short over long tasks; 0: the paper's 20, inf: strict",
                      {"ok": _valid_fqw, "expected": "an integer >= 1, inf, or 0 for the default"})
-    master_sync_s: float = param(1.0, "seconds between a master's syncs of its group state to the second master "
-                                 "(while the group has work; the period doubles while nothing changes)", _SECONDS)
-    master_timeout_s: float = param(3.0, "seconds without an expected sync, ping answer or status after which a "
-                                    "master or worker counts as failed", _SECONDS)
-    dist_retry_s: float = param(1.0, "seconds before a distributor resends an unacknowledged task batch, and between "
-                                "its pings of a silent master", _SECONDS)
+    master_sync_s: float = param(60.0, "seconds between a master's updates of its second master with what changed "
+                                 "in its group's task state (none while nothing changes)", _SECONDS)
+    master_timeout_s: float = param(3.0, "seconds a member waits for its master's answer once a cut broke their "
+                                    "connection (or a distributor alerted it) before the second master takes over "
+                                    "(or, with it lost too, an election); a new master waits at most three times "
+                                    "this for its members' answers", _SECONDS)
+    dist_retry_s: float = param(1.0, "seconds before a distributor alerts again a group whose master's connection "
+                                "broke, doubling while no answer comes (up to a minute)", _SECONDS)
     resubmit_s: float = param(10.0, "the submitter pings each distributor holding open jobs this often, handing again "
                               "the jobs it does not hold; 3 missed pings take it for down (its jobs go to the others)",
                               _SECONDS)
-    result_retry_s: float = param(0.5, "seconds before a worker resends a result its distributor has not acknowledged "
-                                  "(doubling per retry)", _SECONDS)
 
 
 @attrs.frozen
@@ -127,21 +130,18 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("wfq_low", "tasks of long jobs a master dispatched"),
     ("failovers", "second masters that took over from a failed master"),
     ("master_elections", "workers that declared themselves master (both masters lost)"),
-    ("syncs_reset", "syncs a second master could not apply (one was lost before it) and asked again in full"),
-    ("tasks_relaunched", "tasks a master queued again: lost with a crashed or silent worker"),
-    ("batches_retried", "task batches a distributor resent (no acknowledgement from the master)"),
-    ("results_retried", "task results a worker resent (no acknowledgement from the distributor)"),
-    ("results_resent_by_master", "results of a dead worker's tasks its master resent (no acknowledgement seen)"),
-    ("results_abandoned", "task results a worker gave up resending"),
+    ("syncs_skipped", "syncs a second master could not apply (one before it was lost with a connection): the "
+                      "master sends the whole state next"),
+    ("tasks_relaunched", "tasks a master queued again: lost with a crashed or cut-off worker"),
+    ("tasks_requeued_from_list", "tasks a master queued again from a distributor's list of what it still waits "
+                                 "for (lost with a broken connection: some may run twice)"),
+    ("results_forwarded", "results a master sent on to the distributor a running task's job had moved to"),
     ("jobs_redistributed", "jobs a distributor was handed again by the submitter and split afresh"),
     ("jobs_resubmitted", "jobs the submitter handed out again (a distributor forgot it, or stopped answering)"),
     ("front_ends_taken_down", "times the submitter took a distributor for down (3 pings unanswered)"),
     ("repeated_job_reports", "job-done reports after the first (two distributors finished the same job)"),
-    ("duplicate_jobs_ignored", "job submissions a distributor had already received (a duplicated message)"),
-    ("masters_suspected", "times a distributor alerted a group whose master did not answer its ping"),
-    ("groups_reconciled", "times a distributor sent a group's master the tasks a job handed to it again still "
-                          "waits for, at each ping round without news from the second on (the master queues those "
-                          "it does not hold)"),
+    ("duplicate_jobs_ignored", "job submissions a distributor had already received (handed to it again)"),
+    ("masters_suspected", "times a distributor alerted a group whose master's connection broke"),
     ("duplicate_launches_suppressed", "launches a worker ignored: it already runs that task"),
     ("repeated_completions", "task results a distributor had already counted (duplicates, re-executions)"),
     ("results_before_job", "task results a distributor kept for a job it did not hold (it forgot the job in a "
@@ -150,13 +150,25 @@ COUNTERS = FRONT_END_COUNTERS + (
 VIOLATIONS = (("constraint_violations", "tasks placed on a machine lacking one of their constraints"),)
 
 
+def _in_flight(fabric) -> set:
+    """The (sender, receiver) pairs with a message sent and not yet handled: in the fabric's queue, held
+    behind a retransmission on a connection, or in a mailbox. Read from the fabric's own structures, at
+    the end of a run only (no actor may see them)."""
+    queue = fabric._queue
+    entries = [queue.current[queue.pos:], queue.late, *queue.buckets.values()]
+    entries += [stall.held for stall in fabric.connections.stalls.values()]
+    for idx in range(len(fabric.names)):
+        actor = fabric.actor(idx)
+        if actor is not None:
+            entries.append(actor._mailbox[actor._pos:])
+    return {(e[2], e[5]) for part in entries for e in part if RANK_FAULT < e[1] < RANK_TIMER}
+
+
 def master_matches_workers(fabric) -> list[Violation]:
     """Each group's current master (the live member holding the role with the best claim) sees every
     live worker it counts as up with exactly the worker's true free capacity. A worker with a message
-    still on its way between the two (an idle notice, a status or a launch: their numbers differ) is
-    not compared, nor one whose status the master asked for with its tick armed (it saw a gap, and the
-    answer or the probe's timeout repairs the view); nor is a group whose new master is still
-    collecting statuses."""
+    still on its way between the two (a launch, an idle notice, a status), or whose status the master
+    asked for, is not compared; nor is a group whose new master is still collecting statuses."""
     best: dict[int, GroupMember] = {}
     for idx in range(len(fabric.names)):
         actor = fabric.actor(idx)
@@ -165,21 +177,23 @@ def master_matches_workers(fabric) -> list[Violation]:
             if g not in best or actor.key > best[g].key:
                 best[g] = actor
     out = []
+    flying = _in_flight(fabric) if best else set()
     for g in sorted(best):
-        role = best[g].role
+        master = best[g]
+        role = master.role
         if role.rebuild is not None:
             continue
         free = role.dispatch.view.free
         for local, wid in enumerate(role.worker_ids):
             worker = fabric.actor(wid)
-            if worker is None or local in role.down or role.heard[local] != worker.told or role.mark[local] != worker.last:
+            if worker is None or local in role.down or local in role.probed or role.mark[local] != worker.last:
                 continue
-            if local in role.probed and role.tick_armed:
+            if (wid, master.id) in flying or (master.id, wid) in flying:
                 continue
             seen = tuple(int(x) for x in free[local])
             if seen != tuple(worker.free):
                 out.append(Violation("master_matches_workers", worker.name, fabric.now,
-                                     f"{best[g].name} (epoch {role.epoch}) sees {seen} free, the worker has "
+                                     f"{master.name} (epoch {role.epoch}) sees {seen} free, the worker has "
                                      f"{tuple(worker.free)}"))
     return out
 
@@ -204,7 +218,6 @@ def _build(ctx: Context, *, constraint_aware: bool) -> list[str]:
         SubsetMergedCounts(groups) if cfg.cs_counts == "subset-merge" else ConstraintSetCounts(groups)
     sync_us, timeout_us = seconds_to_us(cfg.master_sync_s), seconds_to_us(cfg.master_timeout_s)
     retry_us = seconds_to_us(cfg.dist_retry_s)
-    result_us = seconds_to_us(cfg.result_retry_s)
     for d, name in enumerate(dist_names):
         ctx.add(name, lambda d=d: Distributor(master_names, counts=counts, short_cutoff_us=cutoff_us, recorder=recorder,
                                               feasible=ctx.feasible, members=members, retry_us=retry_us, index=d))
@@ -214,7 +227,7 @@ def _build(ctx: Context, *, constraint_aware: bool) -> list[str]:
         ctx.add(master_names[cfg.group], lambda cfg=cfg: Master(cfg))
     for cfg in configs:
         for rank, w in enumerate(cfg.workers, 1):
-            ctx.add(f"w-{w.worker_id}", lambda w=w, cfg=cfg, rank=rank: PigeonWorker(w, recorder, cfg, rank, result_us))
+            ctx.add(f"w-{w.worker_id}", lambda w=w, cfg=cfg, rank=rank: PigeonWorker(w, recorder, cfg, rank))
     return dist_names
 
 
@@ -232,8 +245,8 @@ ROLES = (Role("master", ("master",), "a group's first master (the second master 
 # (0.4 leaves a long-job worker in any group)
 SEARCH = (("masters", (0, 1)), ("distributors", range(1, 4)), ("fqw", (0, 1, float("inf"))))
 RESERVED_SEARCH = (("reserved_fraction", (0.02, 0.0, 0.4)),)
-PATHS = ("failovers", "master_elections", "syncs_reset", "tasks_relaunched", "duplicate_launches_suppressed",
-         "repeated_completions")
+PATHS = ("failovers", "master_elections", "syncs_skipped", "tasks_relaunched", "tasks_requeued_from_list",
+         "duplicate_launches_suppressed", "repeated_completions")
 PANELS = (Table("masters", "master", "master", (
     Column("high q", ("queued_high",)), Column("low q", ("queued_low",)),
     Column("served hi/lo", ("served_high", "served_low"), "pair"), Column("idle", ("idle_workers",)),

@@ -5,9 +5,9 @@ group's task state. Sending the whole state every period costs O(queue) per sync
 and journaling it, which dominated an overloaded Pigeon run. So each ``Sync`` is numbered (``seq``)
 and says which sync it follows (``base``; 0: it is the full state). The master sends the entries of
 the tasks that changed since its last sync (upserts and removals); it sends the full state to a second
-master it has not synced yet and after a ``SyncReset``. The second master applies a delta only on top
-of the sync it follows; on a gap (a lost or reordered sync, or it restarted with nothing) it keeps its
-last whole state and asks for a full one. A duplicate or older sync changes nothing.
+master it has not synced yet, and after its connection to it broke (``reset``: a sync may have been
+lost with it). The second master applies a delta only on top of the sync it follows; one that does not
+(a sync was lost, or it restarted with nothing) is ignored until the whole state comes.
 
 Entries: queued (job, index, duration, constraints, demand, since, distributor, class) by (job, index);
 running (rank, job, index, duration, constraints, demand, distributor, class) by (rank, job, index).
@@ -26,7 +26,7 @@ class SyncSender:
     def __init__(self) -> None:
         self.seq = 0  # syncs sent in this epoch
         self.to = -1  # the second master the last sync went to (-1: none yet, the next is full)
-        self.reset = False  # the second master asked for the full state
+        self.reset = False  # the connection to the second master broke: the next sync is the full state
         self.queued: dict = {}  # (job, index) -> None: changed since the last sync, in change order
         self.running: dict = {}  # (worker local, job, index) -> None
 
@@ -36,7 +36,11 @@ class SyncSender:
         self.queued.clear()
         self.running.clear()
 
-    def message(self, queued: dict, running: list, second: int, epoch: int, next_us: int) -> Sync:
+    def pending(self) -> bool:
+        """Whether anything changed since the last sync (or the next one must be the full state)."""
+        return bool(self.queued or self.running or self.reset)
+
+    def message(self, queued: dict, running: list, second: int, epoch: int) -> Sync:
         """The next sync to ``second`` from the master's ``queued`` tasks ((job, index) -> (task, class))
         and ``running`` ones (per worker slot: (job, index) -> (task, class, epoch, seq))."""
         if self.to != second or self.reset:
@@ -64,7 +68,7 @@ class SyncSender:
         self.queued.clear()
         self.running.clear()
         self.seq += 1
-        return Sync(epoch, self.seq, base, up_q, gone_q, up_r, gone_r, next_us)
+        return Sync(epoch, self.seq, base, up_q, gone_q, up_r, gone_r)
 
 
 def queued_entry(t, cls: int) -> tuple:
@@ -80,19 +84,17 @@ def running_entry(local: int, t, cls: int) -> tuple:
 class SyncedState:
     """The second master's side: the group's state as of the last sync it could apply."""
 
-    __slots__ = ("epoch", "seq", "next_us", "queued", "running")
+    __slots__ = ("epoch", "seq", "queued", "running")
 
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
         self.seq = 0  # the last sync applied (0: none)
-        self.next_us = 0  # when the master said its next sync is due (0: none, it is idle)
         self.queued: dict = {}
         self.running: dict = {}
 
     def apply(self, msg: Sync) -> bool:
-        """Apply ``msg`` if it follows what this state holds (or is a newer full state); False on a
-        gap, when the full state must be asked for."""
-        self.next_us = msg.next_us
+        """Apply ``msg`` if it follows what this state holds (or is a full state); False on a gap (the
+        master sends the full state next: the connection that lost a sync broke)."""
         if msg.seq <= self.seq:
             return True  # a duplicate, or older than what is applied
         if msg.base == 0:
