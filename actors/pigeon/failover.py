@@ -1,19 +1,29 @@
-"""A new master's rebuild, in Pigeon's failover (2019, "Master Failure Recovery"; our protocol where the
-paper gives only the idea).
+"""A Pigeon / PigeonC master's recovery (``MasterRecovery``, mixed into ``role.MasterCore``), beside the
+paper's algorithm; our protocol where Pigeon (2019, "Master Failure Recovery") gives only the idea, or is
+silent. Nothing here runs while nothing fails: it starts from the fabric's notices of broken connections.
 
-The second master takes over at once when the fabric tells it that its master crashed (or refuses
-messages), and after ``master_timeout_s`` without an answer when a cut broke their connection
-(``membership``); a worker declares itself master when both are lost (an election). Either way the new
-master starts from what the second master was synced with (a failover only) and rebuilds from the group
-itself, as the paper has a new master do when both are lost: every worker's ``Status`` (what it runs)
-and every distributor's ``Outstanding`` tasks for the group. It dispatches once each member and
-distributor has answered, or its connection has broken (a member that answers later is probed then), or
-``RECOVER_ROUNDS`` master timeouts have passed.
-
-It holds state only and decides; the master role (``role``) sends the messages.
+- A worker whose connection with the master broke may have lost launches or idle notices: it is taken for
+  down, and what it ran is queued again; it is asked its ``Status`` when it speaks again (or, while a cut
+  holds, at each break of a new connection). A restarted worker says ``Hello``.
+- A distributor's ``Outstanding`` list (what it still waits for from the group, sent when a connection
+  that may have lost a batch or a result broke): the master queues what nobody holds.
+- A job handed to another distributor: tasks already queued or running are not queued again; their
+  results go to it (the master forwards a running task's result when its idle notice comes).
+- A new master (the second master taking over, or an elected worker, ``membership``) starts from the
+  second master's synced state (a failover only) and rebuilds from the group itself, as the paper has a
+  new master do when both are lost: every worker's ``Status`` and every distributor's ``Outstanding``
+  list (``Rebuild``). It dispatches once each member and distributor has answered, or its connection has
+  broken (a member that answers later is probed then), or ``RECOVER_ROUNDS`` master timeouts have passed.
 """
 
 from __future__ import annotations
+
+from fedemu.policies.fair_queue import HIGH, LOW
+
+from ..common.front_end import Pending
+from ..common.protocol import TaskFinished
+from .messages import Probe, RecoverTimer
+
 
 RECOVER_ROUNDS = 3  # master timeouts a new master waits for the members' answers before it dispatches
 
@@ -46,3 +56,212 @@ class Rebuild:
         """A task queued from the sync that its distributor, having answered, no longer lists."""
         known = self.outstanding
         return key in self.seeded and task.distributor in known and key not in known[task.distributor]
+
+
+class MasterRecovery:
+    """The recovery half of the master role (``role.MasterCore`` holds the state it reads: ``running``,
+    ``where``, ``down``, ``probed``, ``moved``, ``rebuild``, ``sync``, and the bookkeeping it calls)."""
+
+    def _repoint(self, key, src: int) -> None:
+        """A task already held is sent again by another distributor (the job was handed to it again):
+        its result goes there; a running one's result is sent there by the master when it ends."""
+        entry = self.dispatch.queued.get(key)
+        if entry is None:
+            local = self.where[key]
+            entry = self.running[local][key]
+            if entry[0].distributor != src:  # (also a task an earlier master placed: its worker tells
+                self.moved[key] = src         # a distributor this master does not know)
+            self.sync.running[(local, *key)] = None
+        else:
+            self.sync.queued[key] = None
+        entry[0].distributor = src
+
+
+    def _tell_moved(self, key, task: Pending) -> None:
+        """Task ``key`` ended: if its job moved to another distributor while it ran, the worker told the old
+        one, so the master tells the new one."""
+        dist = self.moved.pop(key, None)
+        if dist is not None:
+            self.h.send(dist, TaskFinished(key[0], key[1], task.demand, self.cfg.group))
+            self.recorder.count("results_forwarded")
+
+    def status(self, local: int, msg, refused=None) -> None:
+        """A worker's whole state (or a refusal carrying it): believe it, keep launches still on their way,
+        queue again what the worker lost, and never count on capacity it does not have."""
+        self.probed.discard(local)
+        self.down.discard(local)
+        running = self.running[local]
+        reported = {(j, i): d for j, i, d in msg.running}
+        last = tuple(msg.last)
+        seen = max(last[1] if last[0] == self.epoch else 0, getattr(msg, "answers", 0))
+        in_flight = False
+        for key, (task, cls, epoch, seq) in list(running.items()):
+            if key in reported:
+                continue
+            if epoch == self.epoch and seq > seen:
+                in_flight = True  # launched after what the worker has seen: still on its way
+                continue
+            if key == refused:
+                self._drop_running(local, key, relaunch=False)
+                self._requeue(task, cls)
+                continue
+            self._drop_running(local, key, relaunch=True)  # lost (or ended, its idle notice lost with a connection)
+        for key, demand in reported.items():
+            if key not in running:  # placed by an earlier master: it holds the worker all the same
+                other = self.where.get(key)
+                if other is not None and other != local:  # it runs there too (relaunched when this
+                    # worker was taken for down): that copy holds its worker until its idle notice, and
+                    # is not relaunched if lost
+                    task, _, epoch, seq = self.running[other][key]
+                    self.running[other][key] = (task, -1, epoch, seq)
+                    self.sync.running[(other, *key)] = None
+                entry = self.dispatch.queued.pop(key, None)
+                self.sync.queued[key] = None
+                if entry is None:  # known only by its demand: it cannot be relaunched if lost
+                    entry = (Pending(key[0], key[1], 0, (), tuple(demand), self.h.now, -1), -1)
+                running[key] = (entry[0], entry[1], -1, 0)
+                self.sync.running[(local, *key)] = None
+                self.where[key] = local
+        if not in_flight:
+            self.mark[local] = last
+        self._known(local)
+
+    def _known(self, local: int) -> None:
+        """Worker ``local``'s state is known again (or known to be down): recount it, let a rebuild finish,
+        dispatch."""
+        self._refresh(local)
+        if self.rebuild is not None:
+            self.rebuild.workers.discard(local)
+            self._maybe_recovered()
+        self.activity()
+        self._dispatch()
+
+    def hello(self, local: int) -> None:
+        """Worker ``local`` restarted with nothing: what its earlier incarnation ran is lost (queued again
+        when its connection broke). Launches this master sent after the restart may have reached the new
+        incarnation, so if it still counts some there it asks for the worker's status, which says which
+        it runs (until then the worker counts as busy with them)."""
+        self.mark[local] = (-1, 0)
+        self.probed.discard(local)
+        self.down.discard(local)
+        if self.running[local]:
+            self.probe(local)
+        self._known(local)
+
+    def probe(self, local: int) -> None:
+        """Ask worker ``local`` for its Status (once at a time: a broken connection asks again)."""
+        if local not in self.probed:
+            self.probed.add(local)
+            self.h.send(self.worker_ids[local], Probe(self.epoch, self.seq[local]))
+
+    def mark_down(self, local: int) -> None:
+        """Worker ``local`` may have lost launches or idle notices with a connection: its tasks are queued
+        again and it gets none until it speaks again."""
+        self.down.add(local)
+        for key in sorted(self.running[local]):
+            self._drop_running(local, key, relaunch=True)
+        self._refresh(local)
+        if self.worker_ids[local] == self.h.claim.second:
+            self.h.new_second()
+
+    # ---- the fabric's notices -------------------------------------------------------------
+    def broken(self, peer: int, cause: str) -> None:
+        """A connection with ``peer`` broke (``cause``: crash, refused or timeout)."""
+        local = self.local_of.get(peer)
+        if local is not None:
+            if peer == self.h.claim.second:
+                self.sync.reset = True  # a sync may have been lost with it: the next one is the whole state
+            self.probed.discard(local)
+            self.mark_down(local)
+            if cause == "timeout":  # a cut: ask again on a new connection, which breaks too while it holds
+                self.probe(local)
+            self._known(local)  # known to be down: a rebuild no longer waits for it
+        elif peer in self.h.dist_ids:
+            rec = self.rebuild
+            if rec is not None and peer in rec.dists:
+                rec.dists.discard(peer)  # it lists its tasks when it hears this master's claim again
+                self._maybe_recovered()
+            if cause == "timeout":  # the claim may have been lost: what it waits for is reconciled on it
+                self.h.send(peer, self.h.claim)
+
+    # ---- a distributor's list, and a new master's rebuild (failover.Rebuild) ---------------
+    def outstanding(self, msg, src: int) -> None:
+        """A distributor's tasks for the group that are not done: queue those nobody holds."""
+        rec = self.rebuild
+        if rec is not None:
+            rec.heard_dist(src, msg.tasks)
+        dispatch = self.dispatch
+        for job_id, short, demand, index, duration, constraints in msg.tasks:
+            key = (job_id, index)
+            dispatch.admit(demand)
+            task, cls = Pending(job_id, index, duration, constraints, demand, self.h.now, src), HIGH if short else LOW
+            local = self.where.get(key)
+            if local is not None:  # a worker holds it: if a status named it (known by its demand only),
+                # the distributor's record makes it one the master can relaunch should the worker lose it
+                held, held_cls, epoch, seq = self.running[local][key]
+                if held_cls < 0:
+                    self.running[local][key] = (task, cls, epoch, seq)
+                    self.sync.running[(local, *key)] = None
+                    if held.distributor != src:  # its worker tells whoever an earlier master named
+                        self.moved[key] = src
+                    continue
+            if key in dispatch.queued or local is not None:
+                self._repoint(key, src)  # its result goes to this distributor, which holds the job now
+                continue
+            if rec is None:  # (a new master's rebuild queues the group's tasks from the lists: none lost)
+                self.recorder.count("tasks_requeued_from_list")
+            self._requeue(task, cls)
+        if rec is not None:
+            self._maybe_recovered()
+        self.activity()
+        self._dispatch()
+
+    def recover(self, since_us: int, kind: str, snapshot=None) -> None:
+        """Start from the second master's synced state, if any (the workers' statuses correct it), and wait
+        for every other member's status and every distributor's list (the claim was just sent); dispatch
+        waits."""
+        others = {local for local, a in enumerate(self.worker_ids) if a != self.h.id}
+        self.rebuild = rec = Rebuild(since_us, kind, others, set(self.h.dist_ids))
+        if snapshot is not None:
+            self._seed(snapshot, rec)
+        self.h.set_timer(self.cfg.timeout_us * RECOVER_ROUNDS, RecoverTimer(self.epoch))
+
+    def _seed(self, snapshot, rec: Rebuild) -> None:
+        for job_id, index, duration, constraints, demand, since, dist, cls in snapshot.queued_entries():
+            self.dispatch.admit(demand)
+            self._requeue(Pending(job_id, index, duration, constraints, demand, since, dist), cls)
+            rec.seeded.add((job_id, index))
+        for rank, job_id, index, duration, constraints, demand, dist, cls in snapshot.running_entries():
+            key = (job_id, index)
+            if key in self.where or key in self.dispatch.queued:
+                continue
+            local = rank - 1
+            self.running[local][key] = (Pending(job_id, index, duration, constraints, demand, 0, dist), cls, -1, 0)
+            self.where[key] = local
+            self._refresh(local)
+
+    def recover_timer(self) -> None:
+        """The members that have not answered by now are taken for down (and asked again): dispatch."""
+        rec = self.rebuild
+        if rec is not None:
+            self._finish_recovery()
+            for local in sorted(rec.workers):
+                self.probe(local)
+
+    def _maybe_recovered(self) -> None:
+        if self.rebuild is not None and self.rebuild.done():
+            self._finish_recovery()
+
+    def _finish_recovery(self) -> None:
+        rec = self.rebuild
+        self.rebuild = None
+        for local in sorted(rec.workers):  # nobody answered for it
+            self.mark_down(local)
+        queued = self.dispatch.queued
+        for key, (task, _) in list(queued.items()):  # synced tasks whose distributor says they are done
+            if rec.synced_but_done(key, task):
+                del queued[key]
+                self.sync.queued[key] = None
+        self.recorder.recovered(self.h.now - rec.since_us)
+        self.activity()
+        self._dispatch()

@@ -5,8 +5,9 @@ member, runs the group's membership protocol (``membership.GroupMember``).
 The parts, imported one way (each owns its state): ``dispatch`` (the two WFQ queues, the view of the
 workers and the matching: the schedulers' algorithm) <- ``role`` (the master role of one epoch) <-
 ``membership`` (claims, the second master's takeover, suspicion and elections) <- ``master`` and
-``worker``; ``failover`` (a new master's rebuild) and ``sync`` (the second master's periodic update)
-hold the failover's state; ``group`` the configuration and the order of claims every member shares.
+``worker``; ``failover`` (the master role's recovery: workers lost with a connection, a distributor's list,
+a new master's rebuild; ``role`` mixes it in) and ``sync`` (the second master's periodic update);
+``group`` the configuration and the order of claims every member shares.
 """
 
 from __future__ import annotations

@@ -1,0 +1,125 @@
+"""A Pigeon / PigeonC distributor's recovery (``GroupWatch``, mixed into ``distributor.Distributor``), beside
+the paper's split; our protocol, the papers are silent. Batches and results travel on connections, so none
+is acknowledged or resent on a timer; the fabric's notice that a connection broke says what may have been
+lost, and nothing here runs while nothing fails.
+
+- A connection with a member of a group whose results it waits for broke (a worker's result, or a
+  master's, may be lost): it sends the group's master every task of the group it still waits for
+  (``Outstanding``); the master queues again those nobody holds (some may run twice, none is lost).
+- The connection with the master itself broke (a batch may be lost, and the master may be down): it
+  suspects the master and alerts the group (``Suspect`` to its second master and to one worker, and a
+  ping to the master), again while no answer comes, the wait doubling from ``dist_retry_s`` up to a
+  minute; never given up while it waits for the group. A claim (the master's, or a member's that checked
+  it, or a new master's) ends the suspicion, and the list goes to that master.
+- On a better ``Claim`` (a new master) it sends the new master the same list, which rebuilds from it.
+"""
+
+from __future__ import annotations
+
+from .group import claim_key
+from .messages import Claim, DistWatch, MasterPing, Outstanding, Suspect
+
+WATCH_CAP_US = 60_000_000  # a suspected group is alerted again at most this far apart
+
+
+class GroupWatch:
+    """The recovery half of a distributor (it reads the distributor's ``claims``, ``keys``, ``master_ids``,
+    ``member_ids``, ``group_of``, ``waiting``, ``split`` and ``retry_us``)."""
+
+    def _watch_init(self, n: int) -> None:
+        self.suspected = [False] * n  # the master's connection broke: the group is alerted until a claim comes
+        self.unsure = [False] * n  # tasks for the group may be lost: the master gets the Outstanding list
+        self.alerts = [0] * n  # alerts of each suspected group so far
+        self.watch_armed = False
+        self.watch_rounds = 0  # rounds of the watch since no group was suspected
+
+    def on_ConnectionBroken(self, msg, src: int) -> None:
+        """A connection with a group member broke: what it carried may be lost (see the module's notes)."""
+        mine = msg.src == self.id
+        peer = msg.dst if mine else msg.src
+        g = self.group_of.get(peer)
+        if g is None or not self.waiting[g]:
+            return  # not a group's (the submitter's: its own recovery), or nothing awaited there
+        if peer == self.master_ids[g]:
+            self.unsure[g] = True
+            if not self.suspected[g]:
+                self.suspected[g] = True
+                self.alerts[g] = 0
+                self._alert(g)
+                self._arm()
+        elif not mine:  # a member's results to this distributor may be lost
+            self.unsure[g] = True
+            if not self.suspected[g]:
+                self._reconcile(g)
+
+    def on_Claim(self, msg: Claim, src: int) -> None:
+        g = msg.group
+        key = claim_key(msg)
+        if key > self.keys[g]:
+            self.claims[g], self.keys[g] = msg, key
+            self.master_ids[g] = msg.master
+            self.suspected[g] = False
+            self._reconcile(g)  # a new master rebuilds from every distributor's list
+        elif key == self.keys[g]:
+            self.claims[g] = msg  # the second master may have changed
+            if self.suspected[g] or self.unsure[g] or src == msg.master:
+                self.suspected[g] = False  # the master, or a member that checked it, answers
+                self._reconcile(g)
+        elif self.claims[g] is not None:
+            self.send(src, self.claims[g])
+
+    def on_MasterPing(self, msg: MasterPing, src: int) -> None:
+        """A group member back from a restart asks who its master is."""
+        if self.claims[msg.group] is not None:
+            self.send(src, self.claims[msg.group])
+
+    def _reconcile(self, g: int) -> None:
+        """Send group ``g``'s master every task of the group this distributor still waits for: it queues
+        those it does not hold (and a new master rebuilds from the lists)."""
+        self.unsure[g] = False
+        tasks = []
+        for job_id, (job, where) in self.split.items():
+            done = self.open_jobs[job_id][1]
+            short = job.mean_task_us <= self.short_cutoff_us
+            for index, m in enumerate(where):
+                if m == g and not done[index]:
+                    tasks.append((job_id, short, job.demand, index, job.durations_us[index], job.constraints[index]))
+        self.send(self.master_ids[g], Outstanding(g, self.keys[g][0], tuple(tasks)))
+
+    # ---- the watch on suspected groups ----------------------------------------------------
+    def _alert(self, g: int) -> None:
+        """Group g's master's connection broke: ping it, and alert its second master and one worker."""
+        self.alerts[g] += 1
+        self.send(self.master_ids[g], MasterPing(g))
+        claim = self.claims[g]
+        members = self.member_ids[g]
+        if claim.second >= 0 and claim.second != self.master_ids[g]:
+            self.send(claim.second, Suspect(g))
+        if len(members) > 1:
+            pick = members[1 + (self.alerts[g] - 1) % (len(members) - 1)]
+            if pick not in (claim.second, self.master_ids[g]):
+                self.send(pick, Suspect(g))
+        self.recorder.count("masters_suspected")
+
+    def _arm(self) -> None:
+        if not self.watch_armed:
+            self.watch_armed = True
+            self.watch_rounds += 1
+            delay = min(self.retry_us << min(self.watch_rounds - 1, 40), max(self.retry_us, WATCH_CAP_US))
+            self.set_timer(delay, DistWatch(self.watch_rounds))
+
+    def on_DistWatch(self, msg, src: int) -> None:
+        """Alert again each group still suspected that this distributor waits on."""
+        self.watch_armed = False
+        busy = False
+        for g, suspected in enumerate(self.suspected):
+            if suspected:
+                if self.waiting[g]:
+                    self._alert(g)
+                    busy = True
+                else:
+                    self.suspected[g] = False  # nothing awaited there any more
+        if busy:
+            self._arm()
+        else:
+            self.watch_rounds = 0
