@@ -236,7 +236,7 @@ EXAMPLES_PER_SCHEDULER = 240
 # TEMPORARY: the schedulers whose bounded search runs the safety phase only, until their owners land their
 # protocols over connections (issue 32's protocol half); the liveness phase's finds in them are listed in
 # /work/wt/LIVENESS-FINDS.md. Each owner removes their scheduler from here when they land.
-SAFETY_ONLY: set[str] = {"pigeonc"}  # a worker cut from its distributor for 315 s: the job never closes
+SAFETY_ONLY: set[str] = set()
 
 
 @pytest.mark.parametrize("scheduler", list(registry.SCHEDULERS))

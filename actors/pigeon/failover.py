@@ -62,20 +62,21 @@ class MasterRecovery:
     """The recovery half of the master role (``role.MasterCore`` holds the state it reads: ``running``,
     ``where``, ``down``, ``probed``, ``moved``, ``rebuild``, ``sync``, and the bookkeeping it calls)."""
 
-    def _repoint(self, key, src: int) -> None:
-        """A task already held is sent again by another distributor (the job was handed to it again):
-        its result goes there; a running one's result is sent there by the master when it ends."""
+    def _repoint(self, key, src: int, handed_again: bool = False) -> None:
+        """A task already held is sent again: by a distributor the job was handed to again
+        (``handed_again``: a batch), or listed by one. Its result goes to ``src``; a running task's result
+        is sent there by the master when it ends if the worker may tell another distributor, or one that
+        has forgotten the job since (a batch sent again means it did: a restart, or a new front end)."""
         entry = self.dispatch.queued.get(key)
         if entry is None:
             local = self.where[key]
             entry = self.running[local][key]
-            if entry[0].distributor != src:  # (also a task an earlier master placed: its worker tells
-                self.moved[key] = src         # a distributor this master does not know)
+            if handed_again or entry[0].distributor != src:  # (also a task an earlier master placed:
+                self.moved[key] = src  # its worker tells a distributor this master does not know)
             self.sync.running[(local, *key)] = None
         else:
             self.sync.queued[key] = None
         entry[0].distributor = src
-
 
     def _tell_moved(self, key, task: Pending) -> None:
         """Task ``key`` ended: if its job moved to another distributor while it ran, the worker told the old

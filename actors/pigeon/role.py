@@ -76,7 +76,7 @@ class MasterCore(MasterRecovery):
         for index, duration, constraints in zip(msg.indices, msg.durations, msg.constraints):
             key = (job_id, index)
             if key in queued or key in where:
-                self._repoint(key, src)
+                self._repoint(key, src, handed_again=True)
                 continue
             dispatch.enqueue(Pending(job_id, index, duration, constraints, demand, now, src), cls)
             changed[key] = None
