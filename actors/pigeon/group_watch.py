@@ -16,10 +16,9 @@ lost, and nothing here runs while nothing fails.
 
 from __future__ import annotations
 
+from ..common.recovery import backoff
 from .group import claim_key
 from .messages import Claim, DistWatch, MasterPing, Outstanding, Suspect
-
-WATCH_CAP_US = 60_000_000  # a suspected group is alerted again at most this far apart
 
 
 class GroupWatch:
@@ -105,8 +104,7 @@ class GroupWatch:
         if not self.watch_armed:
             self.watch_armed = True
             self.watch_rounds += 1
-            delay = min(self.retry_us << min(self.watch_rounds - 1, 40), max(self.retry_us, WATCH_CAP_US))
-            self.set_timer(delay, DistWatch(self.watch_rounds))
+            self.set_timer(backoff(self.retry_us, self.watch_rounds), DistWatch(self.watch_rounds))
 
     def on_DistWatch(self, msg, src: int) -> None:
         """Alert again each group still suspected that this distributor waits on."""

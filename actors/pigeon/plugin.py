@@ -152,16 +152,21 @@ VIOLATIONS = (("constraint_violations", "tasks placed on a machine lacking one o
 
 def _in_flight(fabric) -> set:
     """The (sender, receiver) pairs with a message sent and not yet handled: in the fabric's queue, held
-    behind a retransmission on a connection, or in a mailbox. Read from the fabric's own structures, at
-    the end of a run only (no actor may see them)."""
+    behind a retransmission on a connection, in a mailbox, waiting for a busy server (its backlog), or
+    made by a server's handler and held until its service ends. Read from the fabric's own structures,
+    at the end of a run only (no actor may see them)."""
     queue = fabric._queue
     entries = [queue.current[queue.pos:], queue.late, *queue.buckets.values()]
     entries += [stall.held for stall in fabric.connections.stalls.values()]
+    pairs = set()
     for idx in range(len(fabric.names)):
         actor = fabric.actor(idx)
         if actor is not None:
             entries.append(actor._mailbox[actor._pos:])
-    return {(e[2], e[5]) for part in entries for e in part if RANK_FAULT < e[1] < RANK_TIMER}
+            entries.append(actor._backlog or ())
+            pairs.update((idx, held[1]) for held in actor._deferred or () if held[3] < 0)
+    pairs.update((e[2], e[5]) for part in entries for e in part if RANK_FAULT < e[1] < RANK_TIMER)
+    return pairs
 
 
 def master_matches_workers(fabric) -> list[Violation]:
