@@ -206,7 +206,7 @@ def _idle_gm(**knobs) -> GlobalManager:
     views = [[PartitionView([w], num_resources=1) for w in workers]]
     gm = GlobalManager(0, ["lm-0"], views, policy=None, feasible=lambda c, d: True, recorder=None, **knobs)
     gm.fabric = types.SimpleNamespace(event_log=None)
-    gm._forget(0)
+    gm.recovery.forget(0)
     return gm
 
 
@@ -233,7 +233,7 @@ def test_a_task_whose_launch_failed_goes_back_or_front(where, expected):
     gm = _idle_gm(failed_launch=where)
     gm.on_Job(Job(1, 0, (10, 10)), 9)
     task = gm.queue.take(HIGH)[0]  # as if launched: in flight, then refused by the LM
-    gm.await_end(Inflight(task, 0, 0), 10)
+    gm.track(Inflight(task, 0, 0))
     gm.on_LaunchFailed(LaunchFailed(1, 0, 0, 0, (), ()), 5)  # attempt 0: this flight's (never sent)
     assert _queue_order(gm) == expected
 

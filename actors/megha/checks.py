@@ -81,11 +81,11 @@ def one_active_lm(fabric) -> list[Violation]:
                                      f"follows {fabric.names[worker.lm_id]} (epoch {worker.epoch}), but {lm.name} "
                                      f"is the active LM of epoch {lm.epoch}"))
         for gm in _live(fabric, GlobalManager):
-            if lm.lm in gm.rebuilding or lm.lm in gm.resyncing:
+            if lm.lm in gm.recovery.rebuilding or lm.lm in gm.recovery.resyncing:
                 continue  # it has asked both replicas for a snapshot: the active's answer decides
             # a GM that has not heard of the epoch follows once the LM's snapshot of it reaches it (if it
             # is lost with its connection, the GM is told and asks, above)
-            if gm.lm_ids[lm.lm] != lm.id and (gm.lm_inc[lm.lm] >= lm.epoch or gm.gm not in lm.told):
+            if gm.lm_ids[lm.lm] != lm.id and (gm.recovery.lm_inc[lm.lm] >= lm.epoch or gm.gm not in lm.told):
                 out.append(Violation("one_active_lm", gm.name, fabric.now,
                                      f"follows {fabric.names[gm.lm_ids[lm.lm]]}, but {lm.name} is the active LM "
                                      f"of epoch {lm.epoch}"))
@@ -104,9 +104,10 @@ def views_converge(fabric) -> list[Violation]:
     for gm in _live(fabric, GlobalManager):
         for c, lm_id in enumerate(gm.lm_ids):
             lm = fabric.actor(lm_id)
-            if lm is None or lm is not acting.get(c) or lm.rebuilding or c in gm.rebuilding or c in gm.resyncing:
+            asking = c in gm.recovery.rebuilding or c in gm.recovery.resyncing
+            if lm is None or lm is not acting.get(c) or lm.rebuilding or asking:
                 continue
-            unsent = lm.change_log.unheard(gm.gm, gm.lm_upto[c] if gm.lm_inc[c] == lm.epoch else 0)
+            unsent = lm.change_log.unheard(gm.gm, gm.lm_upto[c] if gm.recovery.lm_inc[c] == lm.epoch else 0)
             # (and what its launches there change: not there yet, or the task's completion is on its way)
             unsent |= {f.worker for key, f in gm.inflight.items() if f.lm == c and key not in lm.tasks}
             per = gm.search.per_partition

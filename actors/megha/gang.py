@@ -48,8 +48,9 @@ from fedemu.policies.change_log import NO_CAUSE
 
 from ..common.events import JOB_UNSCHEDULABLE
 from ..common.front_end import Pending
+from ..common.recovery import backoff
 from ..common.submitter import JobDone
-from .messages import RETRIES, LaunchAccepted, LaunchFailed, TaskCompleted, backoff
+from .messages import RETRIES, LaunchAccepted, LaunchFailed, TaskCompleted
 
 
 # ---- messages -------------------------------------------------------------------------------------
@@ -225,11 +226,11 @@ class GmGang:
         """A resubmitted gang the LMs answered for: True, waiting as a gang again, if nothing of it ran;
         else what is missing is its remainder, placed as ordinary tasks (False: the GM does that)."""
         gm = self.gm
-        job, _, running, done, _ = gm.adopting[job_id]
+        job, _, running, done, _ = gm.recovery.adopting[job_id]
         if not job.gang:
             return False
         if not running and not done:  # nothing of it ran: a gang again
-            del gm.adopting[job_id]
+            del gm.recovery.adopting[job_id]
             self.waiting[job_id] = [job, gm.now, -1]
             gm.schedule()
             return True
@@ -371,7 +372,7 @@ class GmGang:
     def on_vote(self, msg: GangVote, src: int) -> None:
         gm = self.gm
         flight = self.flights.get(msg.job_id)
-        learn = msg.workers and gm.followed(msg.lm, src)
+        learn = msg.workers and gm.recovery.followed(msg.lm, src)
         if flight is None or flight.attempt != msg.attempt or msg.lm not in flight.waiting:
             if learn:
                 gm.apply(msg.lm, msg.workers, msg.frees)
@@ -426,7 +427,7 @@ class GmGang:
             task = Pending(job.job_id, i, job.durations_us[i], job.constraints[i], job.demand, flight.since_us)
             inflight = gm.new_flight(task, lm, w)
             inflight.attempt = flight.attempt
-            gm.await_end(inflight, gm.now + task.duration_us)
+            gm.track(inflight)
 
     def resend(self, flight) -> bool:
         """A committed gang task asked again: the commit again, for that one task (True); False for any

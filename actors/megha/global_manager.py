@@ -25,29 +25,14 @@ Choices where the papers leave room (written down here):
   both end up closing it, only the first ``JobDone`` counts. The GM reports the time it closed the job,
   so response times are what the GM saw.
 
-Faults (2022 paper, IV, high availability; our timers where it gives none):
-- Stateless GM: a restarted GM (incarnation > 0) knows nothing. Its view of every LM starts empty (it
-  launches nowhere) until that LM's ``Snapshot`` arrives (asked again every ``request_timeout_s``);
-  the last one ends the rebuild (``gm_rebuilds``, and its duration in ``recovery_s``).
-- A job the submitter hands again (``Resubmit``: it was never reported complete) is first adopted:
-  every LM says which of its tasks run or ran there (and makes this GM their owner); the others are
-  queued. An LM that does not answer after a few asks is left out (a task running there may run twice).
-- The answer to a launch is the task's completion (or a failure reply): no acknowledgement per launch.
-  A launch with no answer by its expected end plus ``launch_timeout_s`` (looked for whenever the GM
-  hears from an LM or is pinged by the submitter: no timer) is asked again on the same LM and worker (``launches_retried``; the LM's idempotence makes it safe: a running task is answered
-  ``LaunchAccepted`` with its expected end, a done one with its completion). After three unanswered
-  asks the task is queued again and that LM's view emptied until it is heard from.
-- Messages travel on connections (docs/connections.md): a heartbeat is lost only with its connection.
-  A connection with an LM that breaks (the fabric's ``ConnectionBroken`` notice) makes the GM ask that
-  LM for a snapshot (``view_resyncs``).
-- Active-standby LMs (``lm_standby``, see ``standby``): every request goes to both replicas; the GM
-  follows the replica of the latest epoch a heartbeat or snapshot came from, and answers one from an
-  older epoch with ``Fenced``.
+Faults: what the GM does when something fails is ``gm_recovery`` (a component, ``recovery``): a
+broken connection with an LM, a restart (stateless), a job handed again, a later LM epoch. Messages
+travel on connections (docs/connections.md): fault-free, the GM sends and handles only the protocol
+above.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 
 import attrs
@@ -59,16 +44,13 @@ from fedemu.policies.partition_search import PartitionSearch
 
 from ..common.events import JOB_UNSCHEDULABLE
 from ..common.front_end import JobFrontEnd, Pending
-from ..common.submitter import JobDone, Ping, Pong
+from ..common.submitter import JobDone
 from .events import LAUNCH_REQUEUED
-from .gang import GangTimer, GangVote, GmGang
+from .gang import GmGang
 from .gm_fairness import FairConfig, GmFairness
-from .messages import (RETRIES, AdoptJob, Fenced, GmTimer, Heartbeat, JobTasks, Launch,
-                             LaunchAccepted, LaunchFailed, LaunchOk, Snapshot, SnapshotRequest, TaskCompleted,
-                             TaskLost, backoff)
-
-LAUNCH_ASKS = 3  # unanswered asks of one launch before it is queued again
-REQUEST_TRIES = RETRIES  # asks of a snapshot or of a job's tasks (backing off) before the GM goes on without
+from .gm_recovery import GmRecovery
+from .local_manager import routed
+from .messages import Heartbeat, Launch, LaunchFailed, LaunchOk, TaskCompleted
 
 
 @attrs.frozen
@@ -92,24 +74,22 @@ class GlobalManagerStatistics:
 
 
 class Inflight:
-    """A launch sent and not yet answered by a completion: where to, by when, asked how often."""
+    """A launch sent and not yet answered by a completion: where to, and its task's expected end."""
 
-    __slots__ = ("task", "lm", "worker", "deadline_us", "asks", "seq", "attempt")
+    __slots__ = ("task", "lm", "worker", "end_us", "attempt")
 
-    def __init__(self, task, lm, worker):
+    def __init__(self, task, lm, worker, end_us=0):
         self.task = task
         self.lm = lm
         self.worker = worker
+        self.end_us = end_us
         self.attempt = 0  # this GM's number for the launch (0: none sent yet, an adopted task)
-        self.deadline_us = 0
-        self.asks = 1
-        self.seq = 0
 
 
 class GlobalManager(JobFrontEnd, Actor):
     """The GM of Megha's papers (above): a queue, a view, matching and launches. What a run adds hangs
     off it as components, each None when off: ``users`` (user queues and Algorithm 2, ``gm_fairness``)
-    and ``gang`` (gangs placed whole, ``gang``)."""
+    and ``gang`` (gangs placed whole, ``gang``); ``recovery`` (``gm_recovery``) handles failures."""
 
     COST_ROLE, COST_UNITS = "gm", ("worker", "change")  # a single server (fabric.service): what it charges
 
@@ -137,29 +117,19 @@ class GlobalManager(JobFrontEnd, Actor):
         self.failed_front = failed_launch == "front"
         self.full_refresh = view_refresh == "full"
         self.inflight: dict[tuple[int, int], Inflight] = {}
-        self.due: dict[int, list] = {}  # check time -> [(seq, key)] of launches due by then
-        self.due_at: list[int] = []  # the check times of ``due``, a heap
-        self.seq = 0
         self.attempts = 0  # launches numbered so far
         self.source: dict[int, int] = {}  # job -> the actor that handed it (told when it is done)
-        self.adopting: dict[int, list] = {}  # job -> [job, LMs yet to answer, running, done, asks]
-        self.rebuilding: set[int] = set()  # LMs whose snapshot a restarted GM still waits for
-        self.resyncing: set[int] = set()  # LMs asked for a snapshot after a lost heartbeat
-        self.lm_inc = [0] * len(lm_names)  # each LM's epoch, and the log position its last update was cut at
-        self.lm_upto = [0] * len(lm_names)
-        self.resync_asks = [0] * len(lm_names)
-        self.asked_at = [-1] * len(lm_names)  # per LM asked for its state: the launches numbered by then
-        self.snapshot_asks = 0
-        self.started_us = 0
+        self.lm_upto = [0] * len(lm_names)  # per LM, the log position its last update was cut at
         self.heard_us = [0] * len(lm_names)  # when each LM's state was last learnt (the view's age)
         self.launches = self.internal = self.external = self.failures = self.passes = 0
         self.users = GmFairness(self, fair, gm_queue == "fewest-remaining") if fair is not None else None
         if self.users is not None:  # one queue per user, and launches in flight counted per user
             self.queue, self.inflight = self.users.queue, self.users.flights
         self.gang = GmGang(self, machines) if machines is not None else None
+        self.recovery = GmRecovery(self, len(lm_names))
 
     def new_flight(self, task, lm: int, worker: int) -> Inflight:
-        return Inflight(task, lm, worker)
+        return Inflight(task, lm, worker, self.now + task.duration_us)
 
     def on_start(self) -> None:
         self.lm_ids = [self.fabric.addr(name) for name in self.lm_names]
@@ -170,15 +140,10 @@ class GlobalManager(JobFrontEnd, Actor):
             self.lm_of.update({b: lm for lm, (_, b) in enumerate(self.replicas)})
         self.search.rng = self.rng.child("choice")
         if self.incarnation > 0:  # stateless: rebuild the whole view from the LMs
-            self.started_us = self.now
-            for lm in range(len(self.lm_names)):
-                self._forget(lm)
-            self._ask_snapshots()
-            if "submitter" in self.fabric.names:  # the jobs' owner of record: ask for my jobs back now
-                self.send(self.fabric.addr("submitter"), Pong(self.gm, None))
+            self.recovery.start()
 
     # ---- the view --------------------------------------------------------------------
-    def _set_free(self, lm: int, worker: int, free: tuple) -> None:
+    def set_free(self, lm: int, worker: int, free: tuple) -> None:
         self.heard_us[lm] = self.now
         self.charge("change")
         self.search.learn(lm, (worker,), (free,))
@@ -196,26 +161,11 @@ class GlobalManager(JobFrontEnd, Actor):
         if self.gang is not None:
             self.gang.learnt(lm, workers)
 
-    def _forget(self, lm: int) -> None:
-        """Treat LM ``lm``'s view as empty (launch nothing there) until its snapshot arrives."""
-        search = self.search
-        n = search.num_partitions * search.per_partition
-        zero = (0,) * search.views[lm][0].num_resources
-        search.learn(lm, tuple(range(n)), (zero,) * n)
-        self.rebuilding.add(lm)
-        if self.users is not None:
-            self.users.forget_holders(lm)
-
-    def _ask_snapshots(self) -> None:
-        for lm in sorted(self.rebuilding):
-            self.ask_state(lm)
-        self.snapshot_asks += 1
-        self.set_timer(backoff(self.request_timeout_us, self.snapshot_asks), GmTimer("snapshots"))
-
     # ---- jobs ------------------------------------------------------------------------
-    def _admit(self, job, src: int) -> bool:
-        """Open the job unless it is open already (a duplicate) or can never run (reported at once)."""
-        if job.job_id in self.open_jobs or job.job_id in self.adopting:
+    def admit(self, job, src: int) -> bool:
+        """Open the job unless it is open already (handed again) or can never run (reported at once)."""
+        self.recovery.job_arrived()
+        if job.job_id in self.open_jobs or job.job_id in self.recovery.adopting:
             return False
         if self.gang is not None and not self.gang.admits(job, src):
             return False
@@ -232,60 +182,14 @@ class GlobalManager(JobFrontEnd, Actor):
         return True
 
     def on_Job(self, job, src: int) -> None:
-        if not self._admit(job, src):
+        if not self.admit(job, src):
             return
         if job.gang and self.gang is not None:
             self.gang.arrived(job)
         else:
             now = self.arrived  # the tasks wait from the job's arrival (in the mailbox while the GM is busy)
             for i, d in enumerate(job.durations_us):
-                self._enqueue(Pending(job.job_id, i, d, job.constraints[i], job.demand, now))
-        self.schedule()
-
-    def on_Resubmit(self, msg, src: int) -> None:
-        """A job handed again (its GM failed, or a message was lost): ask the LMs what of it ran."""
-        job = msg.job
-        if not self._admit(job, src):
-            return
-        self.recorder.count("jobs_adopted")
-        self.adopting[job.job_id] = [job, set(range(len(self.lm_ids))), {}, set(), 0]
-        self._ask_adoption(job.job_id)
-
-    def _ask_adoption(self, job_id: int) -> None:
-        entry = self.adopting[job_id]
-        entry[4] += 1
-        for lm in sorted(entry[1]):
-            self.to_lm(lm, AdoptJob(job_id, self.gm))
-        self.set_timer(backoff(self.request_timeout_us, entry[4]), GmTimer(f"adopt {job_id}"))
-
-    def on_JobTasks(self, msg: JobTasks, src: int) -> None:
-        entry = self.adopting.get(msg.job_id)
-        if entry is None or msg.lm not in entry[1]:
-            return
-        entry[1].discard(msg.lm)
-        for index, worker, end_us in msg.running:
-            entry[2][index] = (msg.lm, worker, end_us)
-        entry[3].update(msg.done)
-        if not entry[1]:
-            self._adopted(msg.job_id)
-
-    def _adopted(self, job_id: int) -> None:
-        if self.gang is not None and self.gang.adopted(job_id):
-            return  # a gang again
-        job, _, running, done, _ = self.adopting.pop(job_id)
-        now = self.now
-        for i, d in enumerate(job.durations_us):
-            task = Pending(job_id, i, d, job.constraints[i], job.demand, now)
-            if i in done:
-                continue
-            if i in running:
-                lm, worker, end_us = running[i]
-                self.await_end(self.new_flight(task, lm, worker), end_us)
-            else:
-                self._enqueue(task)
-        for i in sorted(done):
-            if job_id in self.open_jobs:
-                self.task_done(job_id, i)
+                self.enqueue(Pending(job.job_id, i, d, job.constraints[i], job.demand, now))
         self.schedule()
 
     def close_job(self, job_id: int) -> None:
@@ -294,118 +198,47 @@ class GlobalManager(JobFrontEnd, Actor):
             self.gang.closed(job_id)
         self.send(self.source.pop(job_id), JobDone(job_id, self.now, ()))
 
-    def on_Ping(self, msg: Ping, src: int) -> None:
-        """The submitter asks about the jobs it handed here: answer those this GM does not hold."""
-        unknown = tuple(j for j in msg.jobs if j not in self.open_jobs and j not in self.adopting)
-        self.send(src, Pong(self.gm, unknown))
-        if self.rebuilding and self.snapshot_asks > REQUEST_TRIES:
-            self._ask_snapshots()  # its asks ran out before an LM answered (a long outage): ask once more per ping
-        self._check_due()
-
     # ---- messages from LMs -------------------------------------------------------------
     def on_TaskCompleted(self, msg: TaskCompleted, src: int) -> None:
-        if self.followed(msg.lm, src):
-            self._set_free(msg.lm, msg.worker, msg.free)
+        if self.recovery.followed(msg.lm, src):
+            self.set_free(msg.lm, msg.worker, msg.free)
         self.inflight.pop((msg.job_id, msg.index), None)
-        self._released(msg.lm, msg.worker, msg.job_id, msg.index)
+        self.released(msg.lm, msg.worker, msg.job_id, msg.index)
         self.task_done(msg.job_id, msg.index)
         if self.full_refresh:
             self._refresh_all()
-        self._check_due()
         self.schedule()
 
     def _refresh_all(self) -> None:
         """``view_refresh=full``: ask every LM not already asked for its whole state."""
         self.recorder.count("view_refreshes")
+        recovery = self.recovery
         for lm in range(len(self.lm_ids)):
-            if lm not in self.resyncing and lm not in self.rebuilding:
-                self.resyncing.add(lm)
-                self.resync_asks[lm] = 0
-                self._ask_resync(lm)
+            if lm not in recovery.resyncing and lm not in recovery.rebuilding:
+                recovery.resyncing.add(lm)
+                recovery.resync_asks[lm] = 0
+                recovery.ask_resync(lm)
 
     def on_Heartbeat(self, msg: Heartbeat, src: int) -> None:
         """A delta: the changes since the LM's last status update to this GM (not its own)."""
         lm = msg.lm
-        if msg.incarnation != self.lm_inc[lm]:
-            switch = self.replicas and src != self.lm_ids[lm]
-            if not self._follow(lm, msg.incarnation, src):
-                return  # from an LM incarnation that has since restarted, or an old active
-            self.lm_inc[lm] = msg.incarnation
-            if switch:  # answers from it were not learnt while this GM followed the other replica
-                self._resync(lm)
+        if not self.recovery.heard(lm, msg.incarnation, src):
+            return  # from an LM incarnation that has since restarted, or an old active
         self.lm_upto[lm] = msg.upto
         self.apply(lm, msg.workers, msg.frees, msg.holders)
         if self.users is not None:
             self.users.heard_heartbeat()
-        self._check_due()
-        self.schedule()
-
-    def on_ConnectionBroken(self, msg, src: int) -> None:
-        """A connection with an LM broke (docs/connections.md): what it carried may be lost, so ask that
-        LM for its whole state: at once after a long cut, a retry period later when the LM is down (a
-        crash, or a refused message: it sends every GM its state when it is back)."""
-        peer = msg.dst if msg.src == self.id else msg.src
-        lm = self.lm_of.get(peer)
-        if lm is not None and (not self.replicas or peer == self.lm_ids[lm]):  # (not the replica this GM
-            self._resync(lm, now=msg.cause == "timeout")  # does not follow: it acts on nothing it was sent)
-
-    def _resync(self, lm: int, now: bool = True) -> None:
-        """Ask LM ``lm`` for its whole state (now, or after the first retry period), unless already asking."""
-        if lm in self.resyncing or (lm in self.rebuilding and self.snapshot_asks <= REQUEST_TRIES):
-            return  # already asking (a restarted GM asks until its asks run out)
-        self.resyncing.add(lm)
-        self.resync_asks[lm] = 0
-        self.recorder.count("view_resyncs")
-        if now:
-            self._ask_resync(lm)
-        else:
-            self.set_timer(self.request_timeout_us, GmTimer(f"resync {lm}"))
-
-    def _ask_resync(self, lm: int) -> None:
-        self.resync_asks[lm] += 1
-        self.ask_state(lm)
-        self.set_timer(backoff(self.request_timeout_us, self.resync_asks[lm]), GmTimer(f"resync {lm}"))
-
-    def ask_state(self, lm: int) -> None:
-        """Ask LM ``lm`` for a snapshot, noting which launches it will already have seen."""
-        self.asked_at[lm] = self.attempts
-        self.to_lm(lm, SnapshotRequest(self.gm))
-
-    def _retake(self, lm: int) -> None:
-        """A snapshot asked for reflects the launches sent before the ask (the connection is FIFO), not
-        those sent since, which its values just undid in the view: take their demand again."""
-        after, self.asked_at[lm] = self.asked_at[lm], -1
-        if after >= 0:
-            for flight in self.inflight.values():
-                if flight.lm == lm and flight.attempt > after:
-                    self.search.take_back(lm, flight.worker, flight.task.demand)
-
-    def on_Snapshot(self, msg: Snapshot, src: int) -> None:
-        """An LM's whole state: asked for, or sent unasked by an LM that rebuilt its state (a restart, or a
-        standby that took over: a later epoch, which this GM follows from now on)."""
-        lm = msg.lm
-        if not self._follow(lm, msg.incarnation, src):
-            return
-        self.rebuilding.discard(lm)
-        self.resyncing.discard(lm)
-        self.lm_inc[lm], self.lm_upto[lm] = msg.incarnation, msg.upto
-        self.apply(lm, msg.workers, msg.frees, msg.holders)
-        self._retake(lm)
-        if not self.rebuilding and self.incarnation > 0 and self.started_us >= 0:
-            self.recorder.count("gm_rebuilds")
-            self.recorder.recovered(self.now - self.started_us)
-            self.started_us = -1
         self.schedule()
 
     def on_LaunchFailed(self, msg: LaunchFailed, src: int) -> None:
         self.failures += 1
-        if self.followed(msg.lm, src):
+        if self.recovery.followed(msg.lm, src):
             self.apply(msg.lm, msg.workers, msg.frees, msg.holders)
         key = (msg.job_id, msg.index)
         flight = self.inflight.get(key)
         if flight is not None and flight.attempt == msg.attempt:  # (not a late answer to an earlier launch)
             del self.inflight[key]
-            self._released(flight.lm, flight.worker, msg.job_id, msg.index)
+            self.released(flight.lm, flight.worker, msg.job_id, msg.index)
             if self.fabric.event_log is not None:
                 emit(self, LAUNCH_REQUEUED, job=msg.job_id, task=msg.index, lm=self.lm_names[msg.lm],
                      learned=len(msg.workers))
@@ -416,29 +249,8 @@ class GlobalManager(JobFrontEnd, Actor):
 
     def on_LaunchOk(self, msg: LaunchOk, src: int) -> None:
         """A valid launch's reply: the changes this GM has not seen (not its own)."""
-        if msg.workers and self.followed(msg.lm, src):
+        if msg.workers and self.recovery.followed(msg.lm, src):
             self.apply(msg.lm, msg.workers, msg.frees, msg.holders)
-            self.schedule()
-
-    def on_LaunchAccepted(self, msg: LaunchAccepted, src: int) -> None:
-        """A retried launch of a task already running there: wait for its end. (An answer about another
-        launch of the task, an earlier one elsewhere, moves nothing but the view.)"""
-        if not self.followed(msg.lm, src):
-            return
-        self._set_free(msg.lm, msg.worker, msg.free)
-        flight = self.inflight.get((msg.job_id, msg.index))
-        if flight is not None and flight.lm == msg.lm and flight.worker == msg.worker:
-            flight.asks = 1
-            self.await_end(flight, msg.end_us)
-        self.schedule()
-
-    def on_TaskLost(self, msg: TaskLost, src: int) -> None:
-        """The task's worker stayed down: schedule it again."""
-        flight = self.inflight.pop((msg.job_id, msg.index), None)
-        if flight is not None:
-            self._released(flight.lm, flight.worker, msg.job_id, msg.index)
-        if flight is not None and msg.job_id in self.open_jobs:
-            self.requeue(flight.task)
             self.schedule()
 
     def requeue(self, task: Pending, front: bool = False) -> None:
@@ -446,80 +258,15 @@ class GlobalManager(JobFrontEnd, Actor):
         if front:
             self.queue.push_front(HIGH, task, (task.constraints, task.demand))
         else:
-            self._enqueue(task)
+            self.enqueue(task)
 
-    # ---- launches that get no answer -----------------------------------------------------
-    def await_end(self, flight: Inflight, end_us: int) -> None:
-        """Expect the task's completion by ``end_us`` plus the launch timeout. No timer: overdue launches
-        are looked for when the GM hears from an LM or from the submitter (``_check_due``), which costs
-        nothing in a busy GM and is at most a ping period late in an idle one."""
-        key = (flight.task.job_id, flight.task.index)
-        self.inflight[key] = flight
-        self.seq += 1
-        flight.seq = self.seq
-        step = self.launch_timeout_us
-        flight.deadline_us = end_us + step
-        at = (flight.deadline_us // step + 1) * step
-        bucket = self.due.get(at)
-        if bucket is None:
-            bucket = self.due[at] = []
-            heapq.heappush(self.due_at, at)
-        bucket.append((self.seq, key))
-
-    def _check_due(self) -> None:
-        if self.due_at and self.due_at[0] <= self.now:
-            self._check_launches()
-
-    def on_GmTimer(self, msg: GmTimer, src: int) -> None:
-        what = msg.what
-        if what == "snapshots":
-            if self.rebuilding and self.snapshot_asks <= REQUEST_TRIES:
-                self._ask_snapshots()
-        elif what.startswith("resync"):
-            lm = int(what.split()[1])
-            if lm in self.resyncing:
-                if self.resync_asks[lm] < REQUEST_TRIES:
-                    self._ask_resync(lm)
-                else:  # the LM does not answer: the next heartbeat from it asks again
-                    self.resyncing.discard(lm)
-        else:  # "adopt <job>"
-            job_id = int(what.split()[1])
-            entry = self.adopting.get(job_id)
-            if entry is not None:
-                if entry[4] < REQUEST_TRIES:
-                    self._ask_adoption(job_id)
-                else:
-                    self._adopted(job_id)
-
-    def _check_launches(self) -> None:
-        now, due, due_at, inflight = self.now, self.due, self.due_at, self.inflight
-        expired = []
-        while due_at and due_at[0] <= now:
-            for seq, key in due.pop(heapq.heappop(due_at)):
-                flight = inflight.get(key)
-                if flight is not None and flight.seq == seq:
-                    expired.append(flight)
-        for flight in expired:
-            task = flight.task
-            if flight.asks < LAUNCH_ASKS:  # ask again: the same LM and worker
-                flight.asks += 1
-                self.recorder.count("launches_retried")
-                self._send_launch(flight)
-                self.await_end(flight, now + task.duration_us)
-            else:  # that LM does not answer: queue the task again, launch nothing there until heard from
-                del inflight[(task.job_id, task.index)]
-                self.recorder.count("launches_abandoned")
-                self._released(flight.lm, flight.worker, task.job_id, task.index)
-                if flight.lm not in self.rebuilding:
-                    self._forget(flight.lm)
-                    self.snapshot_asks = 0
-                    self._ask_snapshots()
-                self.requeue(task)
-        if expired:
-            self.schedule()
+    def track(self, flight: Inflight) -> None:
+        """Await the launch's answer: its completion or a failure reply (on a connection, it comes unless
+        the connection breaks: then ``recovery`` asks again)."""
+        self.inflight[(flight.task.job_id, flight.task.index)] = flight
 
     # ---- queue and matching ------------------------------------------------------------
-    def _enqueue(self, task: Pending) -> None:
+    def enqueue(self, task: Pending) -> None:
         left = self.open_jobs.get(task.job_id)  # ranked by its job's tasks not yet done (gm_queue)
         self.queue.push(HIGH, task, (task.constraints, task.demand), left[0] if left else 0)
 
@@ -566,18 +313,18 @@ class GlobalManager(JobFrontEnd, Actor):
         self.launches += 1
         self.recorder.task_dispatched(task.job_id, task.index, task.since_us, self.now)
         flight = self.new_flight(task, lm, worker)
-        self._send_launch(flight)
-        self.await_end(flight, self.now + task.duration_us)
+        self.send_launch(flight)
+        self.track(flight)
         if self.users is not None:
             self.users.hold_own(flight)
 
-    def _released(self, lm: int, worker: int, job_id: int, index: int) -> None:
+    def released(self, lm: int, worker: int, job_id: int, index: int) -> None:
         """A launch of this GM no longer holds LM ``lm``'s worker (its end, a failure, a loss): the users'
         holders view lets it go."""
         if self.users is not None:
             self.users.release_own(lm, worker, job_id, index)
 
-    def _send_launch(self, flight: Inflight) -> None:
+    def send_launch(self, flight: Inflight) -> None:
         """Ask the flight's LM to launch its task; a failure reply names the attempt, so a late one (a
         duplicate, or the answer to an earlier launch of the task) cannot cancel a later launch."""
         if self.gang is not None and self.gang.resend(flight):
@@ -599,40 +346,19 @@ class GlobalManager(JobFrontEnd, Actor):
         else:
             self.send(self.lm_ids[lm], msg)
 
-    def _follow(self, lm: int, epoch: int, src: int) -> bool:
-        """Whether a heartbeat or snapshot of ``epoch`` from ``src`` is current: one from a later epoch
-        makes ``src`` the LM this GM follows; one from an older epoch is refused (and, with standbys,
-        answered ``Fenced``: an old active that still believes it is one)."""
-        if epoch < self.lm_inc[lm]:
-            if self.replicas:
-                self.send(src, Fenced(self.lm_inc[lm]))
-            return False
-        if epoch > self.lm_inc[lm] and self.replicas and src != self.lm_ids[lm]:
-            self.lm_ids[lm] = src
-            self.recorder.count("gm_lm_switches")
-        return True
-
-    def followed(self, lm: int, src: int) -> bool:
-        """Whether an answer's free vectors may be learnt: with standby LMs only the followed replica's
-        are. An answer from the other is an old active's, or a new active's this GM has not heard the
-        epoch of: ask both for a snapshot, whose epoch says which to follow."""
-        if not self.replicas or src == self.lm_ids[lm]:
-            return True
-        self._resync(lm)
-        return False
-
     # ---- the components' messages --------------------------------------------------------
-    def on_PreemptFailed(self, msg, src: int) -> None:
-        self.users.on_preempt_failed(msg, src)
-
-    def on_Preempted(self, msg, src: int) -> None:
-        self.users.on_preempted(msg, src)
-
-    def on_GangVote(self, msg: GangVote, src: int) -> None:
-        self.gang.on_vote(msg, src)
-
-    def on_GangTimer(self, msg: GangTimer, src: int) -> None:
-        self.gang.on_timer(msg)
+    on_PreemptFailed = routed("users", "on_preempt_failed")
+    on_Preempted = routed("users", "on_preempted")
+    on_GangVote = routed("gang", "on_vote")
+    on_GangTimer = routed("gang", "on_timer", timer=True)
+    on_ConnectionBroken = routed("recovery", "on_connection_broken", timer=True)
+    on_Snapshot = routed("recovery", "on_snapshot")
+    on_GmTimer = routed("recovery", "on_timer", timer=True)
+    on_Resubmit = routed("recovery", "on_resubmit")
+    on_JobTasks = routed("recovery", "on_job_tasks")
+    on_Ping = routed("recovery", "on_ping")
+    on_LaunchAccepted = routed("recovery", "on_launch_accepted")
+    on_TaskLost = routed("recovery", "on_task_lost")
 
     def statistics(self) -> GlobalManagerStatistics:
         now = self.fabric.now if self.fabric is not None else self.now

@@ -315,7 +315,7 @@ class GmFairness:
         external = w // gm.search.per_partition != gm.gm
         gm.to_lm(lm, Preempt(task.job_id, task.index, task.duration_us, task.demand, w, gm.gm, external,
                              flight.attempt, user, task.constraints, victim, victims))
-        gm.await_end(flight, gm.now + task.duration_us)
+        gm.track(flight)
         self.busy_until[(lm, w)] = gm.now + gm.launch_timeout_us
         row = self.holders[lm].get(w, ())
         self._set_holders(lm, w, tuple(t for t in row if (t[0], t[1]) not in victims))
@@ -324,7 +324,7 @@ class GmFairness:
     # ---- answers ------------------------------------------------------------------------------
     def on_preempt_failed(self, msg, src: int) -> None:
         gm = self.gm
-        if gm.followed(msg.lm, src):
+        if gm.recovery.followed(msg.lm, src):
             gm.apply(msg.lm, msg.workers, msg.frees, msg.holders)
         key = (msg.job_id, msg.index)
         flight = self.flights.get(key)

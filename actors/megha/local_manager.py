@@ -48,12 +48,13 @@ from fedemu.policies.change_log import NO_CAUSE, ChangeLog
 
 from ..common.events import RELAUNCH
 from ..common.protocol import RunTask, TaskFinished
+from ..common.recovery import backoff
 from .events import LAUNCH_INVALID, REPARTITION
 from .gang import LmGang
 from .lm_fairness import LmFairness
 from .messages import (RETRIES, AdoptJob, Heartbeat, HeartbeatTick, JobTasks, Launch,
                              LaunchAccepted, LaunchFailed, LaunchOk, LmTimer, Probe, Registered, Snapshot,
-                             SnapshotRequest, Takeover, TaskCompleted, TaskLost, WorkerStatus, backoff)
+                             SnapshotRequest, Takeover, TaskCompleted, TaskLost, WorkerStatus)
 from .standby import Standby, StandbyTimes
 
 @attrs.frozen
@@ -265,8 +266,8 @@ class LocalManager(Actor):
         key = (msg.job_id, msg.index)
         w = msg.worker
         task = self.tasks.get(key)
-        if task is not None:  # already running: the sender owns it now and hears of its end
-            task.owner = msg.gm
+        if task is not None:  # already running: the sender owns it now, by its launch number, and hears of its end
+            task.owner, task.attempt = msg.gm, msg.attempt
             self.recorder.count("duplicate_launches_suppressed")
             self.send(self.gm_ids[msg.gm], LaunchAccepted(msg.job_id, msg.index, self.lm, w, tuple(self.free[w]),
                                                           task.end_us))
@@ -385,7 +386,7 @@ class LocalManager(Actor):
         running = []
         for (job_id, index), task in self.tasks.items():
             if job_id == msg.job_id:
-                task.owner = msg.gm
+                task.owner, task.attempt = msg.gm, 0  # (the adopter's flight has no launch number yet)
                 running.append((index, task.worker, task.end_us))
         done = tuple(sorted(index for job_id, index in self.done if job_id == msg.job_id))
         for w in sorted({self.done[(msg.job_id, index)] for index in done}):

@@ -8,13 +8,7 @@ from __future__ import annotations
 
 from fedemu.fabric.messages import lean, message
 
-RETRY_CAP_US = 60_000_000  # retries back off exponentially up to a minute apart
 RETRIES = 10  # asks before giving up (about five minutes of a dead peer at the cap)
-
-
-def backoff(base_us: int, tries: int) -> int:
-    """The wait before retry ``tries`` (1, 2, ...): ``base_us`` doubled each time, at most RETRY_CAP_US."""
-    return min(base_us << min(tries - 1, 40), max(base_us, RETRY_CAP_US))
 
 
 @lean

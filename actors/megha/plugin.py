@@ -44,8 +44,9 @@ class MeghaParams:
 
     heartbeat_s: float = param(10.0, "LM heartbeat period in seconds (delta updates to the GMs)",
                                finite_at_least(0, strict=True))
-    launch_timeout_s: float = param(2.0, "a GM asks a launch again when its completion is this late (past the task's "
-                                    "expected end)", seconds_between(1e-6, 1e7))
+    launch_timeout_s: float = param(2.0, "after a broken connection with an LM, a GM queues elsewhere each launch "
+                                    "there whose task is this late (past its expected end) while the LM has not "
+                                    "answered 3 asks for its state", seconds_between(1e-6, 1e7))
     request_timeout_s: float = param(1.0, "a GM asks again for a snapshot or a job's tasks after this long; a "
                                      "restarted worker registers again", seconds_between(1e-6, 1e7))
     resubmit_s: float = param(10.0, "the submitter pings each GM holding open jobs this often, resubmitting the jobs "
@@ -98,8 +99,8 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("invalid_internal", "launches on the GM's own partition the LM refused (stale view)"),
     ("invalid_external", "repartition requests the LM refused (stale view)"),
     ("duplicate_launches_suppressed", "launches of a task already running or done, answered and not run again"),
-    ("launches_retried", "launches a GM asked again after no answer by the task's expected end + launch_timeout_s"),
-    ("launches_abandoned", "launches given up after 3 unanswered asks: the task was queued again"),
+    ("launches_retried", "launches a GM asked again when an LM's state came back (a broken connection, a new epoch)"),
+    ("launches_abandoned", "launches given up on an LM that did not answer (launch_timeout_s): queued again"),
     ("tasks_relaunched", "tasks an LM launched again: lost with a restarted worker, or on the way to it"),
     ("tasks_handed_back", "tasks an LM handed back to their GM: their worker stayed down"),
     ("workers_marked_down", "times an LM marked a worker down (unanswered probes)"),
@@ -116,7 +117,7 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("front_ends_taken_down", "times the submitter took a GM for down (3 pings unanswered)"),
     ("repeated_job_reports", "job-done reports after the first (two GMs finished the same job)"),
     ("repeated_completions", "task completions a GM heard again (a retry's answer, a duplicate)"),
-    ("view_resyncs", "snapshots a GM asked for after its connection with an LM broke"),
+    ("view_resyncs", "snapshots a GM asked for after its connection with an LM broke (or of a new epoch)"),
     ("view_refreshes", "view_refresh=full: completions and refused launches on which a GM asked every LM for its state"),
     ("preemption_attempts", "preemption requests GMs sent (users; Algorithm 2 under contention)"),
     ("preemptions", "tasks an LM preempted: stopped on their worker, their work lost, queued again at their GM"),

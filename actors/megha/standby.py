@@ -32,7 +32,8 @@ import attrs
 from fedemu.fabric.log import emit
 
 from ..common.events import FAILOVER
-from .messages import RETRIES, Fenced, Join, Joined, LmBeat, LmPing, LmTimer, Takeover, backoff
+from ..common.recovery import backoff
+from .messages import RETRIES, Fenced, Join, Joined, LmBeat, LmPing, LmTimer, Takeover
 
 
 @attrs.frozen

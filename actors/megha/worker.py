@@ -20,9 +20,9 @@ had finished already. A stopped execution's timer still fires, and is recognised
 from __future__ import annotations
 
 from ..common.protocol import RunTask, TaskFinished, TaskTimer
+from ..common.recovery import backoff
 from ..common.worker import Worker
-from .messages import (RETRIES, Fenced, Probe, Registered, Stopped, Takeover, WorkerRegisterTimer, WorkerStatus,
-                             backoff)
+from .messages import RETRIES, Fenced, Probe, Registered, Stopped, Takeover, WorkerRegisterTimer, WorkerStatus
 
 
 class MeghaWorker(Worker):
