@@ -45,17 +45,21 @@ def test_low_load_delay_is_probe_request_assign_path():
 
 def test_fifo_probe_queue_late_binding_and_cancel(tmp_path):
     # One worker: A's two probes queue before B's. A's first request binds A's task; its second is
-    # answered with a cancel only after A's task ends; then B's first probe binds B's task. (B waits
-    # 10 s for its task to be bound: a probe timeout longer than that keeps it from probing again.)
+    # answered with a cancel only after A's task ends; then B's first probe binds B's task. B's task
+    # waits 10 s in the queue, and is never probed for again (Sparrow re-probes only after a fault).
     trace = tmp_path / "t.tr"
     trace.write_text("0 1 10 10\n0.001 1 1 1\n")
     r = run(workload="trace", trace=str(trace), lms=1, gms=1, workers_per_partition=1, constraints=False,
-            probe_timeout_s=30, cost_model="zero")  # the probe queue alone
+            cost_model="zero")  # the probe queue alone
     rec = recorder_of(r)
     a, b = rec.tasks[(0, 0)], rec.tasks[(1, 0)]
     assert a.start_us == 2000  # submit, probe, get-task, assign
     assert b.start_us == a.end_us + 2000  # get-task + cancel, then get-task + assign
     assert r.summary["counters"] == {"cancels": 2, "probes": 4}
+    kinds = {k: n for k, n in r.summary["messages_by_kind"].items() if k not in ("submit.ping", "submit.pong")}
+    assert kinds == {"job": 2, "sparrow.probe": 4, "sparrow.get_task": 4,
+                                             "sparrow.assign": 2, "sparrow.cancel": 2, "worker.finished": 2,
+                                             "submit.job_done": 2}
 
 
 def test_placement_respects_constraints():
@@ -90,3 +94,10 @@ def test_bad_parameters(key, value, message):
     with pytest.raises(ConfigError) as err:
         run(**{key: value})
     assert str(err.value) == message
+
+
+@pytest.mark.parametrize("key", ["probe_timeout_s", "result_grace_s", "request_retries"])
+def test_the_keys_of_the_old_timeouts_are_retired_with_a_reason(key):
+    with pytest.raises(ConfigError, match=rf"^parameter '{key}': {key} is retired: Sparrow no longer .* only when "
+                       r"a connection breaks \(docs/connections.md\)$"):
+        run(**{key: 1})

@@ -1,5 +1,5 @@
-"""Many timeouts behind one fabric timer: what lets Sparrow time out every request, result and probe
-round without an event per timeout.
+"""Many timeouts behind one fabric timer: overdue tracking for a protocol that needs many timeouts, without
+an event per timeout.
 
 An actor adds ``(due_us, key)`` pairs; one timer (carrying the owner's ``tick`` message) is armed for the
 earliest, never sooner than ``quantum_us`` after the previous one, so a burst of timeouts costs one event and

@@ -1,14 +1,11 @@
-"""Sparrow's protocol between schedulers and worker nodes: probes, late binding, cancels, and recovery.
+"""Sparrow's protocol between schedulers and worker nodes: probes, late binding and cancels (Sparrow 2013).
 
 A probe reserves a place in a node's FIFO queue for one task of a job's probe group (the job's tasks
 sharing one (constraints, demand)); when it reaches the head and the node has room, the node asks the
 scheduler for a task (``GetTask``, numbered by the node: ``request``), and the scheduler answers with one
-(``Assign``) or with ``Cancel``, echoing the number. A repeated request gets the same answer again, so a
-lost answer is repaired by the node asking again and a duplicated one binds nothing twice.
-
-Recovery: the scheduler acknowledges every result (``ResultAck``; the node resends ``TaskFinished`` until
-it is); a result overdue by the grace gets a ``TaskQuery`` the node answers with ``TaskStatus`` (or the
-result itself); a node refuses an answer to a request it gave up on when it has no room (``Reject``).
+(``Assign``) or with ``Cancel``, echoing the number. The node reports the task's end with the common
+``TaskFinished``. Nothing else is sent: messages travel on connections, and recovery starts from the
+fabric's notices (``recovery``); a request asked again after a break gets the same answer again.
 """
 
 from __future__ import annotations
@@ -54,49 +51,3 @@ class Cancel:
     job_id: int
     group: int
     request: int
-
-
-@message("sparrow.reject")
-class Reject:
-    """Node -> scheduler: an ``Assign`` for a request this node gave up on, and it has no room now."""
-
-    job_id: int
-    index: int
-    request: int
-
-
-@message("sparrow.result_ack")
-class ResultAck:
-    """Scheduler -> node: your ``TaskFinished`` for (job_id, index) arrived; stop resending it."""
-
-    job_id: int
-    index: int
-
-
-@message("sparrow.task_query")
-class TaskQuery:
-    """Scheduler -> node: the result of (job_id, index), bound by ``request``, is overdue: where is it?"""
-
-    job_id: int
-    index: int
-    request: int
-
-
-@message("sparrow.task_status")
-class TaskStatus:
-    """Node -> scheduler: the answer to ``TaskQuery``: the task ends at ``ends_us`` (it runs here, or its
-    request is still being asked for: then -1 and ``pending``), or the node knows nothing of it."""
-
-    job_id: int
-    index: int
-    request: int
-    ends_us: int
-    pending: bool
-
-
-@message("sparrow.tick")
-class Tick:
-    """A scheduler's or node's own timer: some of its timeouts are due (``common.deadlines``)."""
-
-
-TICK = Tick()  # the one instance both carry (it has no fields)

@@ -4,17 +4,17 @@ Every scheduler sees every machine (Sparrow has no groups); the cluster's groupi
 Actors, in this order: ``sparrow-<i>``, then ``w-<worker id>`` in cluster order. Sparrow places tasks by
 late binding, so the worker-choice ``policy`` does not apply to it.
 
-Faults: lost, duplicated or delayed messages, partitions and node crashes (with or without restart) are
-recovered by timeouts at the schedulers and nodes (``scheduler``, ``node``); a fault-free
-run pays one ``ResultAck`` per task and a few timer events per actor.
+Faults: messages travel on connections, so loss and short partitions only delay them; crashes (with or
+without restart) and cuts longer than the connection timeout are recovered from the fabric's notices
+(``recovery``). A fault-free run sends the paper's messages only, and sets no timer.
 """
 
 from __future__ import annotations
 
 import attrs
 
-from fedemu.fabric.faults import FAULT_KINDS
-from fedemu.model import finite_at_least, param, seconds_between, seconds_to_us, typed, whole_at_least
+from fedemu.fabric.faults import FAULT_KINDS, RETIRED
+from fedemu.model import finite_at_least, param, seconds_between, typed, whole_at_least
 from fedemu.policies.partition_view import PartitionView
 
 from ..plugin import FRONT_END_COUNTERS, Context, Histogram, Role, Scheduler, Size
@@ -27,40 +27,34 @@ _SECONDS = seconds_between(0.001, 3600)
 
 @attrs.frozen
 class SparrowParams:
-    """Sparrow's keys: its schedulers and probe ratio, then the timeouts of its recovery (the paper gives none:
-    the defaults are ours)."""
+    """Sparrow's keys: its schedulers and probe ratio, and the submitter's resubmission period (recovery has
+    no keys of its own: it starts from connection notices, ``recovery``)."""
 
     schedulers: int = param(3, "Sparrow schedulers (front ends jobs are submitted to)", whole_at_least(1))
     probe_ratio: float = param(2.0, "probes per task (d in the Sparrow paper)", finite_at_least(1))
-    probe_timeout_s: float = param(10.0, "seconds after a job's last probes after which its scheduler probes again "
-                                   "for its tasks still unbound (a lost probe or request, a failed node); doubles per "
-                                   "round", _SECONDS)
-    result_grace_s: float = param(1.0, "seconds past a task's duration before its scheduler asks the node for the "
-                                  "result, and then waits for an answer before placing the task again", _SECONDS)
-    request_timeout_s: float = param(1.0, "seconds before a node asks again for an unanswered request, and between "
-                                     "its resends of an unacknowledged result", _SECONDS)
     resubmit_s: float = param(10.0, "the submitter pings each scheduler holding open jobs this often, resubmitting "
                               "the jobs it does not hold; 3 missed pings take the scheduler for down", _SECONDS)
-    request_retries: int = param(3, "times a node asks again before it gives a request up and frees what it held "
-                                 "for it", {"ok": lambda v: isinstance(v, int) and not isinstance(v, bool) and
-                                            0 <= v <= 100, "expected": "a whole number from 0 to 100"})
+
+
+# Keys of Sparrow's recovery before it ran on connections: setting one is a one-line error saying why.
+RETIRED_KEYS = {
+    key: f"{key} is retired: Sparrow no longer {what}; it probes again, or asks again, only when a "
+         "connection breaks (docs/connections.md)"
+    for key, what in (("probe_timeout_s", "probes again for tasks that wait in a queue"),
+                      ("result_grace_s", "asks a node about an overdue result"),
+                      ("request_retries", "gives a request up after a number of asks"))}
+RETIRED.update(RETIRED_KEYS)  # read by tools.params when a key no scheduler declares is set
 
 
 COUNTERS = FRONT_END_COUNTERS + (
     ("probes", "probes the schedulers sent"),
     ("cancels", "node requests answered with a cancel (the probe's group was already placed)"),
-    ("probes_resent", "probes sent again: a job's probe timeout for its unbound tasks, or a relaunched task"),
-    ("tasks_relaunched", "bound tasks placed again: their node did not answer, knew nothing of them or refused"),
-    ("results_queried", "overdue results a scheduler asked a node about"),
-    ("answers_resent", "Assigns a scheduler sent again: the node, asked about the result, was still asking"),
-    ("results_resent", "results a node sent again (unacknowledged, or asked for)"),
-    ("requests_retried", "requests a node sent again (no answer within request_timeout_s)"),
+    ("probes_resent", "probes sent again after a break with a node that held a job's probes or a bound task"),
+    ("tasks_relaunched", "bound tasks placed again: a break with their node (crashed, refused, or cut off)"),
+    ("requests_retried", "requests a node asked again after a break with a scheduler that is up"),
     ("requests_repeated", "requests a scheduler got again and answered as the first time"),
-    ("reservations_dropped", "requests a node gave up after its retries, freeing what it held"),
-    ("late_answers_run", "answers to a request given up on that a node ran anyway (they fit)"),
-    ("late_answers_rejected", "answers to a request given up on that a node refused (no room)"),
     ("duplicate_answers_ignored", "answers a node got again for a request already answered"),
-    ("duplicate_launches_suppressed", "launches of a task a node runs or has a result for: nothing started"),
+    ("duplicate_launches_suppressed", "launches of a task a node runs already: nothing started"),
     ("repeated_jobs", "submissions of a job a scheduler already has (ignored) or closed (its JobDone again)"),
     ("jobs_resubmitted", "jobs the submitter handed out again (a scheduler forgot it, or stopped answering)"),
     ("repeated_job_reports", "JobDone reports of a job already recorded (a resend, or two schedulers)"),
@@ -75,29 +69,24 @@ def build(ctx: Context) -> list[str]:
     num_resources = len(ctx.cluster.resources)
     cfg: SparrowParams = ctx.config
     ratio = cfg.probe_ratio
-    probe_timeout = seconds_to_us(cfg.probe_timeout_s)
-    grace = seconds_to_us(cfg.result_grace_s)
-    request_timeout = seconds_to_us(cfg.request_timeout_s)
-    retries = cfg.request_retries
     node_names = [f"w-{w.worker_id}" for w in workers]
     names = [f"sparrow-{i}" for i in range(cfg.schedulers)]
 
     def make(index):
         view = PartitionView(workers, num_resources=num_resources)
         return SparrowScheduler(node_names, view, probe_ratio=ratio, recorder=ctx.recorder, feasible=ctx.feasible,
-                                index=index, probe_timeout_us=probe_timeout, result_grace_us=grace)
+                                index=index)
 
     for i, name in enumerate(names):
         ctx.add(name, lambda i=i: make(i))
     for w, name in zip(workers, node_names):
-        ctx.add(name, lambda w=w: SparrowNode(w, ctx.recorder, request_timeout_us=request_timeout,
-                                              request_retries=retries))
+        ctx.add(name, lambda w=w: SparrowNode(w, ctx.recorder))
     return names
 
 
 ROLES = (Role("sparrow", ("sparrow",), "a Sparrow scheduler (a front end); its node monitors are the workers"),)
 SEARCH = (("schedulers", range(1, 4)), ("probe_ratio", (1.0, 2.0, 3.0)))  # what a fault search draws
-PATHS = ("tasks_relaunched", "duplicate_launches_suppressed", "repeated_completions")
+PATHS = ("tasks_relaunched", "probes_resent", "requests_retried", "duplicate_launches_suppressed", "repeated_completions")
 PANELS = (Histogram("probe queues over nodes", "worker", "queued_probes", "probes queued", "nodes",
                     ((0, 0), (1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, None)), when="sparrow",
                     caption_role="sparrow", caption=(("", "schedulers"), ("open_jobs", "open jobs"),
