@@ -235,3 +235,14 @@ def test_sparrow_claims_what_these_tests_prove():
 @given(strategies.examples("default", schedulers=["sparrow"], liveness=True))
 def test_random_fault_plans_in_both_phases(example):
     fuzz.run_guarded(example)
+
+
+def test_with_every_node_suspected_the_probes_wait_for_the_first_backoff_to_end():
+    """One node, down for five minutes from the start: each probe it refuses is a notice, and the next one
+    waits until its backoff ends (a second, doubling, up to a minute), so the outage costs a few probes, not
+    one per network round trip; once it is back every job runs."""
+    r = run([(0, "crash", "w-0"), (300 * S, "restart", "w-0")], jobs=5,
+            **dict(SMALL, workers_per_partition=1, fanout=1, schedulers=1))
+    c = counters(r)
+    assert 0 < c["probes_resent"] < 5 * 20
+    assert r.summary["virtual_end_s"] < 300 + 60 + 10

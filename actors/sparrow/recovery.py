@@ -118,7 +118,8 @@ class ProbeRecovery:
             return
         self.nonce += 1
         nonce = self.waiting[job_id] = self.nonce
-        s.arm(self, max(1, min(self.suspects.until.values()) - s.now), job_id, nonce)
+        now = s.now
+        s.arm(self, min(u for u in self.suspects.until.values() if u > now) - now, job_id, nonce)
 
     def due(self, job_id: int, nonce: int) -> None:
         if self.waiting.get(job_id) != nonce:
