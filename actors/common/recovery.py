@@ -109,13 +109,17 @@ class Retries:
     of a connection with the peer since it was last heard from (``heard``), for as long as the owner waits
     (``answered`` ends one ask; ``forget`` every ask to a peer). ``resend(peer, key)`` sends an ask again.
     Keys are plain data (they travel in a journaled timer) and are resent in the order they were asked.
+    An owner that keeps its asks anyway may give ``pending(peer)``, the keys it still waits on from
+    ``peer`` in order, instead of calling ``asked``/``answered``: then a fault-free run pays nothing here.
     Register it with the actor's ``recover``."""
 
-    def __init__(self, actor, name: str, base_us: int, resend: Callable[[int, object], None]) -> None:
+    def __init__(self, actor, name: str, base_us: int, resend: Callable[[int, object], None],
+                 pending: Callable[[int], list] | None = None) -> None:
         self.actor = actor
         self.name = name
         self.base_us = base_us
         self.resend = resend
+        self.pending = pending
         self.waiting: dict[int, dict] = {}  # peer -> {key: None}, in the order asked
         self.breaks: dict[int, int] = {}  # peer -> breaks since it was last heard from
         self.armed: dict[int, int] = {}  # peer -> nonce of its pending resend
@@ -143,11 +147,11 @@ class Retries:
         self.breaks.pop(peer, None)
 
     def waits_on(self, peer: int) -> bool:
-        return peer in self.waiting
+        return bool(self.pending(peer)) if self.pending is not None else peer in self.waiting
 
     def broken(self, brk: Break) -> None:
         peer = brk.peer
-        if peer not in self.waiting or peer in self.armed:
+        if peer in self.armed or not self.waits_on(peer):
             return
         tries = self.breaks[peer] = self.breaks.get(peer, 0) + 1
         self.nonce += 1
@@ -158,7 +162,7 @@ class Retries:
         if self.armed.get(peer) != nonce:
             return  # forgotten, or superseded
         del self.armed[peer]
-        for key in list(self.waiting.get(peer, ())):
+        for key in self.pending(peer) if self.pending is not None else list(self.waiting.get(peer, ())):
             self.resend(peer, key)
 
 

@@ -50,7 +50,7 @@ class SparrowNode(Recovering, Worker):
         self.held = [0] * len(spec.capacity)
         self.outstanding: dict[int, tuple] = {}  # request -> (scheduler, job_id, group, demand)
         self.sequence = 0
-        self.asks = self.recover(Retries(self, "requests", RESEND_US, self._ask_again))
+        self.asks = self.recover(Retries(self, "requests", RESEND_US, self._ask_again, self._waiting_on))
 
     # ---- probes and late binding ----------------------------------------------------------
     def on_Probe(self, msg: Probe, src: int) -> None:
@@ -75,10 +75,8 @@ class SparrowNode(Recovering, Worker):
             return False
         for r, d in enumerate(entry[3]):
             self.held[r] -= d
-        asks = self.asks
-        asks.answered(scheduler, request)
-        if asks.breaks:
-            asks.heard(scheduler)
+        if self.asks.breaks:
+            self.asks.heard(scheduler)
         return True
 
     def _pump(self) -> None:
@@ -97,9 +95,7 @@ class SparrowNode(Recovering, Worker):
             self.sequence += 1
             request = (self.incarnation << REQUEST_BITS) | self.sequence
             self.outstanding[request] = head
-            scheduler = head[0]
-            self.asks.asked(scheduler, request)
-            self.send(scheduler, GetTask(head[1], head[2], request))
+            self.send(head[0], GetTask(head[1], head[2], request))
 
     def on_TaskTimer(self, msg, src: int) -> None:
         super().on_TaskTimer(msg, src)
@@ -112,11 +108,15 @@ class SparrowNode(Recovering, Worker):
         if not brk.peer_lost_state:
             return
         scheduler = brk.peer
-        for request in self.asks.forget(scheduler):
+        for request in self._waiting_on(scheduler):
             self._answered(request, scheduler)
         if any(p[0] == scheduler for p in self.probes):
             self.probes = deque(p for p in self.probes if p[0] != scheduler)
         self._pump()
+
+    def _waiting_on(self, scheduler: int) -> list[int]:
+        """The requests this node waits on ``scheduler`` to answer, in the order asked."""
+        return [r for r, head in self.outstanding.items() if head[0] == scheduler]
 
     def _ask_again(self, scheduler: int, request: int) -> None:
         entry = self.outstanding[request]

@@ -16,8 +16,9 @@ that work there is lost, and the only time a scheduler probes again:
   suspicion ends.
 A node keeps what it holds for a request until the answer comes: after a break with a scheduler that is
 still up (a cut) it asks again, with the same number, at each break with a backoff (``common.recovery.
-Retries``), and the scheduler answers a repeated request as the first time; a scheduler that crashed
-(or refuses) has forgotten its jobs, so the node drops its probes and requests at once.
+Retries``), and the scheduler answers a repeated request with the task still bound to it, else a cancel
+(its task went back to the queue at the break); a scheduler that crashed (or refuses) has forgotten its
+jobs, so the node drops its probes and requests at once.
 """
 
 from __future__ import annotations
@@ -76,8 +77,7 @@ class ProbeRecovery:
     def _requeue(self, state, index: int, why: str) -> None:
         """Task ``index``, bound to a node a break cut off, goes back to its group's queue."""
         s = self.s
-        node, request = state.bound.pop(index)
-        state.answers[(node, request)] = -1  # the node asking again gets a cancel
+        node, _ = state.bound.pop(index)  # the node asking again gets a cancel
         job = state.job
         state.groups[state.group_of[(job.constraints[index], job.demand)]].append(index)
         state.requeued[index] = s.now

@@ -20,8 +20,9 @@ Messages travel on connections (docs/connections.md), so a fault-free run sends 
 messages and sets no timer. Recovery is in ``recovery.ProbeRecovery``: only a ``ConnectionBroken`` notice
 for a node that held this job's probes or a bound task moves work (the node crashed, refused, or a cut
 outlasted the connection timeout). For that the scheduler keeps, per open job, where its probes wait
-(``probed``), what each request was answered (``answers``: a node that asks again after a break gets the
-same answer, so no held slot binds two tasks) and which task each node runs (``bound``).
+(``probed``) and which task each node runs (``bound``), and per node the last request it sent (``seen``):
+a node asks again only after a break, and gets the task still bound to that request, else a cancel, so
+no held slot binds two tasks.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def probe_targets(pool_size: int, count: int, stream) -> list[int]:
 
 
 class _OpenJob:
-    __slots__ = ("job", "groups", "arrival_us", "group_of", "bound", "answers", "requeued", "probed")
+    __slots__ = ("job", "groups", "arrival_us", "group_of", "bound", "requeued", "probed")
 
     def __init__(self, job, groups, group_of, arrival_us):
         self.job = job
@@ -73,7 +74,6 @@ class _OpenJob:
         self.group_of = group_of  # (constraints, demand) -> its probe group
         self.arrival_us = arrival_us
         self.bound: dict[int, tuple[int, int]] = {}  # task index -> (node, request): bound, no result yet
-        self.answers: dict[tuple[int, int], int] = {}  # (node, request) -> the task it bound, -1: cancel
         self.requeued: dict[int, int] = {}  # task index -> when it went back to its queue (placed again)
         self.probed: dict[int, int] = {}  # group << GROUP_SHIFT | node -> its probes there not yet asked on
 
@@ -106,10 +106,12 @@ class SparrowScheduler(Recovering, JobFrontEnd, Actor):
         self.jobs: dict[int, _OpenJob] = {}
         self.source: dict[int, int] = {}  # open job -> who submitted it (told when it is done)
         self.closed: dict[int, JobDone] = {}  # jobs this incarnation closed or rejected: the report sent
+        self.seen: dict[int, int] = {}  # node -> the last request it sent here (a lower one is asked again)
         self.pools: dict[tuple, object] = {}
         self.probes = self.requests = self.assigns = self.cancels = 0
         self.pick = None
         self.recovery = self.recover(ProbeRecovery(self))
+        self.suspected = self.recovery.suspects.until  # nodes suspected down (empty: none, the fault-free case)
 
     def on_start(self) -> None:
         self.node_ids = [self.fabric.addr(name) for name in self.node_names]
@@ -155,14 +157,14 @@ class SparrowScheduler(Recovering, JobFrontEnd, Actor):
         for g, key in enumerate(group_of):
             sent += self.probe(state, g, key, len(groups[g]))
         self.recorder.count("probes", sent)
-        if self.recovery.suspects:  # some nodes are suspected down: probes short of a node wait for one
+        if self.suspected:  # some nodes are suspected down: probes short of a node wait for one
             self.recovery.reprobe(state)
 
     def probe(self, state: _OpenJob, g: int, key: tuple, tasks: int) -> int:
         """Send probes for ``tasks`` tasks of probe group ``g`` (``key``: its (constraints, demand)) to
         nodes of its pool (while some are suspected down, to the others); returns how many."""
         pool = self._pool(key)
-        if self.recovery.suspects:
+        if self.suspected:
             pool = self.recovery.usable(pool)
             if not pool:
                 return 0
@@ -182,46 +184,49 @@ class SparrowScheduler(Recovering, JobFrontEnd, Actor):
 
     def on_GetTask(self, msg: GetTask, src: int) -> None:
         self.requests += 1
-        if self.recovery.suspects:
+        if self.suspected:
             self.recovery.heard(src)
+        request = msg.request
+        if request <= self.seen.get(src, -1):  # asked again after a break: the same answer again
+            self._answer_again(msg, src)
+            return
+        self.seen[src] = request
         state = self.jobs.get(msg.job_id)
         if state is None:
             self._cancel(msg, src)
             return
-        asked = (src, msg.request)
-        index = state.answers.get(asked)
-        if index is not None:  # asked again after a break: the same answer again
-            self.recorder.count("requests_repeated")
-            if index < 0:
-                self._cancel(msg, src)
-            else:
-                self._assign(state, index, src, msg.request)
-            return
+        group = msg.group
         probed = state.probed
-        k = msg.group << GROUP_SHIFT | src
+        k = group << GROUP_SHIFT | src
         left = probed.get(k)
         if left is not None:
             if left > 1:
                 probed[k] = left - 1
             else:
                 del probed[k]
-        queue = state.groups[msg.group]
+        queue = state.groups[group]
         if not queue:
-            state.answers[asked] = -1
             self._cancel(msg, src)
             return
         index = queue.popleft()
         job = state.job
-        state.answers[asked] = index
-        state.bound[index] = asked
+        state.bound[index] = (src, request)
         self.recorder.task_dispatched(job.job_id, index, state.requeued.pop(index, state.arrival_us), self.now)
         self.assigns += 1
-        self._assign(state, index, src, msg.request)
+        self.send(src, Assign(job.job_id, group, index, job.durations_us[index], job.demand, request))
 
-    def _assign(self, state: _OpenJob, index: int, node: int, request: int) -> None:
+    def _answer_again(self, msg: GetTask, src: int) -> None:
+        """A request asked again: the task it bound if that is still bound to it, else a cancel (it was
+        cancelled, or its task went back to its queue when the connection broke)."""
+        self.recorder.count("requests_repeated")
+        state = self.jobs.get(msg.job_id)
+        asked = (src, msg.request)
+        index = next((i for i, b in state.bound.items() if b == asked), None) if state is not None else None
+        if index is None:
+            self._cancel(msg, src)
+            return
         job = state.job
-        group = state.group_of[(job.constraints[index], job.demand)]
-        self.send(node, Assign(job.job_id, group, index, job.durations_us[index], job.demand, request))
+        self.send(src, Assign(job.job_id, msg.group, index, job.durations_us[index], job.demand, msg.request))
 
     def _cancel(self, msg: GetTask, src: int) -> None:
         self.cancels += 1
@@ -231,7 +236,7 @@ class SparrowScheduler(Recovering, JobFrontEnd, Actor):
         self.send(src, Cancel(msg.job_id, msg.group, msg.request))
 
     def on_TaskFinished(self, msg: TaskFinished, src: int) -> None:
-        if self.recovery.suspects:
+        if self.suspected:
             self.recovery.heard(src)
         state = self.jobs.get(msg.job_id)
         if state is not None:
