@@ -179,3 +179,40 @@ def test_a_component_name_is_registered_once():
     asker = Asker(1, [])
     with pytest.raises(ValueError, match="registered already"):
         asker.recover(Retries(asker, "asks", 1, lambda p, k: None))
+
+
+class PendingAsker(Asker):
+    """The same asker, but its Retries reads what it waits on from its own record (``pending``)."""
+
+    def __init__(self, n: int, log: list) -> None:
+        Actor.__init__(self)
+        self.n, self.notes, self.peer, self.sends = n, log, -1, 0
+        self.open: dict[int, None] = {}
+        self.asks = self.recover(Retries(self, "asks", 100_000, self.resend, lambda peer: list(self.open)))
+
+    def on_Go(self, msg, src) -> None:
+        for k in range(self.n):
+            self.open[k] = None
+            self.send(self.peer, Ask(k))
+            self.sends += 1
+
+    def on_Answer(self, msg, src) -> None:
+        self.open.pop(msg.key, None)
+        self.notes.append(("answer", self.now, msg.key))
+        if not self.open:
+            self.stop_run()
+
+
+def test_retries_can_read_what_is_pending_from_the_owner():
+    log = []
+
+    def build(fabric):
+        fabric.add("asker", lambda: PendingAsker(3, log))
+        fabric.add("answerer", Answerer)
+        fabric.network.timeout_us = 10 * S
+        fabric.add_faults(make_plan([(0, "partition", (["asker"], ["answerer"])), (25 * S, "heal", ())]))
+
+    fabric, _ = run_fabric(5, build)
+    asker = fabric.actor(fabric.addr("asker"))
+    assert answered(log) == [0, 1, 2] and any(e[0] == "resend" for e in log)
+    assert not asker.asks.waiting  # nothing recorded in the component itself
