@@ -58,11 +58,22 @@ class SparrowNode(Recovering, Worker):
         self._pump()
 
     def on_Assign(self, msg: Assign, src: int) -> None:
-        if self._answered(msg.request, src):
-            self.on_RunTask(RunTask(msg.job_id, msg.index, msg.duration_us, msg.demand, -1, (src,)), src)
-        else:  # a second answer to a request asked again after a break: the first one was taken
+        if not self._answered(msg.request, src):  # a second answer to a request asked again after a break
             self.recorder.count("duplicate_answers_ignored")
+        elif (msg.job_id, msg.index) in self.running:
+            self._tell_too(msg, src)
+        else:
+            self.on_RunTask(RunTask(msg.job_id, msg.index, msg.duration_us, msg.demand, -1, (src,)), src)
         self._pump()
+
+    def _tell_too(self, msg: Assign, src: int) -> None:
+        """The task runs here already (placed again after a break, or its job handed to another scheduler
+        when its first one crashed): it is not started twice, and its end goes to this scheduler too."""
+        key = (msg.job_id, msg.index)
+        task = self.running[key]
+        self.recorder.count("duplicate_launches_suppressed")
+        if src not in task.notify:
+            self.running[key] = attrs.evolve(task, notify=task.notify + (src,))
 
     def on_Cancel(self, msg: Cancel, src: int) -> None:
         self._answered(msg.request, src)
