@@ -554,13 +554,16 @@ def test_a_shrunk_plan_the_search_found_stays_fixed(case, request):
     """tests/regressions/NAME/: plan.toml (the --faults file) and case.toml (seed, [set] overrides). It is
     run once its scheduler claims to survive every kind the plan uses (before that it would be a known
     failure), and must end with every invariant ok and settle (no run that goes on forever). A case whose
-    fix has not landed says so in ``open = "why"``: it must still fail (strict), so the fix shows here."""
+    fix has not landed says so in ``open = "why"``: it must still fail (strict), so the fix shows here. A
+    liveness find gives ``heal_s``, the heal of its plan: its jobs must be done within the liveness bound."""
     spec = tomllib.loads((case / "case.toml").read_text())
     if "open" in spec:
         request.applymarker(pytest.mark.xfail(reason=spec["open"], strict=True))
     plan = fp.load(case / "plan.toml")
     overrides = spec["set"]
     example = strategies.Example("default", spec["seed"], overrides, plan, overrides["scheduler"])
+    if "heal_s" in spec:  # a liveness find: every job must be done within the bound after the heal
+        example = attrs.evolve(example, heal_us=round(spec["heal_s"] * 1e6))
     kinds = {e.kind for e in plan.faults(example.names, 0)}
     missing = kinds - set(strategies.allowed_kinds(overrides["scheduler"]))
     if missing:
