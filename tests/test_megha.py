@@ -173,3 +173,17 @@ def test_every_valid_launch_is_answered_with_the_gms_unseen_changes_unless_only_
         valid = kinds["megha.launch"] - c.get("invalid_internal", 0) - c.get("invalid_external", 0)
         assert kinds.get("megha.launch_ok", 0) == (valid if expect_ok else 0)
         assert set(s["invariants"].values()) == {"ok"}
+
+
+@pytest.mark.parametrize("refresh", ["delta", "full"])
+def test_without_faults_no_recovery_runs_and_only_the_papers_messages_are_sent(refresh):
+    """Recovery starts from a broken connection or a new LM epoch, never from a snapshot the view refresh
+    asked for (view_refresh=full asked every launch again at each completion, one GM's 60 jobs sent
+    thousands of launches more): a fault-free run retries, resyncs and abandons nothing."""
+    s = run(jobs=60, gms=2, lms=3, workers_per_partition=10, load=0.9, constraints=False, view_refresh=refresh).summary
+    assert not {"launches_retried", "launches_abandoned", "view_resyncs", "duplicate_launches_suppressed"} & set(
+        s["counters"])
+    kinds = set(s["messages_by_kind"])
+    assert kinds <= {"job", "megha.launch", "megha.launch_ok", "megha.launch_failed", "megha.task_completed",
+                     "megha.heartbeat", "worker.run", "worker.finished", "submit.job_done", "submit.ping",
+                     "submit.pong"} | ({"megha.snapshot_request", "megha.snapshot"} if refresh == "full" else set())

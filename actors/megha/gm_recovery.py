@@ -53,6 +53,7 @@ class GmRecovery:
         self.resync_asks = [0] * lms
         self.asked_at = [-1] * lms  # per LM asked for its state: the launches numbered by then
         self.broken: set[int] = set()  # LMs whose connection broke, until their state comes back
+        self.reask: set[int] = set()  # LMs whose launches in flight are asked again when their state comes
         self.adopting: dict[int, list] = {}  # job -> [job, LMs yet to answer, running, done, asks]
         self.started_us = -1  # a restarted GM: when it started to rebuild
 
@@ -102,6 +103,7 @@ class GmRecovery:
         if lm is None or (gm.replicas and peer != gm.lm_ids[lm]):
             return
         self.broken.add(lm)
+        self.reask.add(lm)
         self.resync(lm, now=msg.cause == "timeout")
 
     def resync(self, lm: int, now: bool = True) -> None:
@@ -149,9 +151,10 @@ class GmRecovery:
         if not self.follow(lm, msg.incarnation, src):
             return
         self.rebuilding.discard(lm)
-        asked = lm in self.resyncing or lm in self.broken or msg.incarnation > self.lm_inc[lm]  # (a rebuilt LM)
+        asked = lm in self.reask or msg.incarnation > self.lm_inc[lm]  # (a rebuilt LM)
         self.resyncing.discard(lm)
         self.broken.discard(lm)
+        self.reask.discard(lm)
         self.lm_inc[lm] = msg.incarnation
         gm.lm_upto[lm] = msg.upto
         gm.apply(lm, msg.workers, msg.frees, msg.holders)
@@ -227,7 +230,8 @@ class GmRecovery:
             if not self.follow(lm, epoch, src):
                 return False  # from an LM incarnation that has since restarted, or an old active
             self.lm_inc[lm] = epoch
-            self.resync(lm)  # a rebuilt LM (or the other replica): what it knows of this GM's launches
+            self.reask.add(lm)  # a rebuilt LM (or the other replica): what it knows of this GM's launches
+            self.resync(lm)
         elif lm in self.rebuilding and self.snapshot_asks > REQUEST_TRIES:
             self.resync(lm)
         return True
@@ -252,6 +256,7 @@ class GmRecovery:
         epoch of: ask both for a snapshot, whose epoch says which to follow."""
         if not self.gm.replicas or src == self.gm.lm_ids[lm]:
             return True
+        self.reask.add(lm)
         self.resync(lm)
         return False
 
