@@ -60,29 +60,34 @@ class Rebuild:
 
 class MasterRecovery:
     """The recovery half of the master role (``role.MasterCore`` holds the state it reads: ``running``,
-    ``where``, ``down``, ``probed``, ``moved``, ``rebuild``, ``sync``, and the bookkeeping it calls)."""
+    ``where``, ``down``, ``probed``, ``also``, ``rebuild``, ``sync``, and the bookkeeping it calls)."""
 
     def _repoint(self, key, src: int, handed_again: bool = False) -> None:
         """A task already held is sent again: by a distributor the job was handed to again
-        (``handed_again``: a batch), or listed by one. Its result goes to ``src``; a running task's result
-        is sent there by the master when it ends if the worker may tell another distributor, or one that
-        has forgotten the job since (a batch sent again means it did: a restart, or a new front end)."""
+        (``handed_again``: a batch), or listed by one. More than one distributor may then hold the job
+        open (the submitter handed it again while the first was cut off, or one restarted and forgot it),
+        so each gets the result: the worker tells the one its launch names, the master the others
+        (``also``). A queued task's launch will name ``src``; a running one's result goes to ``src`` from
+        the master, unless the worker tells it and it has not forgotten the job since (a batch sent
+        again means it may have)."""
         entry = self.dispatch.queued.get(key)
+        also = self.also
         if entry is None:
             local = self.where[key]
-            entry = self.running[local][key]
-            if handed_again or entry[0].distributor != src:  # (also a task an earlier master placed:
-                self.moved[key] = src  # its worker tells a distributor this master does not know)
-            self.sync.running[(local, *key)] = None
-        else:
+            task = self.running[local][key][0]
+            if handed_again or task.distributor != src:  # (also a task an earlier master placed: its
+                also.setdefault(key, set()).add(src)    # worker tells a distributor this master does not know)
+            return
+        task = entry[0]
+        if task.distributor != src:
+            also.setdefault(key, set()).add(task.distributor)
+            task.distributor = src
+            also[key].discard(src)
             self.sync.queued[key] = None
-        entry[0].distributor = src
 
-    def _tell_moved(self, key, task: Pending) -> None:
-        """Task ``key`` ended: if its job moved to another distributor while it ran, the worker told the old
-        one, so the master tells the new one."""
-        dist = self.moved.pop(key, None)
-        if dist is not None:
+    def _tell_others(self, key, task: Pending) -> None:
+        """Task ``key`` ended: tell the distributors the master owes its result (``also``, ``_repoint``)."""
+        for dist in sorted(self.also.pop(key, ())):
             self.h.send(dist, TaskFinished(key[0], key[1], task.demand, self.cfg.group))
             self.recorder.count("results_forwarded")
 
@@ -204,7 +209,7 @@ class MasterRecovery:
                     self.running[local][key] = (task, cls, epoch, seq)
                     self.sync.running[(local, *key)] = None
                     if held.distributor != src:  # its worker tells whoever an earlier master named
-                        self.moved[key] = src
+                        self.also.setdefault(key, set()).add(src)
                     continue
             if key in dispatch.queued or local is not None:
                 self._repoint(key, src)  # its result goes to this distributor, which holds the job now

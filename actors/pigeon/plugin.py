@@ -135,7 +135,8 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("tasks_relaunched", "tasks a master queued again: lost with a crashed or cut-off worker"),
     ("tasks_requeued_from_list", "tasks a master queued again from a distributor's list of what it still waits "
                                  "for (lost with a broken connection: some may run twice)"),
-    ("results_forwarded", "results a master sent on to the distributor a running task's job had moved to"),
+    ("results_forwarded", "results a master sent to a distributor besides the one the task's launch named (the job "
+                          "was handed to more than one)"),
     ("jobs_redistributed", "jobs a distributor was handed again by the submitter and split afresh"),
     ("jobs_resubmitted", "jobs the submitter handed out again (a distributor forgot it, or stopped answering)"),
     ("front_ends_taken_down", "times the submitter took a distributor for down (3 pings unanswered)"),

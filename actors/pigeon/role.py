@@ -56,7 +56,7 @@ class MasterCore(MasterRecovery):
         self.mark = [(-1, 0)] * n  # the latest launch each worker should have received
         self.down: set[int] = set()  # workers taken for down (a broken connection) until they speak again
         self.probed: set[int] = set()  # workers asked for their status, not answered yet
-        self.moved: dict = {}  # running task -> the distributor its job moved to (its result goes there too)
+        self.also: dict = {}  # task -> distributors the master tells its result (besides its launch's)
         self.tick_armed = False
         self.rebuild: Rebuild | None = None  # a new master's rebuild, while it waits for answers
         self.sync = SyncSender()  # what changed since the last sync to the second master
@@ -88,7 +88,7 @@ class MasterCore(MasterRecovery):
         key = (msg.job_id, msg.index)
         entry = self.running[local].get(key)
         if entry is not None:
-            self._tell_moved(key, entry[0])
+            self._tell_others(key, entry[0])
             self._drop_running(local, key, relaunch=False)
             self.dispatch.release(local, msg.demand)
         if local in self.down:
@@ -150,7 +150,6 @@ class MasterCore(MasterRecovery):
         if self.where.get(key) == local:
             del self.where[key]
         if relaunch and cls >= 0:  # cls -1: a task an earlier master placed, which we cannot relaunch
-            self.moved.pop(key, None)  # its new launch names the distributor it moved to
             self.recorder.count("tasks_relaunched")
             if self.h.fabric.event_log is not None:
                 emit(self.h, RELAUNCH, job=key[0], task=key[1], worker=self.cfg.member_names[local + 1])
