@@ -22,7 +22,7 @@ from fedemu.policies.fair_queue import HIGH, LOW
 
 from ..common.front_end import Pending
 from ..common.protocol import TaskFinished
-from .messages import Probe, RecoverTimer
+from .messages import Probe, RecoverTimer, Returned, StrandedTimer
 
 
 RECOVER_ROUNDS = 3  # master timeouts a new master waits for the members' answers before it dispatches
@@ -169,6 +169,37 @@ class MasterRecovery:
         self._refresh(local)
         if self.worker_ids[local] == self.h.claim.second:
             self.h.new_second()
+        self._watch_stranded()
+
+    # ---- a group with no live worker --------------------------------------------------------
+    def _stranded(self) -> bool:
+        """Every worker of the group is down and tasks wait."""
+        return len(self.down) == len(self.worker_ids) and bool(self.dispatch.queued)
+
+    def _watch_stranded(self) -> None:
+        """While the group is stranded, look again after ``RECOVER_ROUNDS`` master timeouts (a worker may
+        come back meanwhile); a timer only while it is."""
+        if not self.stranded_armed and self._stranded():
+            self.stranded_armed = True
+            self.h.set_timer(self.cfg.timeout_us * RECOVER_ROUNDS, StrandedTimer(self.epoch))
+
+    def stranded_timer(self) -> None:
+        """Still no live worker: hand the waiting tasks back to their distributors (``Returned``), which
+        send them to other groups; a worker that comes back finds the group empty."""
+        self.stranded_armed = False
+        if not self._stranded():
+            return
+        back: dict = {}
+        queued = self.dispatch.queued
+        for key, (task, cls) in list(queued.items()):
+            del queued[key]  # (the fair queue drops it when its turn comes)
+            self.sync.queued[key] = None
+            back.setdefault(task.distributor, []).append(
+                (task.job_id, cls == HIGH, task.demand, task.index, task.duration_us, task.constraints))
+        for dist in sorted(back):
+            if dist >= 0:
+                self.h.send(dist, Returned(self.cfg.group, tuple(back[dist])))
+                self.recorder.count("tasks_returned", len(back[dist]))
 
     # ---- the fabric's notices -------------------------------------------------------------
     def broken(self, peer: int, cause: str) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..common.recovery import backoff
 from .group import claim_key
-from .messages import Claim, DistWatch, MasterPing, Outstanding, Suspect
+from .messages import Claim, DistWatch, MasterPing, Outstanding, Suspect, TaskBatch
 
 
 class GroupWatch:
@@ -31,6 +31,7 @@ class GroupWatch:
         self.alerts = [0] * n  # alerts of each suspected group so far
         self.watch_armed = False
         self.watch_rounds = 0  # rounds of the watch since no group was suspected
+        self.elsewhere = None  # the stream that picks another group for tasks handed back
 
     def on_ConnectionBroken(self, msg, src: int) -> None:
         """A connection with a group member broke: what it carried may be lost (see the module's notes)."""
@@ -121,3 +122,33 @@ class GroupWatch:
             self._arm()
         else:
             self.watch_rounds = 0
+
+    # ---- a group with no live worker ---------------------------------------------------------
+    def on_Returned(self, msg, src: int) -> None:
+        """Group ``msg.group``'s master has no live worker and hands back its tasks: send those this
+        distributor still waits for to other groups (PigeonC: weighted by their counts, without that
+        group), or back to it when no other group can run one (it may get a worker back)."""
+        g = msg.group
+        if self.elsewhere is None:
+            self.elsewhere = self.rng.child("elsewhere")
+        n = len(self.master_ids)
+        moved: dict = {}
+        for job_id, short, demand, index, duration, constraints in msg.tasks:
+            entry = self.open_jobs.get(job_id)
+            split = self.split.get(job_id)
+            if entry is None or split is None or entry[1][index] or split[1][index] != g:
+                continue  # done, or already elsewhere
+            if self.counts is None:
+                weights = [0 if h == g else 1 for h in range(n)]
+            else:
+                weights = list(self.counts.weights(constraints, demand))
+                weights[g] = 0
+            h = self.elsewhere.weighted_index(weights) if any(weights) else g
+            split[1][index] = h
+            self.waiting[g] -= 1
+            self.waiting[h] += 1
+            moved.setdefault((job_id, h), (short, demand, []))[2].append((index, duration, constraints))
+        for (job_id, h), (short, demand, items) in sorted(moved.items()):
+            self.send(self.master_ids[h], TaskBatch(job_id, short, demand, tuple(i for i, _, _ in items),
+                                                    tuple(d for _, d, _ in items), tuple(c for _, _, c in items)))
+            self.recorder.count("tasks_sent_elsewhere", len(items))

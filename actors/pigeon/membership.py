@@ -281,6 +281,10 @@ class GroupMember:
         if self.role is not None and msg.epoch == self.role.epoch:
             self.role.tick()
 
+    def on_StrandedTimer(self, msg, src: int) -> None:
+        if self.role is not None and msg.epoch == self.role.epoch:
+            self.role.stranded_timer()
+
     def on_RecoverTimer(self, msg, src: int) -> None:
         if self.role is not None and msg.epoch == self.role.epoch:
             self.role.recover_timer()

@@ -175,6 +175,22 @@ class RecoverTimer:
     epoch: int
 
 
+@message("pigeon.stranded_timer")
+class StrandedTimer:
+    """A master's own timer, while every worker of its group is down and tasks wait: hand them back."""
+
+    epoch: int
+
+
+@message("pigeon.returned")
+class Returned:
+    """Master -> distributor: tasks of ``group`` that no worker of it can run now (every one is down), as
+    ``Outstanding`` lists them; the distributor sends them to another group."""
+
+    group: int
+    tasks: tuple
+
+
 @message("pigeon.watch")
 class DistWatch:
     """Distributor's own timer, while a group's master is suspected: alert its members again."""

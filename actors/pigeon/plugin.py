@@ -135,6 +135,9 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("tasks_relaunched", "tasks a master queued again: lost with a crashed or cut-off worker"),
     ("tasks_requeued_from_list", "tasks a master queued again from a distributor's list of what it still waits "
                                  "for (lost with a broken connection: some may run twice)"),
+    ("tasks_returned", "tasks a master handed back to their distributors: every worker of its group was down for "
+                       "three master timeouts"),
+    ("tasks_sent_elsewhere", "tasks a distributor sent to another group after their group's master handed them back"),
     ("results_forwarded", "results a master sent to a distributor besides the one the task's launch named (the job "
                           "was handed to more than one)"),
     ("jobs_redistributed", "jobs a distributor was handed again by the submitter and split afresh"),
@@ -252,7 +255,7 @@ ROLES = (Role("master", ("master",), "a group's first master (the second master 
 SEARCH = (("masters", (0, 1)), ("distributors", range(1, 4)), ("fqw", (0, 1, float("inf"))))
 RESERVED_SEARCH = (("reserved_fraction", (0.02, 0.0, 0.4)),)
 PATHS = ("failovers", "master_elections", "syncs_skipped", "tasks_relaunched", "tasks_requeued_from_list",
-         "duplicate_launches_suppressed", "repeated_completions")
+         "tasks_returned", "duplicate_launches_suppressed", "repeated_completions")
 PANELS = (Table("masters", "master", "master", (
     Column("high q", ("queued_high",)), Column("low q", ("queued_low",)),
     Column("served hi/lo", ("served_high", "served_low"), "pair"), Column("idle", ("idle_workers",)),

@@ -59,6 +59,7 @@ class MasterCore(MasterRecovery):
         self.also: dict = {}  # task -> distributors the master tells its result (besides its launch's)
         self.tick_armed = False
         self.rebuild: Rebuild | None = None  # a new master's rebuild, while it waits for answers
+        self.stranded_armed = False  # the timer of a group with no live worker is pending
         self.sync = SyncSender()  # what changed since the last sync to the second master
 
     # ---- the group's work (Pigeon 2019, 2.2) ---------------------------------------------
