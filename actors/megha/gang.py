@@ -23,8 +23,9 @@ gang's tasks can span LMs, so the GM cannot decide alone:
   LM restarted or a standby took over and lost it) is checked again against the LM's true state: the
   tasks that fit launch, the others are refused (``LaunchFailed``) and the GM places them again as
   ordinary tasks: the gang was committed whole, so they are its remainder, not a gang that starts alone.
-  Committed tasks are retried like any launch (by resending the commit: the LM answers a running or
-  done task as a duplicate). A restarted (stateless) GM that adopts a resubmitted gang asks the LMs what
+  Committed tasks are asked again like any launch after a break (by resending the commit: the LM answers
+  a running or done task as a duplicate). A reserve that finds part of the gang running or done (an old
+  active committed an attempt the GM had given up) holds and launches the rest. A restarted (stateless) GM that adopts a resubmitted gang asks the LMs what
   of it runs: if nothing does, the LMs let go of its holds and it waits as a gang again; else the tasks
   not running are placed as the remainder.
 - **With users** (``users`` > 0, ``fairness=off``): waiting gangs take turns by user, as tasks do
@@ -466,8 +467,8 @@ class LmGang:
             return
         key = (msg.job_id, msg.attempt)
         gm = lm.gm_ids[msg.gm]
-        if key in self.holds or any((msg.job_id, i) in lm.tasks or (msg.job_id, i) in lm.done
-                                    for i, _, _ in msg.tasks):
+        tasks = tuple(t for t in msg.tasks if (msg.job_id, t[0]) not in lm.tasks and (msg.job_id, t[0]) not in lm.done)
+        if key in self.holds or not tasks:
             # a retry (the vote was lost or is late): yes again, with the part's workers as they are now, so
             # the GM's view does not count the reservation twice (values it learnt since may include it)
             workers = tuple(sorted({w for _, w, _ in msg.tasks}))
@@ -475,9 +476,11 @@ class LmGang:
             lm.send(gm, GangVote(msg.job_id, msg.attempt, lm.lm, True, workers,
                                  tuple(tuple(lm.free[w]) for w in workers)))
             return
-        bad = -1 if key not in self.ended else msg.tasks[0][1]
+        # some of the part run or ran already (another attempt's commit, by a replica the GM did not follow,
+        # started the gang): the rest is its remainder, held and launched as the part
+        bad = -1 if key not in self.ended else tasks[0][1]
         need: dict[int, list] = {}
-        for _, w, _ in msg.tasks:
+        for _, w, _ in tasks:
             need.setdefault(w, [0] * len(msg.demand))
             for r, d in enumerate(msg.demand):
                 need[w][r] += d
@@ -494,13 +497,16 @@ class LmGang:
             for r, d in enumerate(need[w]):
                 lm.free[w][r] -= d
             lm.changed(w, msg.gm)
-        self.holds[key] = [msg.gm, msg.demand, msg.tasks]
+        self.holds[key] = [msg.gm, msg.demand, tasks]
         if msg.commit:  # the whole gang is here: a local decision
             lm.recorder.gang_committed(msg.job_id, lm.now)
-            self._launch_held(key, msg.gm, msg.tasks, msg.demand)
+            self._launch_held(key, msg.gm, tasks, msg.demand)
         else:
             lm.set_timer(self.lease_us, GangLease(msg.job_id, msg.attempt))
         workers, frees = lm.change_log.since(msg.gm) if lm.launch_replies else ((), ())
+        if len(tasks) < len(msg.tasks):  # the GM took the whole part from its view: the part's workers as they are
+            workers = tuple(sorted(set(workers) | {w for _, w, _ in msg.tasks}))
+            frees = tuple(tuple(lm.free[w]) for w in workers)
         lm.charge("change", len(workers))
         lm.send(gm, GangVote(msg.job_id, msg.attempt, lm.lm, True, workers, frees))
 
