@@ -199,6 +199,7 @@ class Scheduler:
     features: Callable[[dict], frozenset] = _no_features
     panels: tuple = ()  # its live-view tables and histograms (``Table``, ``Histogram``), plain data
     tour: tuple[dict, ...] = ()  # fault tables taking it through its recovery protocols (scenario failover)
+    retired: tuple[tuple[str, str], ...] = ()  # (key, why): keys it had once; setting one is a one-line error
 
     @property
     def params(self) -> tuple[Param, ...]:

@@ -55,6 +55,11 @@ def paths() -> tuple[str, ...]:
     return tuple(dict.fromkeys(c for s in SCHEDULERS.values() for c in s.paths))
 
 
+def retired() -> dict[str, str]:
+    """Every scheduler's retired keys, each with why it went."""
+    return {key: why for s in SCHEDULERS.values() for key, why in s.retired}
+
+
 def panels() -> tuple:
     """Every scheduler's live-view panels, each once (schedulers that share actors share panels)."""
     return _first_of_each([p for s in SCHEDULERS.values() for p in s.panels], lambda p: p)

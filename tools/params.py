@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from fedemu.fabric.errors import ConfigError
+from fedemu.actors import registry
 from fedemu.fabric.faults import RETIRED
 from fedemu.model import Param
 
@@ -62,9 +63,10 @@ def resolve(defaults: dict, overrides: dict, declare=None) -> dict:
     """Defaults updated by overrides; an unknown key, a wrongly typed value or (with ``declare``) a key
     that does not apply or a value its Param rejects is a ConfigError."""
     params = dict(defaults)
+    retired = {**RETIRED, **registry.retired()}  # fabric's retired keys (dup) and the schedulers'
     for key, value in overrides.items():
-        if key in RETIRED and key not in defaults:
-            raise ConfigError(f"parameter {key!r}: {RETIRED[key]}")
+        if key in retired and key not in defaults:
+            raise ConfigError(f"parameter {key!r}: {retired[key]}")
         if key not in defaults:
             raise ConfigError(f"unknown parameter {key!r}; known: {', '.join(sorted(defaults))}")
         default = defaults[key]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import attrs
 
-from fedemu.fabric.faults import FAULT_KINDS, RETIRED
+from fedemu.fabric.faults import FAULT_KINDS
 from fedemu.model import finite_at_least, param, seconds_between, typed, whole_at_least
 from fedemu.policies.partition_view import PartitionView
 
@@ -37,13 +37,12 @@ class SparrowParams:
 
 
 # Keys of Sparrow's recovery before it ran on connections: setting one is a one-line error saying why.
-RETIRED_KEYS = {
-    key: f"{key} is retired: Sparrow no longer {what}; it probes again, or asks again, only when a "
-         "connection breaks (docs/connections.md)"
+RETIRED_KEYS = tuple(
+    (key, f"{key} is retired: Sparrow no longer {what}; it probes again, or asks again, only when a "
+          "connection breaks (docs/connections.md)")
     for key, what in (("probe_timeout_s", "probes again for tasks that wait in a queue"),
                       ("result_grace_s", "asks a node about an overdue result"),
-                      ("request_retries", "gives a request up after a number of asks"))}
-RETIRED.update(RETIRED_KEYS)  # read by tools.params when a key no scheduler declares is set
+                      ("request_retries", "gives a request up after a number of asks")))
 
 
 COUNTERS = FRONT_END_COUNTERS + (
@@ -106,4 +105,4 @@ SPARROW = Scheduler("sparrow", "Sparrow (2013): distributed schedulers, batch pr
                     build, config=SparrowParams, counters=COUNTERS, takes_policy=False,
                     survives=FAULT_KINDS, checks=(node_books_balance, nodes_not_stuck), roles=ROLES,
                     events=EVENTS, search=SEARCH, paths=PATHS, size=size, panels=PANELS,
-                    tour=TOUR)
+                    tour=TOUR, retired=RETIRED_KEYS)
