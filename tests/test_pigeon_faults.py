@@ -264,3 +264,34 @@ def test_a_launch_that_reaches_a_restarted_worker_before_its_hello_is_not_run_ag
     assert set(summary["invariants"].values()) == {"ok"}
     assert summary["faults"]["restarts"] == 1
     assert "tasks_relaunched" not in summary["counters"]  # nothing ran on w-1's lost incarnation
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_a_task_is_stranded_exactly_when_no_live_worker_of_its_kind_could_run_it(data):
+    """What a master hands back once a worker is down (failover: ``Returned``): a task no live worker could
+    run, by its class (a long job's task never on a reserved worker, Pigeon 2019, 2.2), its constraints
+    (PigeonC only) and its demand against the worker's capacity; the old check looked only at whether every
+    worker was down, so a long task waited for ever for a dead low-priority worker."""
+    from types import SimpleNamespace
+
+    from fedemu.actors.pigeon.dispatch import Dispatch
+    from fedemu.model import WorkerSpec
+    from fedemu.policies.fair_queue import HIGH, LOW
+
+    n = data.draw(st.integers(2, 6))
+    workers = tuple(WorkerSpec(i, 0, (data.draw(st.integers(1, 3)),), tuple(data.draw(st.sets(st.integers(0, 3)))))
+                    for i in range(n))
+    aware = data.draw(st.booleans())
+    reserved = 0 if aware else data.draw(st.integers(0, n - 1))
+    cfg = SimpleNamespace(workers=workers, member_names=[f"m{i}" for i in range(n + 1)], recorder=None, policy=None,
+                          aware=aware, num_resources=1, reserved=reserved, weight=20)
+    dispatch = Dispatch(None, cfg, None)
+    down = data.draw(st.sets(st.integers(0, n - 1)))
+    cls = data.draw(st.sampled_from((HIGH, LOW)))
+    constraints = tuple(data.draw(st.sets(st.integers(0, 3), max_size=2)))
+    demand = (data.draw(st.integers(1, 3)),)
+    expected = any(local not in down and (cls == HIGH or local < n - reserved)
+                   and (not aware or set(constraints) <= set(w.constraints)) and w.capacity[0] >= demand[0]
+                   for local, w in enumerate(workers))
+    assert dispatch.could_run(cls, constraints, demand, down) == expected

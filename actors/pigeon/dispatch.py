@@ -93,6 +93,19 @@ class Dispatch:
         if not before and view.is_available(local):
             self._count(local, 1)
 
+    def could_run(self, cls: int, constraints, demand, down) -> bool:
+        """Some worker not in ``down`` could run a task of class ``cls``, ``constraints`` and ``demand`` once
+        idle: a LOW task only a low-priority worker (Pigeon 2019, 2.2), a PigeonC task only a machine with
+        its constraints, any task only one whose capacity covers its demand."""
+        need = sum(1 << c for c in dict.fromkeys(constraints)) if self.aware else 0
+        capacity, is_low, bits = self.view.capacity, self.is_low, self.worker_bits
+        for local in range(len(bits)):
+            if local in down or (cls != HIGH and not is_low[local]) or need & ~bits[local]:
+                continue
+            if all(int(c) >= d for c, d in zip(capacity[local], demand)):
+                return True
+        return False
+
     # ---- a dispatch pass --------------------------------------------------------------------
     def run(self, launch) -> None:
         """While some queued task fits an idle worker: take the one WFQ prefers, place it, and hand it

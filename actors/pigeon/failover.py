@@ -14,6 +14,11 @@ silent. Nothing here runs while nothing fails: it starts from the fabric's notic
   new master do when both are lost: every worker's ``Status`` and every distributor's ``Outstanding``
   list (``Rebuild``). It dispatches once each member and distributor has answered, or its connection has
   broken (a member that answers later is probed then), or ``RECOVER_ROUNDS`` master timeouts have passed.
+- A waiting task no live worker of the group could run (every worker down; a long job's task with every
+  low-priority worker down, which Pigeon 2019, 2.2 forbids the reserved ones to take; a PigeonC task with
+  every machine holding its constraints down): after ``RECOVER_ROUNDS`` master timeouts the master hands
+  it back to its distributor (``Returned``), which sends it to another group. Checked only while a worker
+  is down.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 from fedemu.policies.fair_queue import HIGH, LOW
 
 from ..common.front_end import Pending
+from ..common.recovery import backoff
 from ..common.protocol import TaskFinished
 from .messages import Probe, RecoverTimer, Returned, StrandedTimer
 
@@ -171,31 +177,46 @@ class MasterRecovery:
             self.h.new_second()
         self._watch_stranded()
 
-    # ---- a group with no live worker --------------------------------------------------------
-    def _stranded(self) -> bool:
-        """Every worker of the group is down and tasks wait."""
-        return len(self.down) == len(self.worker_ids) and bool(self.dispatch.queued)
+    # ---- waiting tasks no live worker can run ---------------------------------------------
+    def _stranded(self, items):
+        """The waiting tasks of ``items`` ((key, (task, class)) pairs) that no live worker could run: a LOW
+        task once every low-priority worker is down (a reserved one may not run it: Pigeon 2019, 2.2), a
+        PigeonC task once every machine with its constraints is, any task once every worker is."""
+        down, could_run, seen = self.down, self.dispatch.could_run, {}
+        for key, (task, cls) in items:
+            shape = (cls, task.constraints, task.demand)
+            ok = seen.get(shape)
+            if ok is None:
+                ok = seen[shape] = could_run(cls, task.constraints, task.demand, down)
+            if not ok:
+                yield key, task, cls
 
-    def _watch_stranded(self) -> None:
-        """While the group is stranded, look again after ``RECOVER_ROUNDS`` master timeouts (a worker may
-        come back meanwhile); a timer only while it is."""
-        if not self.stranded_armed and self._stranded():
+    def _watch_stranded(self, items=None) -> None:
+        """While a worker is down and some waiting task (of ``items``, else of the queues) has no live
+        worker that could run it, look again after ``RECOVER_ROUNDS`` master timeouts (a worker may come
+        back meanwhile); a timer only while it is so. The wait doubles, up to a minute, while tasks keep
+        coming back to a group no other group can relieve (their distributor has nowhere else to send them)."""
+        if self.stranded_armed or not self.down:
+            return
+        if next(self._stranded(self.dispatch.queued.items() if items is None else items), None) is not None:
             self.stranded_armed = True
-            self.h.set_timer(self.cfg.timeout_us * RECOVER_ROUNDS, StrandedTimer(self.epoch))
+            self.stranded_rounds += 1
+            self.h.set_timer(backoff(self.cfg.timeout_us * RECOVER_ROUNDS, self.stranded_rounds),
+                             StrandedTimer(self.epoch))
 
     def stranded_timer(self) -> None:
-        """Still no live worker: hand the waiting tasks back to their distributors (``Returned``), which
-        send them to other groups; a worker that comes back finds the group empty."""
+        """Hand the waiting tasks that still have no live worker to run them back to their distributors
+        (``Returned``), which send them to other groups; a worker that comes back finds them gone."""
         self.stranded_armed = False
-        if not self._stranded():
-            return
         back: dict = {}
         queued = self.dispatch.queued
-        for key, (task, cls) in list(queued.items()):
+        for key, task, cls in list(self._stranded(queued.items())) if self.down else ():
             del queued[key]  # (the fair queue drops it when its turn comes)
             self.sync.queued[key] = None
             back.setdefault(task.distributor, []).append(
                 (task.job_id, cls == HIGH, task.demand, task.index, task.duration_us, task.constraints))
+        if not back:
+            self.stranded_rounds = 0  # a worker came back: the next wait starts short again
         for dist in sorted(back):
             if dist >= 0:
                 self.h.send(dist, Returned(self.cfg.group, tuple(back[dist])))
@@ -252,6 +273,7 @@ class MasterRecovery:
             self._maybe_recovered()
         self.activity()
         self._dispatch()
+        self._watch_stranded()
 
     def recover(self, since_us: int, kind: str, snapshot=None) -> None:
         """Start from the second master's synced state, if any (the workers' statuses correct it), and wait

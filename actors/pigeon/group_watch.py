@@ -123,9 +123,9 @@ class GroupWatch:
         else:
             self.watch_rounds = 0
 
-    # ---- a group with no live worker ---------------------------------------------------------
+    # ---- tasks a group has no live worker for -----------------------------------------------
     def on_Returned(self, msg, src: int) -> None:
-        """Group ``msg.group``'s master has no live worker and hands back its tasks: send those this
+        """Group ``msg.group``'s master has no live worker to run these tasks and hands them back: send those this
         distributor still waits for to other groups (PigeonC: weighted by their counts, without that
         group), or back to it when no other group can run one (it may get a worker back)."""
         g = msg.group

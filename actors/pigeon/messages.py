@@ -177,7 +177,7 @@ class RecoverTimer:
 
 @message("pigeon.stranded_timer")
 class StrandedTimer:
-    """A master's own timer, while every worker of its group is down and tasks wait: hand them back."""
+    """A master's own timer, while waiting tasks have no live worker to run them: hand those back."""
 
     epoch: int
 

@@ -135,8 +135,8 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("tasks_relaunched", "tasks a master queued again: lost with a crashed or cut-off worker"),
     ("tasks_requeued_from_list", "tasks a master queued again from a distributor's list of what it still waits "
                                  "for (lost with a broken connection: some may run twice)"),
-    ("tasks_returned", "tasks a master handed back to their distributors: every worker of its group was down for "
-                       "three master timeouts"),
+    ("tasks_returned", "tasks a master handed back to their distributors: no live worker of its group could run "
+                       "them (all down, or every low-priority one for a long job's task) for three master timeouts"),
     ("tasks_sent_elsewhere", "tasks a distributor sent to another group after their group's master handed them back"),
     ("results_forwarded", "results a master sent to a distributor besides the one the task's launch named (the job "
                           "was handed to more than one)"),

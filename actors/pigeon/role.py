@@ -59,7 +59,8 @@ class MasterCore(MasterRecovery):
         self.also: dict = {}  # task -> distributors the master tells its result (besides its launch's)
         self.tick_armed = False
         self.rebuild: Rebuild | None = None  # a new master's rebuild, while it waits for answers
-        self.stranded_armed = False  # the timer of a group with no live worker is pending
+        self.stranded_armed = False  # the timer of tasks no live worker can run is pending
+        self.stranded_rounds = 0  # that timer's rounds since it last found nothing to hand back
         self.sync = SyncSender()  # what changed since the last sync to the second master
 
     # ---- the group's work (Pigeon 2019, 2.2) ---------------------------------------------
@@ -83,6 +84,8 @@ class MasterCore(MasterRecovery):
             changed[key] = None
         self.activity()
         self._dispatch()
+        if self.down:  # (recovery) a worker is down: these tasks may have no live worker to run them
+            self._watch_stranded(((job_id, i), queued[(job_id, i)]) for i in msg.indices if (job_id, i) in queued)
 
     def idle(self, local: int, msg) -> None:
         """A worker's idle notice: the task ended and its resources are free."""
