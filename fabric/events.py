@@ -51,6 +51,13 @@ class EventQueue:
         else:  # due within the bucket being handed out: merged in by the next ``first``
             self.late.append(entry)
 
+    def entries(self) -> list:
+        """Every pending entry, in no set order (an inspection: the run's end, a check, a test)."""
+        out = self.current[self.pos:] + self.late
+        for b in sorted(self.buckets):
+            out.extend(self.buckets[b])
+        return out
+
     def first(self):
         """The next entry, or None when there is none."""
         if self.late:

@@ -201,6 +201,27 @@ class Fabric(Routing):
         """The fault events added so far (``fabric.faults.Fault``), in the order they were added."""
         return tuple(r.fault for r in self._faults)
 
+    def in_flight(self, src: int | None = None, dst: int | None = None) -> list[tuple[int, int, object]]:
+        """The messages sent and not yet handled, as ``(sender, receiver, message)`` in the order of
+        (sender, receiver, the sender's sequence number); only those from ``src`` and/or to ``dst`` when
+        given. In flight means: in the event queue (on the wire, or due for retransmission), held behind an
+        earlier message on a stalled connection, in a receiver's mailbox this window, waiting for a busy
+        server (its backlog), or made by a server's handler and held until its service ends. Timers are not
+        messages. For checks at the end of a run and tests: no actor may base a decision on it."""
+        found = []
+        entries = self._queue.entries()
+        for stall in self.connections.stalls.values():
+            entries += stall.held
+        for actor in self._actors:
+            if actor is not None:
+                entries += actor._mailbox[actor._pos:]
+                entries += actor._backlog or ()
+                found += [(actor.id, held[1], held[0], held[2]) for held in actor._deferred or () if held[3] < 0]
+        found += [(e[2], e[5], e[3], e[6]) for e in entries if RANK_FAULT < e[1] < RANK_TIMER]
+        found = [f for f in found if (src is None or f[0] == src) and (dst is None or f[1] == dst)]
+        found.sort(key=lambda f: f[:3])
+        return [(f[0], f[1], f[3]) for f in found]
+
     def stop(self) -> None:
         """End the run once the current window is done."""
         self._stop = True

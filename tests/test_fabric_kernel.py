@@ -514,3 +514,41 @@ def test_actor_log_lines_carry_actor_and_virtual_time_but_no_wall_clock():
     line = buf.getvalue().strip()
     assert "hello" in line and "actor=talker" in line and "vtime_us=1234" in line and "n=1" in line
     assert not re.search(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}:\d{2}", line)
+
+
+# ---- what is in flight: a public view for end-of-run checks ---------------------------------------
+IN_FLIGHT_SCRIPTS = {
+    "a": {"start": [("send", 1, "x"), ("timer", 100, "t"), ("send", 2, "y")], "t": [("send", 1, "w")]},
+    "b": {"start": [("send", 0, "z")]},
+    "c": {"start": [("send", 1, "v")]},
+}
+
+
+def _in_flight_run(until_us, faults=()):
+    def build(f):
+        f.network = Network(Link(Latency.const(1000)))
+        for name, script in IN_FLIGHT_SCRIPTS.items():
+            f.add(name, lambda script=script: Scripted([], script))
+        if faults:
+            f.add_faults(faults)
+
+    fabric, _ = run_fabric(1, build, until_us=until_us)
+    return [(s, d, m.label) for s, d, m in fabric.in_flight()], fabric
+
+
+def test_in_flight_lists_messages_sent_and_not_handled_by_sender_receiver_and_order():
+    """Stopped at 500 us, every start-time send (latency 1000 us) is on the wire and a's timer-made one
+    too; the timer itself is not a message. Filters by sender and receiver; nothing once all arrived."""
+    got, fabric = _in_flight_run(500)
+    assert got == [(0, 1, "x"), (0, 1, "w"), (0, 2, "y"), (1, 0, "z"), (2, 1, "v")]
+    assert [(s, d, m.label) for s, d, m in fabric.in_flight(src=0, dst=1)] == [(0, 1, "x"), (0, 1, "w")]
+    assert [m.label for _, _, m in fabric.in_flight(dst=1)] == ["x", "w", "v"]
+    assert _in_flight_run(None)[0] == []
+
+
+def test_in_flight_includes_messages_held_behind_a_retransmission():
+    """A lossy link stalls its connection: the lost message waits for its retransmission, the next one
+    behind it on the same connection; both are in flight, in send order."""
+    got, _ = _in_flight_run(1500, faults=[(0, "loss", ("a", "b"), 1.0)])
+    assert (0, 1, "x") in got and (0, 1, "w") in got
+    assert [g for g in got if g[:2] == (0, 1)] == [(0, 1, "x"), (0, 1, "w")]

@@ -25,7 +25,6 @@ import math
 
 import attrs
 
-from fedemu.fabric.actor import RANK_FAULT, RANK_TIMER
 from fedemu.fabric.errors import ConfigError
 from fedemu.model import one_of, param, seconds_between, seconds_to_us, typed, whole_at_least
 from fedemu.policies.constraint_sets import SubsetMergedCounts
@@ -154,25 +153,6 @@ COUNTERS = FRONT_END_COUNTERS + (
 VIOLATIONS = (("constraint_violations", "tasks placed on a machine lacking one of their constraints"),)
 
 
-def _in_flight(fabric) -> set:
-    """The (sender, receiver) pairs with a message sent and not yet handled: in the fabric's queue, held
-    behind a retransmission on a connection, in a mailbox, waiting for a busy server (its backlog), or
-    made by a server's handler and held until its service ends. Read from the fabric's own structures,
-    at the end of a run only (no actor may see them)."""
-    queue = fabric._queue
-    entries = [queue.current[queue.pos:], queue.late, *queue.buckets.values()]
-    entries += [stall.held for stall in fabric.connections.stalls.values()]
-    pairs = set()
-    for idx in range(len(fabric.names)):
-        actor = fabric.actor(idx)
-        if actor is not None:
-            entries.append(actor._mailbox[actor._pos:])
-            entries.append(actor._backlog or ())
-            pairs.update((idx, held[1]) for held in actor._deferred or () if held[3] < 0)
-    pairs.update((e[2], e[5]) for part in entries for e in part if RANK_FAULT < e[1] < RANK_TIMER)
-    return pairs
-
-
 def master_matches_workers(fabric) -> list[Violation]:
     """Each group's current master (the live member holding the role with the best claim) sees every
     live worker it counts as up with exactly the worker's true free capacity. A worker with a message
@@ -186,7 +166,7 @@ def master_matches_workers(fabric) -> list[Violation]:
             if g not in best or actor.key > best[g].key:
                 best[g] = actor
     out = []
-    flying = _in_flight(fabric) if best else set()
+    flying = {(m[0], m[1]) for m in fabric.in_flight()} if best else set()
     for g in sorted(best):
         master = best[g]
         role = master.role
