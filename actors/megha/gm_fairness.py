@@ -21,7 +21,9 @@ round robin, and preemption requests when a user under its share finds no worker
   their user (``holders``): the per-user consumption, at the granularity of the changed workers only.
 - **Refusals.** A ``PreemptFailed`` brings the LM's true state; the task goes to the front of its queue
   and the next pass plans again with what was learnt (Algorithm 2's loop over other candidates). After
-  ``PREEMPT_TRIES`` refusals in a row no preemption is planned until the next heartbeat.
+  ``PREEMPT_TRIES`` refusals in a row no preemption is planned until the next heartbeat. Only a request
+  planned after the last refusal was learnt counts: the requests one pass sent on the same stale view
+  (tasks that ended together) are one try, not several.
 - **Gangs** (``gang=true``, our extension): with users, waiting gangs take turns by user as tasks do
   (``interleave``), and nothing is preempted: Algorithm 2 stops single tasks, and a gang's tasks start
   together and never run alone, so gangs with users need ``fairness=off`` (a one-line error otherwise).
@@ -156,6 +158,7 @@ class GmFairness:
         self.user_at = [dict() for _ in range(n_users)]  # per user: (lm, worker) -> its tasks there
         self.busy_until: dict[tuple, int] = {}  # (lm, worker) -> a preemption there is in flight until then
         self.refusals = 0
+        self.learnt = 0  # ``gm.attempts`` when the last refusal was learnt: requests up to it planned without it
         self.calm = False  # too many refusals in a row: no preemption until the next heartbeat
         self.flights = Flights(self.user_of, n_users, len(fair.total))
         self.mine = frozenset(u for u, g in enumerate(fair.user_gm) if g == gm.gm)  # the users queued here
@@ -332,7 +335,9 @@ class GmFairness:
             del self.flights[key]
             self.busy_until.pop((flight.lm, flight.worker), None)
             self.release_own(flight.lm, flight.worker, msg.job_id, msg.index)
-            self.refusals += 1
+            if flight.attempt > self.learnt:  # planned knowing every earlier refusal: a new try
+                self.refusals += 1
+            self.learnt = gm.attempts
             if self.refusals >= PREEMPT_TRIES:
                 self.calm = True
                 self.refusals = 0
