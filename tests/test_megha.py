@@ -185,5 +185,5 @@ def test_without_faults_no_recovery_runs_and_only_the_papers_messages_are_sent(r
         s["counters"])
     kinds = set(s["messages_by_kind"])
     assert kinds <= {"job", "megha.launch", "megha.launch_ok", "megha.launch_failed", "megha.task_completed",
-                     "megha.heartbeat", "worker.run", "worker.finished", "submit.job_done", "submit.ping",
-                     "submit.pong"} | ({"megha.snapshot_request", "megha.snapshot"} if refresh == "full" else set())
+                     "megha.heartbeat", "worker.run", "worker.finished", "submit.job_done"} | (
+        {"megha.snapshot_request", "megha.snapshot"} if refresh == "full" else set())

@@ -49,8 +49,9 @@ class MeghaParams:
                                     "answered 3 asks for its state", seconds_between(1e-6, 1e7))
     request_timeout_s: float = param(1.0, "a GM asks again for a snapshot or a job's tasks after this long; a "
                                      "restarted worker registers again", seconds_between(1e-6, 1e7))
-    resubmit_s: float = param(10.0, "the submitter pings each GM holding open jobs this often, resubmitting the jobs "
-                              "it does not hold; 3 missed pings take the GM for down", seconds_between(1e-6, 1e7))
+    resubmit_s: float = param(10.0, "the submitter's first backoff after a connection notice for a GM: one that "
+                              "crashed is not handed jobs for this long, one cut off past conn_timeout_s is asked "
+                              "what it holds after it (doubling per notice, up to a minute)", seconds_between(1e-6, 1e7))
     worker_grace_s: float = param(1.0, "an LM probes the worker of a task overdue by this much (checked at its "
                                   "heartbeat tick)", seconds_between(1e-6, 1e7))
     worker_probe_timeout_s: float = param(1.0, "an LM's wait for a probed worker's answer", seconds_between(1e-6, 1e7))
@@ -114,7 +115,7 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("launches_fenced", "launches a worker refused because they came from an LM of an older epoch (lm_standby)"),
     ("jobs_adopted", "resubmitted jobs a GM took over after asking the LMs what of them ran"),
     ("jobs_resubmitted", "jobs the submitter handed out again (a GM forgot it, or stopped answering)"),
-    ("front_ends_taken_down", "times the submitter took a GM for down (3 pings unanswered)"),
+    ("front_ends_taken_down", "times the submitter took a GM for down (a crash or refusal notice)"),
     ("repeated_job_reports", "job-done reports after the first (two GMs finished the same job)"),
     ("repeated_completions", "task completions a GM heard again (a retry's answer, a duplicate)"),
     ("view_resyncs", "snapshots a GM asked for after its connection with an LM broke (or of a new epoch)"),
