@@ -100,9 +100,9 @@ class PigeonBaseParams:
                                     "this for its members' answers", _SECONDS)
     dist_retry_s: float = param(1.0, "seconds before a distributor alerts again a group whose master's connection "
                                 "broke, doubling while no answer comes (up to a minute)", _SECONDS)
-    resubmit_s: float = param(10.0, "the submitter pings each distributor holding open jobs this often, handing again "
-                              "the jobs it does not hold; 3 missed pings take it for down (its jobs go to the others)",
-                              _SECONDS)
+    resubmit_s: float = param(10.0, "the submitter's first backoff after a connection notice for a distributor: one "
+                              "that crashed is not handed jobs for this long, one cut off past conn_timeout_s is "
+                              "asked what it holds after it (doubling per notice, up to a minute)", _SECONDS)
 
 
 @attrs.frozen
@@ -141,7 +141,7 @@ COUNTERS = FRONT_END_COUNTERS + (
                           "was handed to more than one)"),
     ("jobs_redistributed", "jobs a distributor was handed again by the submitter and split afresh"),
     ("jobs_resubmitted", "jobs the submitter handed out again (a distributor forgot it, or stopped answering)"),
-    ("front_ends_taken_down", "times the submitter took a distributor for down (3 pings unanswered)"),
+    ("front_ends_taken_down", "times the submitter took a distributor for down (a crash or refusal notice)"),
     ("repeated_job_reports", "job-done reports after the first (two distributors finished the same job)"),
     ("duplicate_jobs_ignored", "job submissions a distributor had already received (handed to it again)"),
     ("masters_suspected", "times a distributor alerted a group whose master's connection broke"),

@@ -32,8 +32,9 @@ class SparrowParams:
 
     schedulers: int = param(3, "Sparrow schedulers (front ends jobs are submitted to)", whole_at_least(1))
     probe_ratio: float = param(2.0, "probes per task (d in the Sparrow paper)", finite_at_least(1))
-    resubmit_s: float = param(10.0, "the submitter pings each scheduler holding open jobs this often, resubmitting "
-                              "the jobs it does not hold; 3 missed pings take the scheduler for down", _SECONDS)
+    resubmit_s: float = param(10.0, "the submitter's first backoff after a connection notice for a scheduler: one "
+                              "that crashed is not handed jobs for this long, one cut off past conn_timeout_s is "
+                              "asked what it holds after it (doubling per notice, up to a minute)", _SECONDS)
 
 
 # Keys of Sparrow's recovery before it ran on connections: setting one is a one-line error saying why.
@@ -57,7 +58,7 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("repeated_jobs", "submissions of a job a scheduler already has (ignored) or closed (its JobDone again)"),
     ("jobs_resubmitted", "jobs the submitter handed out again (a scheduler forgot it, or stopped answering)"),
     ("repeated_job_reports", "JobDone reports of a job already recorded (a resend, or two schedulers)"),
-    ("front_ends_taken_down", "schedulers the submitter took for down (missed pings): their jobs went elsewhere"),
+    ("front_ends_taken_down", "schedulers the submitter took for down (a crash or refusal notice): their jobs went elsewhere"),
     ("repeated_completions", "results of a task already counted (a resend or a second execution)"),
 )
 
