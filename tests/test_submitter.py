@@ -57,3 +57,19 @@ def test_a_front_end_crash_hands_its_jobs_again(scheduler):
             load=0.5)
     c = r.summary["counters"]
     assert c["front_ends_taken_down"] == 1 and c["jobs_resubmitted"] > 0
+
+
+@pytest.mark.parametrize("scheduler", ["centralized", "sparrow"])
+def test_with_every_front_end_down_the_submitter_asks_whether_they_are_up_and_hands_each_job_out_once(scheduler):
+    """Its only front end down for 20 minutes: the submitter pings it when each backoff ends (refused: a
+    notice, the backoff doubling to a minute) instead of handing out every job again each time (which cost
+    a refused message and a notice per job per minute), and hands the jobs out once it answers (or, a GM,
+    announces its restart)."""
+    front_end = FRONT_ENDS[scheduler]
+    one = {"schedulers": 1} if scheduler == "sparrow" else {}
+    r = run(scheduler, [{"at_s": 0.5, "kind": "crash", "target": front_end, "for_s": 1200.0}], jobs=30, task_s=1.0,
+            load=0.5, **one)
+    by, c = r.summary["messages_by_kind"], r.summary["counters"]
+    assert 0 < c["jobs_resubmitted"] <= 30
+    assert by.get("submit.ping", 0) <= 30  # one a minute at most, after the first few backoffs
+    assert r.summary["virtual_end_s"] < 1200.5 + 60 + 60  # handed out within a minute of the restart

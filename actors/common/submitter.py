@@ -24,13 +24,10 @@ timers that run only while something is wrong:
 - a cut outlasted the connection timeout (the front end is up, but a job or a report may be lost): the
   submitter asks it about the jobs it holds (``Ping``), again at each break after a backoff, until it
   answers (``Pong``); the jobs it does not hold are handed to it again, and it reports again those it
-  closed.
+  closed (a Megha GM keeps no record of closed jobs: it names them, and adopts them again from its LMs,
+  which say their tasks are done).
 A restarted front end that announces itself (``Pong`` with ``unknown`` None) is asked about all it held.
-
-Front ends of a scheduler whose recovery still reacts to the submitter's periodic pings (a front-end
-class with ``SUBMITTER_PINGS`` true, the default) are watched as before connections instead: pinged every
-``resubmit_us`` while they hold jobs, taken for down after ``PING_MISSES`` pings in a row missed, pinged
-at most every ``PING_BACKOFF`` periods while their answers are clean; notices are not acted on.
+There are no periodic pings: a front end that holds jobs for hours is asked nothing while nothing fails.
 """
 
 from __future__ import annotations
@@ -40,11 +37,8 @@ from fedemu.fabric.messages import message
 from fedemu.model import Job
 
 from .protocol import SubmitNext
-from .recovery import Break, Recovering, Retries, Suspects, backoff
+from .recovery import Break, Recovering, Retries, Suspects
 
-PING_MISSES = 3  # pings in a row a front end may miss before it is taken for down (periodic pings)
-PING_BACKOFF = 8  # a front end that keeps answering clean is pinged at most this many periods apart
-GIVE_UP_ROUNDS = 30  # ping rounds with every front end down before the periodic pings slow down
 GIVE_UP_US = 6 * 3600 * 10**6  # every front end down this long: the submitter stops (a run whose front ends all
 # died for good must end); an outage of every front end up to six hours is survived
 PING = "ping"  # the one ask a submitter waits on per front end after a cut: its answer to a Ping
@@ -83,11 +77,6 @@ class Pong:
     unknown: tuple
 
 
-@message("submit.ping_tick")
-class PingTick:
-    """Submitter's own timer: ping the front ends holding open jobs (``SUBMITTER_PINGS``)."""
-
-
 @message("submit.rehome")
 class Rehome:
     """Submitter's own timer, while every front end is down: hand out their jobs again."""
@@ -118,20 +107,10 @@ class Submitter(Recovering, Actor):
         self.asks = self.recover(Retries(self, "pings", base, self._ping_again))  # pings after a cut
         self.lost: dict[int, None] = {}  # jobs lost with a front end, to hand out again (in the order lost)
         self.rehoming = False  # a timer is pending to hand out the lost jobs
-        # the periodic pings of front ends whose recovery still reacts to them (``SUBMITTER_PINGS``)
-        self.pinging = False
-        self.missed = [0] * len(targets)  # pings in a row not answered
-        self.every = [1] * len(targets)  # each front end's ping period, in periods (backing off)
-        self.due = [0] * len(targets)  # when each front end is pinged next
-        self.ticking = False
-        self.hopeless = 0  # rounds with every target down
 
     def on_start(self) -> None:
         self.targets = [self.fabric.addr(name) for name in self.target_names]
         self.index_of = {a: t for t, a in enumerate(self.targets)}
-        front_ends = [self.fabric.actor(a) for a in self.targets]
-        self.pinging = self.resubmit_us > 0 and any(getattr(type(f), "SUBMITTER_PINGS", True)
-                                                    for f in front_ends if f is not None)
         self.next_job = next(self.jobs, None)
         self._arm()
 
@@ -176,13 +155,10 @@ class Submitter(Recovering, Actor):
     def _hold(self, job, target: int) -> None:
         self.open[job.job_id] = [job, target, self.now]
         self.held[target][job.job_id] = None
-        if self.pinging and not self.ticking:
-            self.ticking = True
-            self.set_timer(self.resubmit_us, PingTick())
 
     def on_JobDone(self, msg: JobDone, src: int) -> None:
         t = self.index_of.get(src)
-        if t is not None and self.down[t] and not self.pinging:
+        if t is not None and self.down[t]:
             self._heard(t)
         entry = self.open.pop(msg.job_id, None)
         if entry is None:  # a second report (two front ends, or a duplicate): the first counted
@@ -209,12 +185,6 @@ class Submitter(Recovering, Actor):
         """A front end's answer; ``unknown`` None: it has just restarted (ask it at once about all it held)."""
         t = self.index_of[src]
         self.asks.answered(src, PING)
-        if self.pinging:
-            clean = self.missed[t] == 1 and not self.down[t] and msg.unknown == ()
-            self.every[t] = min(self.every[t] * 2, PING_BACKOFF) if clean else 1
-            if not clean:
-                self.due[t] = min(self.due[t], self.now + self.resubmit_us)
-            self.missed[t] = 0
         self._heard(t)
         if msg.unknown is None:
             if self.held[t]:
@@ -239,8 +209,8 @@ class Submitter(Recovering, Actor):
         """A front end crashed or refused (down: it forgot its jobs), or a cut outlasted the connection
         timeout (it is up: ask it what it holds, ``asks``)."""
         t = self.index_of.get(brk.peer)
-        if t is None or not self.resubmit_us or self.pinging:
-            return  # not a front end; or not the owner of record; or its periodic pings watch it
+        if t is None or not self.resubmit_us:
+            return  # not a front end; or not the owner of record
         if brk.peer_lost_state:
             self._taken_down(t)
             self.suspects.down(brk.peer, self.now)
@@ -251,7 +221,10 @@ class Submitter(Recovering, Actor):
             self.asks.asked(brk.peer, PING)  # ``asks`` pings it after a backoff, and at each break until answered
 
     def _ping_again(self, front_end: int, key) -> None:
-        self.send(front_end, Ping(tuple(self.held[self.index_of[front_end]])))
+        """Ask a front end what it holds of its jobs; one taken for down, only whether it is up (its jobs are
+        handed out when it answers)."""
+        t = self.index_of[front_end]
+        self.send(front_end, Ping(() if self.down[t] else tuple(self.held[t])))
 
     def _taken_down(self, t: int) -> None:
         if not self.down[t]:
@@ -259,8 +232,9 @@ class Submitter(Recovering, Actor):
             self.recorder.count("front_ends_taken_down")
 
     def _rehome(self) -> None:
-        """Hand the jobs lost with a front end to the others; with every one down, to the ones whose backoff
-        is over (one still down refuses them: a new notice), else wait for the first backoff to end."""
+        """Hand the jobs lost with a front end to the others. With every one down, ask those whose backoff is
+        over whether they are up (a ``Ping``: one still down refuses it, a new notice and a longer backoff;
+        the first to answer gets the jobs), else wait for the first backoff to end."""
         if not self.lost:
             return
         n = len(self.targets)
@@ -273,44 +247,17 @@ class Submitter(Recovering, Actor):
                     self.rehoming = True
                     self.set_timer(max(1, min(self.suspects.until.values()) - self.now), Rehome())
                 return
+            for t in usable:
+                peer = self.targets[t]
+                if not self.asks.waits_on(peer):
+                    self.asks.asked(peer, PING)
+                    self._ping_again(peer, PING)
+            return
         lost, self.lost = self.lost, {}
-        for k, job_id in enumerate(lost):
+        for job_id in lost:
             if job_id in self.open:
-                self._resubmit(job_id, self._pick(self.open[job_id][0]) if not all(self.down) else
-                               usable[k % len(usable)])
+                self._resubmit(job_id, self._pick(self.open[job_id][0]))
 
     def on_Rehome(self, msg, src) -> None:
         self.rehoming = False
         self._rehome()
-
-    # ---- periodic pings (front ends with ``SUBMITTER_PINGS``) ------------------------------
-    def on_PingTick(self, msg, src) -> None:
-        self.ticking = False
-        if not self.open:
-            return
-        old = self.now - self.resubmit_us
-        for t, held in enumerate(self.held):
-            if not held and not self.down[t] or self.due[t] > self.now:
-                continue
-            if self.missed[t]:
-                self.every[t] = 1
-            self.due[t] = self.now + self.every[t] * self.resubmit_us
-            self.missed[t] += 1
-            if self.missed[t] > PING_MISSES and not self.down[t]:
-                self._taken_down(t)
-                if not all(self.down):
-                    for job_id in list(self.held[t]):
-                        self._resubmit(job_id, self._pick(self.open[job_id][0]))
-            jobs = tuple(j for j in held if self.open[j][2] <= old)
-            if jobs or self.down[t]:
-                self.send(self.targets[t], Ping(jobs))
-            else:
-                self.missed[t] = 0  # nothing old enough to ask about
-        if all(self.down):
-            self.hopeless += 1
-            self.all_down_at = self.now if self.all_down_at < 0 else self.all_down_at
-        else:
-            self.hopeless, self.all_down_at = 0, -1
-        if self.hopeless == 0 or self.now - self.all_down_at < GIVE_UP_US:
-            self.ticking = True
-            self.set_timer(backoff(self.resubmit_us, max(self.hopeless - GIVE_UP_ROUNDS, 0) + 1), PingTick())

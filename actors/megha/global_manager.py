@@ -92,7 +92,6 @@ class GlobalManager(JobFrontEnd, Actor):
     and ``gang`` (gangs placed whole, ``gang``); ``recovery`` (``gm_recovery``) handles failures."""
 
     COST_ROLE, COST_UNITS = "gm", ("worker", "change")  # a single server (fabric.service): what it charges
-    SUBMITTER_PINGS = False  # the submitter learns of this front end's failures from connection notices
 
     def __init__(self, gm: int, lm_names: list[str], views, *, policy, feasible, recorder,
                  launch_timeout_us: int = 2_000_000, request_timeout_us: int = 1_000_000, gm_queue: str = "fifo",

@@ -116,7 +116,6 @@ class DistributorStatistics:
 
 class Distributor(GroupWatch, JobFrontEnd, Actor):
     COST_ROLE = "distributor"  # a single server (fabric.service)
-    SUBMITTER_PINGS = False  # the submitter learns of this front end's failures from connection notices
     """One of Ns distributors; ``counts`` (a ConstraintSetCounts) makes it PigeonC's, None Pigeon's.
     ``members[g]``: the actor names of group g (its master first), whom it alerts when g's master's
     connection breaks; ``retry_us``: the first wait before it alerts a suspected group again."""

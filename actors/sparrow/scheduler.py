@@ -90,7 +90,6 @@ class SparrowSchedulerStatistics:
 
 class SparrowScheduler(Recovering, JobFrontEnd, Actor):
     COST_ROLE = "sparrow"  # a single server (fabric.service)
-    SUBMITTER_PINGS = False  # the submitter learns of this front end's failures from connection notices
     """``node_names[p]`` names the node actor of the p-th worker of ``view`` (a PartitionView of every
     worker, used read-only to find the workers satisfying a task's constraints and demand)."""
 
