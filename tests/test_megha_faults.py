@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from fedemu.actors.megha.checks import lm_matches_workers, one_active_lm, views_converge
 from fedemu.actors.megha.global_manager import GlobalManager
 from fedemu.actors.megha.local_manager import LocalManager
-from fedemu.actors.megha.messages import RETRIES
 from fedemu.actors.megha.plugin import CENTRALIZED, MEGHA
 from fedemu.scenarios import fault_plan
 from fedemu.tools.runner import execute
@@ -155,8 +154,9 @@ def test_the_live_state_checks_bite_on_a_corrupted_view_or_lm_record():
     assert [x.subject for x in found] == [lm.worker_names[3]] and "holds free (0,)" in found[0].detail
     lm.free[3][0] += 1
     lm.down[3] = 1
-    assert lm_matches_workers(fabric) == []  # marked down and still probed: on its way back up
-    lm.down_asks[3] = RETRIES  # the LM gave up asking: down for good, though it is up
+    lm.asking.add(3)
+    assert lm_matches_workers(fabric) == []  # marked down and still asked: on its way back up
+    lm.asking.discard(3)  # not asked (a notice said it crashed): it must register, yet it is up and registered
     assert "has it down, but it is up" in lm_matches_workers(fabric)[0].detail
 
 
@@ -213,17 +213,15 @@ def test_a_restarted_worker_still_registering_at_the_end_is_not_taken_for_a_foll
     """Found by the search on the failover scenario once connections delayed the GM's asks past the
     partition of its tour: the run ended 0.3 ms before the standby's Registered reached a restarted
     worker, which one_active_lm took for a worker following the dead lm-0. A worker still asking to
-    register is on its way; one that is registered, or gave up asking, is still checked."""
+    register (it asks until an LM answers) is on its way; one that is registered is still checked."""
     r = execute("failover", seed=18, overrides={
         "scheduler": "centralized", "lm_standby": True, "jobs": 1, "fanout": 3, "load": 0.3, "constraints": False,
         "heartbeat_s": 1.0, "launch_timeout_s": 0.2, "request_timeout_s": 0.1, "worker_grace_s": 0.1,
-        "worker_probe_timeout_s": 0.1, "lm_beat_s": 0.1, "lm_takeover_s": 0.1, "gang_lease_s": 0.2})
+        "worker_probe_timeout_s": 0.1, "gang_lease_s": 0.2})
     assert set(r.summary["invariants"].values()) == {"ok"}, r.summary["invariants"]
     fabric = r.fabric
     worker = fabric.actor(fabric.addr("w-22"))  # as the search found it: its Registered in flight at the end
-    worker.registered, worker.register_asks, worker.lm_id = False, 1, fabric.addr("lm-0")
+    worker.registered, worker.lm_id = False, fabric.addr("lm-0")
     assert "w-22" not in [v.subject for v in one_active_lm(fabric)]
     worker.registered = True
-    assert "w-22" in [v.subject for v in one_active_lm(fabric)]
-    worker.registered, worker.register_asks = False, RETRIES
     assert "w-22" in [v.subject for v in one_active_lm(fabric)]

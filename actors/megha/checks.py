@@ -10,7 +10,6 @@ import numpy as np
 from ..common.invariants import Violation
 from .global_manager import GlobalManager
 from .local_manager import LocalManager
-from .messages import RETRIES
 
 
 def _live(fabric, kind) -> list:
@@ -41,7 +40,9 @@ def _unheld(lm, w: int) -> list[int]:
 
 def lm_matches_workers(fabric) -> list[Violation]:
     """Every acting LM (not rebuilding) holds each live worker's true free vector, and has none of them
-    down for good (a worker it still probes, after a partition say, is on its way back up). A worker
+    down while it is up, unless that worker's recovery was under way when the run ended (runs end when the
+    last job does): the LM still probes or asks it (a cut broke its ask, or the ask is on its way), or the
+    worker still registers. A worker
     that finished a task the LM still runs there has its report on the way (the run may end first)."""
     out = []
     for lm in _acting(fabric).values():
@@ -52,8 +53,8 @@ def lm_matches_workers(fabric) -> list[Violation]:
             if worker is None:
                 continue
             if w in lm.down:
-                if lm.down_asks.get(w, 0) < RETRIES:
-                    continue  # the LM still probes it: the worker's recovery was under way when the run ended
+                if w in lm.asking or w in lm.probing or not worker.registered:
+                    continue
                 out.append(Violation("lm_matches_workers", lm.worker_names[w], fabric.now,
                                      f"{lm.name} has it down, but it is up"))
             elif tuple(free := _unheld(lm, w)) != tuple(worker.free) and \
@@ -75,7 +76,7 @@ def one_active_lm(fabric) -> list[Violation]:
         for w, wid in enumerate(lm.worker_ids):
             worker = fabric.actor(wid)
             # (a restarted worker still asking to register will follow whichever replica answers it)
-            registering = worker is not None and not worker.registered and worker.register_asks < RETRIES
+            registering = worker is not None and not worker.registered
             if worker is not None and worker.lm_id != lm.id and w not in lm.down and not registering:
                 out.append(Violation("one_active_lm", lm.worker_names[w], fabric.now,
                                      f"follows {fabric.names[worker.lm_id]} (epoch {worker.epoch}), but {lm.name} "

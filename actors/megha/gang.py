@@ -51,8 +51,13 @@ from ..common.events import JOB_UNSCHEDULABLE
 from ..common.front_end import Pending
 from ..common.recovery import backoff
 from ..common.submitter import JobDone
-from .messages import RETRIES, LaunchAccepted, LaunchFailed, TaskCompleted
+from .messages import LaunchAccepted, LaunchFailed, TaskCompleted
 
+
+# Asks of a gang's votes before the attempt is given up. Not a give-up of the gang: its holds are released
+# and it waits to be placed again from the view, where an LM that does not answer has no room (the GM empties
+# its view of an LM it cannot reach), so a dead peer moves the gang elsewhere and the run still ends.
+VOTE_ASKS = 10
 
 # ---- messages -------------------------------------------------------------------------------------
 @message("megha.gang_reserve")
@@ -363,7 +368,7 @@ class GmGang:
         flight = self.flights.get(msg.job_id)
         if flight is None or flight.attempt != msg.attempt or flight.asks != msg.asks:
             return
-        if flight.asks < RETRIES:
+        if flight.asks < VOTE_ASKS:
             flight.asks += 1
             self._ask_votes(flight)
         else:

@@ -50,7 +50,7 @@ from .gang import GmGang
 from .gm_fairness import FairConfig, GmFairness
 from .gm_recovery import GmRecovery
 from .local_manager import routed
-from .messages import Heartbeat, Launch, LaunchFailed, LaunchOk, TaskCompleted
+from .messages import AdoptJob, Heartbeat, Launch, LaunchFailed, LaunchOk, SnapshotRequest, TaskCompleted
 
 
 @attrs.frozen
@@ -339,8 +339,10 @@ class GlobalManager(JobFrontEnd, Actor):
                                      external, flight.attempt, user))
 
     def to_lm(self, lm: int, msg) -> None:
-        """Send to LM ``lm``: with active-standby LMs, to both replicas (only the active acts on it)."""
-        if self.replicas:
+        """Send to LM ``lm``: the replica this GM follows. With active-standby LMs an ask for the LM's state
+        or a job's tasks (recovery: the followed replica may be the one that failed) goes to both; only the
+        active acts on it."""
+        if self.replicas and isinstance(msg, (SnapshotRequest, AdoptJob)):
             for dst in self.replicas[lm]:
                 self.send(dst, msg)
         else:

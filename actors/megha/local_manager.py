@@ -31,7 +31,10 @@ Faults (our reading of the 2022 paper's high availability, section IV):
   know are counted against its capacity.
 - A restarted worker registers; the LM relaunches every task that ran on it (the paper's rule,
   ``tasks_relaunched``). A worker still down after ``worker_down_timeout_s`` has its tasks handed back
-  to their GMs for rescheduling (``TaskLost``; our extension, not in the papers).
+  to their GMs for rescheduling (``TaskLost``; our extension, not in the papers), and is asked once more
+  what it runs: a cut that breaks that ask's connection has it sent again after a backoff (the worker may
+  be alive behind the cut), for as long as the cut lasts; a worker that crashed registers itself when it
+  restarts, so a notice that it crashed or is down ends the asking (one that died for good costs nothing).
 - A restarted LM has lost its memory: it asks every worker what it runs and has finished before it
   validates anything (messages meanwhile wait), then sends every GM its whole state.
 """
@@ -48,14 +51,14 @@ from fedemu.policies.change_log import NO_CAUSE, ChangeLog
 
 from ..common.events import RELAUNCH
 from ..common.protocol import RunTask, TaskFinished
-from ..common.recovery import backoff
+from ..common.recovery import Recovering, Retries, backoff
 from .events import LAUNCH_INVALID, REPARTITION
 from .gang import LmGang
 from .lm_fairness import LmFairness
-from .messages import (RETRIES, AdoptJob, Heartbeat, HeartbeatTick, JobTasks, Launch,
+from .messages import (AdoptJob, Heartbeat, HeartbeatTick, JobTasks, Launch,
                              LaunchAccepted, LaunchFailed, LaunchOk, LmTimer, Probe, Registered, Snapshot,
                              SnapshotRequest, Takeover, TaskCompleted, TaskLost, WorkerStatus)
-from .standby import Standby, StandbyTimes
+from .standby import Standby
 
 @attrs.frozen
 class LocalManagerStatistics:
@@ -113,7 +116,7 @@ def routed(component: str, method: str, timer: bool = False):
     return handler
 
 
-class LocalManager(Actor):
+class LocalManager(Recovering, Actor):
     """The LM of Megha's papers (above); what a run adds hangs off it as components, each None when off:
     ``users`` (the preemption protocol of global fairness, ``lm_fairness``), ``standby`` (the
     active/standby role, ``standby``) and ``gang`` (gang holds and commits, ``gang``)."""
@@ -122,7 +125,7 @@ class LocalManager(Actor):
 
     def __init__(self, lm: int, workers, worker_names: list[str], gm_names: list[str], *, heartbeat_us: int,
                  recorder, faults: FaultTimes, peer_name: str | None = None, replica: int = 0,
-                 standby: StandbyTimes | None = None, launch_replies: bool = False, users: bool = False,
+                 launch_replies: bool = False, users: bool = False,
                  gang_lease_us: int | None = None) -> None:
         """``worker_names[w]`` names the actor of LM-local worker ``w``; ``gm_names[g]`` GM ``g``'s actor;
         ``peer_name`` the other replica of this LM (active-standby LMs; ``replica`` 0 starts active);
@@ -152,7 +155,7 @@ class LocalManager(Actor):
         self.seq = 0
         self.probing: dict[int, list] = {}  # worker -> [probes sent, nonce]
         self.down: dict[int, int] = {}  # worker -> nonce of its down period
-        self.down_asks: dict[int, int] = {}  # worker -> probes sent while it is down (after the hand-back)
+        self.asking: set[int] = set()  # down workers asked again after the hand-back, until they answer
         self.worker_inc = [0] * n  # each worker's incarnation as last heard
         self.rebuilding: set[int] = set()  # workers a restarted LM still waits for
         self.held: list = []  # messages that arrived while rebuilding
@@ -164,7 +167,7 @@ class LocalManager(Actor):
         self.heartbeats = 0
         self.armed = False
         self.tick_at = 0
-        self.notify: tuple = ()  # who workers tell of a task's end: this LM (and its peer, with a standby)
+        self.notify: tuple = ()  # who workers tell of a task's end: this LM
         self.told: set[int] = set()  # the GMs sent a heartbeat or snapshot of this epoch
         # without a standby this LM is always active, its epoch its incarnation (``standby`` changes both)
         self.active = True
@@ -172,7 +175,7 @@ class LocalManager(Actor):
         if len(worker_names) != n:
             raise ValueError(f"LM {lm}: {len(worker_names)} worker names for {n} workers")
         self.users = LmFairness(self) if users else None
-        self.standby = Standby(self, peer_name, replica, standby) if peer_name is not None else None
+        self.standby = Standby(self, peer_name, replica, faults.probe_timeout_us) if peer_name is not None else None
         self.gang = LmGang(self, gang_lease_us) if gang_lease_us is not None else None
 
     def on_start(self) -> None:
@@ -181,6 +184,7 @@ class LocalManager(Actor):
         self.gm_ids = [addr(name) for name in self.gm_names]
         self.local_of = {actor: w for w, actor in enumerate(self.worker_ids)}
         self.notify = (self.id,)
+        self.asks = self.recover(Retries(self, "down", self.faults.down_timeout_us, self._reask, self._asked))
         if self.standby is not None:
             self.standby.start()
             return
@@ -250,12 +254,9 @@ class LocalManager(Actor):
         return self.users.holders(workers) if self.users is not None else ()
 
     def hold(self, msg, src) -> bool:
-        """Whether the message waits (a rebuild) or is only observed (a standby) instead of handled now."""
+        """Whether the message waits (a rebuild) or is dropped (a standby acts on nothing) instead of handled now."""
         if not self.active:
-            self.standby.observe(msg, src)
             return True
-        if self.standby is not None:
-            self.standby.keep_beating()
         if self.rebuilding:
             self.held.append((msg, src))
             return True
@@ -420,9 +421,7 @@ class LocalManager(Actor):
 
     def on_LmTimer(self, msg: LmTimer, src: int) -> None:
         w = msg.worker
-        if msg.what in ("beat", "expect", "join"):
-            self.standby.on_timer(msg)
-        elif msg.what == "stop":
+        if msg.what == "stop":
             self.users.on_timer(msg)
         elif msg.what == "probe":
             probe = self.probing.get(w)
@@ -433,12 +432,10 @@ class LocalManager(Actor):
             else:
                 self._mark_down(w)
         elif msg.what == "down":
-            if self.down.get(w) == msg.nonce:  # hand its tasks back, then keep asking it, backing off
+            if self.down.get(w) == msg.nonce:  # hand its tasks back, then ask it once more (``_asked``)
                 self._hand_back(w)
-                self.down_asks[w] = self.down_asks.get(w, 0) + 1
-                if self.down_asks[w] <= RETRIES:
-                    self._ask(w)
-                    self.set_timer(backoff(self.faults.down_timeout_us, self.down_asks[w]), msg)
+                self.asking.add(w)
+                self._ask(w)
         elif msg.what == "rebuild" and self.rebuilding:
             if msg.nonce < self.faults.probe_retries:
                 self.ask_rebuild(msg.nonce + 1)
@@ -469,13 +466,29 @@ class LocalManager(Actor):
                 self.send(self.gm_ids[task.owner], TaskLost(key[0], key[1], self.lm))
         self.execs[w].clear()
 
+    def _asked(self, peer: int) -> list:
+        """The ask a down worker still owes an answer to (``Retries``): a cut that broke the probe's connection
+        (the worker may be alive behind it) has it sent again, after a backoff, for as long as it lasts."""
+        w = self.local_of.get(peer, -1)
+        return [w] if w in self.asking and w in self.down else []
+
+    def _reask(self, peer: int, w: int) -> None:
+        self._ask(w)
+
+    def connection_broke(self, brk) -> None:
+        """A notice: a down worker that crashed or is down (refused) is asked no more (a restarted worker
+        registers itself); the peer replica's failure makes a standby take over."""
+        w = self.local_of.get(brk.peer)
+        if w is not None and brk.peer_lost_state:
+            self.asking.discard(w)
+        if self.standby is not None:
+            self.standby.broken(brk)
+
     def on_WorkerStatus(self, msg: WorkerStatus, src: int) -> None:
         if not self.active:
-            self.standby.observe(msg, src)
-            return
-        if self.standby is not None:
-            self.standby.keep_beating()
+            return  # (a restarted worker registers with both replicas: the active answers)
         w = self.local_of[src]
+        self.asks.heard(src)
         if msg.incarnation > self.worker_inc[w]:  # a restarted worker registers (or answers)
             self.worker_inc[w] = msg.incarnation
             self.send(src, Registered(self.epoch))
@@ -492,7 +505,7 @@ class LocalManager(Actor):
         relaunch what it lost (a lost launch, or a restart), or hand that back when it no longer fits."""
         self.probing.pop(w, None)
         self.down.pop(w, None)
-        self.down_asks.pop(w, None)
+        self.asking.discard(w)
         execs, tasks = self.execs[w], self.tasks
         running = {(r[0], r[1]): r for r in status.running}
         done = set(map(tuple, status.done))
@@ -581,7 +594,7 @@ class LocalManager(Actor):
         self.due_at.clear()
         self.probing.clear()
         self.down.clear()
-        self.down_asks.clear()
+        self.asking.clear()
         if self.users is not None:
             self.users.forget()
         self.rebuilding = set()
@@ -593,10 +606,8 @@ class LocalManager(Actor):
     # ---- the components' messages --------------------------------------------------------
     on_Preempt = routed("users", "on_preempt")
     on_Stopped = routed("users", "on_stopped")
-    on_LmPing = routed("standby", "on_ping")
     on_Fenced = routed("standby", "on_fenced")
     on_Join = routed("standby", "on_join")
-    on_LmBeat = routed("standby", "on_beat")
     on_Joined = routed("standby", "on_joined")
     on_GangReserve = routed("gang", "on_reserve")
     on_GangCommit = routed("gang", "on_commit")

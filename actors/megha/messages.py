@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fedemu.fabric.messages import lean, message
 
-RETRIES = 10  # asks before giving up (about five minutes of a dead peer at the cap)
+RETRIES = 10  # a GM's asks of an LM's state or a job's tasks before it goes on without (gm_recovery)
 
 
 @lean
@@ -179,22 +179,6 @@ class Registered:
 
 
 # ---- active-standby LMs (``lm_standby``): see ``standby`` -------------------------------------
-@message("megha.lm_beat")
-class LmBeat:
-    """Active LM -> its standby: alive in ``epoch``; the next beat comes by ``next_us`` (0: none is due,
-    nothing runs here). Also the answer to ``LmPing``."""
-
-    epoch: int
-    next_us: int
-
-
-@message("megha.lm_ping")
-class LmPing:
-    """Standby -> active LM: a beat is overdue (or a request came while none was due): are you there?"""
-
-    epoch: int
-
-
 @message("megha.takeover")
 class Takeover:
     """New active LM -> worker: follow me from ``epoch`` on, and tell me everything you run and ran
@@ -213,17 +197,17 @@ class Fenced:
 
 @message("megha.join")
 class Join:
-    """A standby LM (restarted, or one that stepped down) -> its peer: I am your standby; what is done?"""
+    """A standby LM (at the start, restarted, or one that stepped down) -> its peer: I am your standby (this
+    opens the connection whose break tells the standby that the active failed)."""
 
     epoch: int
 
 
 @message("megha.joined")
 class Joined:
-    """Active LM -> a joining standby: the epoch, and every task done in this cluster as (job, index, worker)."""
+    """Active LM -> a joining standby: I am the active LM of ``epoch``."""
 
     epoch: int
-    done: tuple
 
 
 @message("megha.gm_timer")
@@ -235,17 +219,11 @@ class GmTimer:
 
 @message("megha.lm_timer")
 class LmTimer:
-    """LM's own timer: ``what`` is "probe", "down", "rebuild", "beat", "expect" or "join"; ``worker``
-    and ``nonce`` say which."""
+    """LM's own timer: ``what`` is "probe", "down", "rebuild" or "stop"; ``worker`` and ``nonce`` say which."""
 
     what: str
     worker: int
     nonce: int
-
-
-@message("megha.worker_timer")
-class WorkerRegisterTimer:
-    """A restarted worker's own timer: register again if the LM has not answered."""
 
 
 # ---- global fairness (Megha 2022, IV-C; see gm_fairness and lm_fairness) --------------------------------

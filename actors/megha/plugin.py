@@ -25,7 +25,6 @@ from .gang import GANG_COUNTERS
 from .global_manager import GlobalManager
 from .gm_fairness import FairConfig
 from .local_manager import FaultTimes, LocalManager
-from .standby import StandbyTimes
 from .worker import MeghaWorker
 
 
@@ -62,11 +61,7 @@ class MeghaParams:
                                 "the LM's changes that GM has not seen; the workshop paper) or 'failures' (only "
                                 "invalid launches are)", one_of(("delta", "failures")))
     lm_standby: bool = param(False, "give each LM a standby replica (lm-<c>-standby) that takes over when the active "
-                             "stops answering (2022 paper, IV-D; see actors/megha/standby.py)")
-    lm_beat_s: float = param(1.0, "with lm_standby: an active LM with work in hand beats to its standby this often",
-                             seconds_between(1e-6, 1e7))
-    lm_takeover_s: float = param(1.0, "with lm_standby: a standby takes over when its ping of an overdue active is "
-                                 "not answered within this long", seconds_between(1e-6, 1e7))
+                             "fails (2022 paper, IV-D; see actors/megha/standby.py)")
     gang: bool = param(False, "gang scheduling: every job is all-or-nothing; a GM reserves its tasks on every LM "
                        "involved and commits once all hold (see actors/megha/gang.py)")
     gang_lease_s: float = param(2.0, "with gang: an LM lets go of a gang's hold that saw neither a commit nor a "
@@ -178,7 +173,6 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
                         cfg.worker_probe_retries, seconds_to_us(cfg.worker_down_timeout_s))
     num_resources = len(cluster.resources)
     standby_names = [f"{name}-standby" for name in lm_names] if cfg.lm_standby else None
-    standby = StandbyTimes(seconds_to_us(cfg.lm_beat_s), seconds_to_us(cfg.lm_takeover_s))
 
     def partitions(spec):
         n = len(spec.workers) // gms
@@ -219,7 +213,7 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
         for name, peer, replica in replicas:
             ctx.add(name, lambda c=c, spec=spec, workers=workers, peer=peer, replica=replica: LocalManager(
                 c, spec.workers, workers, gm_names, heartbeat_us=heartbeat_us, recorder=ctx.recorder, faults=faults,
-                peer_name=peer, replica=replica, standby=standby, launch_replies=cfg.launch_replies == "delta",
+                peer_name=peer, replica=replica, launch_replies=cfg.launch_replies == "delta",
                 users=fair is not None, gang_lease_us=lease_us))
     for c, spec in enumerate(cluster.clusters):
         standby_name = standby_names[c] if standby_names else None
@@ -266,6 +260,14 @@ TOUR = ({"at_s": 2.0, "kind": "crash", "target": "lm-0"},
         {"at_s": 4.0, "kind": "partition", "sides": ["gm-0", "lm-0-standby"], "for_s": 2.0})
 
 
+# Keys of the standby LMs' beats before they ran on connections: setting one is a one-line error saying why.
+RETIRED_KEYS = tuple(
+    (key, f"{key} is retired: a standby LM no longer {what}; it takes over when the fabric reports that the "
+          "active crashed or is down (docs/connections.md, actors/megha/standby.py)")
+    for key, what in (("lm_beat_s", "hears beats from the active"), ("lm_takeover_s", "pings an active whose beat "
+                                                                                      "is overdue")))
+
+
 def _declare(name: str, text: str, build, centralized: bool) -> Scheduler:
     """Megha, or the centralized baseline (one GM, one LM), with what the layers above need of it."""
 
@@ -292,7 +294,7 @@ def _declare(name: str, text: str, build, centralized: bool) -> Scheduler:
                      invalid_counters=("invalid_internal", "invalid_external"), survives=SURVIVES, checks=CHECKS,
                      roles=ROLES, events=EVENTS, search=SEARCH, combine=COMBINE, paths=PATHS, size=size,
                      submission=submission, users=users, job_traits=job_traits, features=features, panels=PANELS,
-                     tour=TOUR)
+                     tour=TOUR, retired=RETIRED_KEYS)
 
 
 def job_traits(params: dict) -> dict:

@@ -1,109 +1,109 @@
 """Megha's active-standby LMs (Megha 2022, IV-D), on with ``--set lm_standby=true``.
 
-Each LM ``lm-<c>`` has a replica ``lm-<c>-standby``. As the paper says, both are sent every update from
-the workers (task ends, registrations) and the GMs (launch, snapshot and adoption requests), but only
-the active one enforces decisions; the standby keeps the cluster's done tasks and watches the active.
-Our reading, where the paper gives no protocol:
+Each LM ``lm-<c>`` has a replica ``lm-<c>-standby``; only the active one acts. The paper has the standby
+hear every update; on connections (docs/connections.md) it need not: it is sent nothing while nothing
+fails, and rebuilds the state when it takes over, from the workers (what each runs and has finished) and
+the GMs (what each has asked). Our reading, where the paper gives no protocol:
 
 - **Epochs.** The active holds an epoch; replica ``r`` only ever takes epochs with ``epoch % 2 == r``,
   so two replicas never hold the same one. Heartbeats and snapshots to the GMs carry it (in place of
   the incarnation), a takeover announces it to every worker, and workers and GMs answer anything from
   an older epoch with ``Fenced``: the sender steps down. A worker runs launches only from the LM of the
-  latest epoch it has heard, so a partition between the two replicas can leave an old active that still
-  believes it is active, but never two whose launches run: the workers fence the older one on its first
-  launch, and the GMs on its first heartbeat.
-- **Failure detection.** While it has work in hand (running tasks, unacknowledged changes, held
-  messages, a rebuild) the active beats to its standby every ``lm_beat_s``, naming when the next beat
-  is due; its last beat says none is due. The standby pings the active when a beat is one period
-  overdue, or when it sees a request while no beat is due (an idle active resumes beating on any
-  request), and takes over when the ping is not answered within ``lm_takeover_s``.
+  latest epoch it has heard, so even two replicas that both believe they are active (both restarted at
+  once, each taking the other's join for the sign that it failed) never have launches that both run:
+  the workers fence the older one on its first launch, and the GMs on its first heartbeat.
+- **Failure detection.** The standby joins its peer once (``Join``, answered ``Joined``): that opens its
+  connection to the active, whose crash the fabric then reports to it (``ConnectionBroken``, cause
+  ``crash``), as a TCP reset would. No beats: while nothing fails the pair exchanges nothing more. A
+  notice that the active crashed, or refused a message (it is down), is the takeover's trigger; a cut
+  that outlasts the connection timeout is not (the active may be alive behind it): the join is asked
+  again after a backoff (``common.recovery.Retries``), for as long as it goes unanswered. A ``Join`` that
+  reaches a standby means its peer restarted or stepped down, so nobody is active: it takes over.
 - **Takeover.** The new active takes the next epoch of its own parity, asks every worker what it runs
   and has finished (``Takeover``; messages meanwhile wait, as for a restarted LM), reconciles, then
-  sends every GM its whole state; the GMs follow the epoch. Detection plus takeover is one
+  sends every GM its whole state; a GM follows the later epoch and asks it again for every launch it has
+  in flight there (a done task is answered with its completion). Detection plus takeover is one
   ``recovery_s`` sample, counted in ``failovers``.
-- **Rejoining.** A replica that restarts, or that steps down, is a standby: it asks its peer for the
-  epoch and the done tasks (``Join``), retried with back-off; with no answer it takes over itself.
+- **Rejoining.** A replica that restarts, or that steps down, is a standby: it joins its peer; a join
+  its peer refuses (it is down too) makes it take over itself.
 """
 
 from __future__ import annotations
 
-import attrs
-
 from fedemu.fabric.log import emit
 
 from ..common.events import FAILOVER
-from ..common.recovery import backoff
-from .messages import RETRIES, Fenced, Join, Joined, LmBeat, LmPing, LmTimer, Takeover
-
-
-@attrs.frozen
-class StandbyTimes:
-    """The replicas' settings, in microseconds."""
-
-    beat_us: int
-    takeover_us: int
+from ..common.recovery import Retries
+from .messages import Fenced, Join, Joined, Takeover
 
 
 class Standby:
-    """The active/standby role of one LM replica: a component its ``LocalManager`` holds. It watches the
-    peer (as the standby) or beats to it (as the active), and changes the LM's role and epoch."""
+    """The active/standby role of one LM replica: a component its ``LocalManager`` holds. As the standby it
+    joins its peer and takes over when a notice says the peer failed; it changes the LM's role and epoch."""
 
-    def __init__(self, lm, peer_name: str, replica: int, times: StandbyTimes) -> None:
+    def __init__(self, lm, peer_name: str, replica: int, retry_us: int) -> None:
         self.lm = lm
         self.peer_name = peer_name
         self.replica = replica  # 0 starts active; replica r only takes epochs with epoch % 2 == r
-        self.times = times
+        self.retry_us = retry_us
         self.peer_id = -1
-        self.beating = False
-        self.expect_by = -1  # a standby: when the active's next sign of life is due (-1: none is)
-        self.expect_nonce = 0
-        self.pinged = False
-        self.heard_peer_us = 0
-        self.joined = False
-        self.join_asks = 0
+        self.joined = False  # a standby: its peer answered its join (it is the active)
+        self.joins: Retries | None = None
 
     def start(self) -> None:
-        """At start: replica 0 of a fresh run is active in epoch 0; any other start is a standby."""
+        """At start: replica 0 of a fresh run is active in epoch 0; any other start is a standby, which joins."""
         lm = self.lm
         self.peer_id = lm.fabric.addr(self.peer_name)
-        lm.notify = (lm.id, self.peer_id)
+        self.joins = lm.recover(Retries(lm, "join", self.retry_us, self._resend_join, self._join_pending))
         if lm.incarnation == 0 and self.replica == 0:
             return
         lm.active = False
-        if lm.incarnation > 0:  # memory lost: find the active (or take over if none answers)
-            self._join()
-            self._expect(lm.now + self.times.takeover_us)
+        self._join()
 
     def _next_epoch(self) -> int:
         epoch = self.lm.epoch + 1
         return epoch if epoch % 2 == self.replica else epoch + 1
 
-    # ---- the active side --------------------------------------------------------------
-    def _work_in_hand(self) -> bool:
-        lm = self.lm
-        return bool(lm.tasks or lm.held or lm.rebuilding or lm.change_log.pending())
+    # ---- joining: the only messages between the replicas ------------------------------------
+    def _join(self) -> None:
+        self.joined = False
+        self.lm.send(self.peer_id, Join(self.lm.epoch))
 
-    def keep_beating(self) -> None:
-        """Activity: beat now unless beats are already under way."""
-        if not self.beating:
-            self.beating = True
-            self._beat()
+    def _join_pending(self, peer: int) -> list:
+        return ["join"] if peer == self.peer_id and not self.lm.active and not self.joined else []
 
-    def _beat(self) -> None:
-        lm = self.lm
-        if self._work_in_hand():
-            lm.send(self.peer_id, LmBeat(lm.epoch, lm.now + self.times.beat_us))
-            lm.set_timer(self.times.beat_us, LmTimer("beat", -1, lm.epoch))
-        else:
-            lm.send(self.peer_id, LmBeat(lm.epoch, 0))
-            self.beating = False
+    def _resend_join(self, peer: int, key) -> None:
+        self.lm.send(self.peer_id, Join(self.lm.epoch))
 
-    def on_ping(self, msg: LmPing, src: int) -> None:
+    def on_join(self, msg: Join, src: int) -> None:
         lm = self.lm
-        if msg.epoch > lm.epoch:
+        if lm.active and msg.epoch > lm.epoch:  # the joiner knows a later epoch: this is an old active
             self._step_down(msg.epoch)
-        elif lm.active:
-            lm.send(src, LmBeat(lm.epoch, lm.now + self.times.beat_us if self.beating else 0))
+            return
+        if not lm.active:  # the peer restarted, or stepped down: nobody acts
+            lm.epoch = max(lm.epoch, msg.epoch)
+            self._take_over(lm.now)
+        lm.send(src, Joined(lm.epoch))
+
+    def on_joined(self, msg: Joined, src: int) -> None:
+        lm = self.lm
+        if msg.epoch < lm.epoch:
+            if lm.active:
+                lm.send(src, Fenced(lm.epoch))
+            return
+        if lm.active:
+            if msg.epoch == lm.epoch:
+                return
+            self._step_down(msg.epoch)
+        lm.epoch = msg.epoch
+        self.joined = True
+        self.joins.heard(src)
+
+    def broken(self, brk) -> None:
+        """A connection with the peer broke: its crash, or its refusal (it is down), makes a standby take over."""
+        lm = self.lm
+        if brk.peer == self.peer_id and brk.peer_lost_state and not lm.active:
+            self._take_over(brk.at_us)
 
     def on_fenced(self, msg: Fenced, src: int) -> None:
         lm = self.lm
@@ -112,105 +112,21 @@ class Standby:
         elif lm.active and src in lm.local_of and not lm.rebuilding:
             lm.send(src, Takeover(lm.epoch))  # a worker that has not heard of this epoch (it restarted)
 
-    def on_join(self, msg: Join, src: int) -> None:
-        lm = self.lm
-        if msg.epoch > lm.epoch:
-            self._step_down(msg.epoch)
-        elif lm.active:
-            done = tuple((j, i, w) for (j, i), w in sorted(lm.done.items()))
-            lm.send(src, Joined(lm.epoch, done))
-
-    # ---- the standby side -------------------------------------------------------------
-    def observe(self, msg, src: int) -> None:
-        """A standby sees a request or an update: note done tasks, and expect the active to beat."""
-        lm = self.lm
-        if type(msg).__name__ == "TaskFinished":
-            lm.done[(msg.job_id, msg.index)] = lm.local_of[src]
-        if self.expect_by < 0:
-            self._expect(lm.now + self.times.takeover_us)
-
-    def _expect(self, at_us: int) -> None:
-        lm = self.lm
-        self.expect_by = at_us
-        self.expect_nonce += 1
-        lm.set_timer(max(0, at_us - lm.now), LmTimer("expect", -1, self.expect_nonce))
-
-    def on_beat(self, msg: LmBeat, src: int) -> None:
-        lm = self.lm
-        if msg.epoch < lm.epoch:
-            if lm.active:  # an old active that has not heard of me yet
-                lm.send(src, Fenced(lm.epoch))
-            return
-        if lm.active:
-            if msg.epoch == lm.epoch:
-                return
-            self._step_down(msg.epoch)
-        lm.epoch = msg.epoch
-        self.heard_peer_us = lm.now
-        self.pinged = False
-        if msg.next_us:
-            self._expect(msg.next_us + self.times.beat_us)
-        else:
-            self.expect_by = -1
-            self.expect_nonce += 1
-
-    def on_joined(self, msg: Joined, src: int) -> None:
-        lm = self.lm
-        if msg.epoch < lm.epoch or lm.active:
-            return
-        lm.epoch = msg.epoch
-        self.joined = True
-        self.heard_peer_us = lm.now
-        for job_id, index, w in msg.done:
-            lm.done[(job_id, index)] = w
-
-    def _join(self) -> None:
-        lm = self.lm
-        self.joined = False
-        self.join_asks = 1
-        lm.send(self.peer_id, Join(lm.epoch))
-        lm.set_timer(backoff(self.times.takeover_us, 1), LmTimer("join", -1, 1))
-
-    def on_timer(self, msg: LmTimer) -> None:
-        lm = self.lm
-        what = msg.what
-        if what == "beat":
-            if lm.active and msg.nonce == lm.epoch:
-                self._beat()
-            else:
-                self.beating = False
-        elif what == "expect":
-            if lm.active or msg.nonce != self.expect_nonce:
-                return
-            if not self.pinged:  # overdue: ask, and wait one takeover timeout for the answer
-                self.pinged = True
-                lm.send(self.peer_id, LmPing(lm.epoch))
-                self._expect(lm.now + self.times.takeover_us)
-            else:
-                self._take_over()
-        elif what == "join":
-            if not lm.active and not self.joined and self.join_asks < RETRIES:
-                self.join_asks += 1
-                lm.send(self.peer_id, Join(lm.epoch))
-                lm.set_timer(backoff(self.times.takeover_us, self.join_asks), LmTimer("join", -1, self.join_asks))
-
     # ---- changes of role --------------------------------------------------------------
-    def _take_over(self) -> None:
-        """The active does not answer: become it in the next epoch, after asking every worker."""
+    def _take_over(self, failed_us: int) -> None:
+        """The active failed at ``failed_us`` (as far as is known): become it in the next epoch, after asking
+        every worker."""
         lm = self.lm
         lm.active = True
-        self.pinged = False
-        self.expect_by = -1
+        self.joined = False
         lm.epoch = self._next_epoch()
         lm.recorder.count("failovers")
         if lm.fabric.event_log is not None:
             emit(lm, FAILOVER, kind="standby", epoch=lm.epoch, failed=self.peer_name)
-        lm.started_us = self.heard_peer_us  # detection plus takeover, from the last sign of life
+        lm.started_us = failed_us  # detection plus takeover, from the failure
         lm.forget_state()
         lm.rebuilding = set(range(len(lm.specs)))
         lm.ask_rebuild(0)
-        self.beating = False
-        self.keep_beating()  # an old active still up hears of the new epoch
 
     def _step_down(self, epoch: int) -> None:
         """Someone holds a later epoch: stop enforcing, drop what the active held, rejoin as the standby."""
@@ -221,6 +137,4 @@ class Standby:
         lm.active = False
         lm.recorder.count("lm_step_downs")
         lm.forget_state()
-        self.heard_peer_us = lm.now
         self._join()
-        self._expect(lm.now + self.times.takeover_us)

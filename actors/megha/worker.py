@@ -4,13 +4,16 @@
   finished task is answered, not run again.
 - A launch it cannot fit (a stale LM after a restart) is refused with its status, not a crash of the run.
 - A probe is answered with what it runs and which of the asked tasks it finished.
-- Restarted (incarnation > 0), it registers with its LM (its status: nothing running), retried until the
-  LM answers; the LM then relaunches what ran here before the crash (the paper's rule).
+- Restarted (incarnation > 0), it registers with its LM (its status: nothing running); the LM then
+  relaunches what ran here before the crash (the paper's rule). The registration travels on a connection:
+  it is sent again only when that connection breaks (``common.recovery.Retries``, backing off), for as
+  long as the LM has not answered: never given up, since an LM always comes back (or its standby answers).
 No periodic heartbeat: the LM probes a worker only when one of its tasks is overdue (see local_manager).
 
 With active-standby LMs (``lm_standby``) it follows the LM of the latest epoch it has heard (a
 ``Takeover``, or the answer to its registration, which goes to both replicas) and answers a launch from
-the other replica, or a takeover of an older epoch, with ``Fenced``: the launch does not run.
+the other replica, or a takeover of an older epoch, with ``Fenced``: the launch does not run. It tells
+the LM it follows of each task's end (the replica that launched the task may have failed since).
 
 Preemption (Megha 2022, IV-C; see ``lm_fairness``): ``StopTask`` stops the named tasks at once (their resources are
 free again, their work is lost: ``Recorder.task_preempted``) and is answered ``Stopped``, naming those that
@@ -20,12 +23,12 @@ had finished already. A stopped execution's timer still fires, and is recognised
 from __future__ import annotations
 
 from ..common.protocol import RunTask, TaskFinished, TaskTimer
-from ..common.recovery import backoff
+from ..common.recovery import Recovering, Retries
 from ..common.worker import Worker
-from .messages import RETRIES, Fenced, Probe, Registered, Stopped, Takeover, WorkerRegisterTimer, WorkerStatus
+from .messages import Fenced, Probe, Registered, Stopped, Takeover, WorkerStatus
 
 
-class MeghaWorker(Worker):
+class MeghaWorker(Recovering, Worker):
     def __init__(self, spec, recorder, lm_name: str, *, retry_us: int, standby_name: str | None = None) -> None:
         super().__init__(spec, recorder)
         self.lm_name = lm_name
@@ -36,7 +39,6 @@ class MeghaWorker(Worker):
         self.retry_us = retry_us
         self.finished: set[tuple[int, int]] = set()
         self.registered = True
-        self.register_asks = 0
         self.ends: dict[tuple[int, int], int] = {}  # when each running task ends
         self.stopped: set[tuple] = set()  # (key, time) of each stopped execution's timer, yet to fire
 
@@ -45,18 +47,16 @@ class MeghaWorker(Worker):
         self.lms = (self.lm_id,) if self.standby_name is None else (self.lm_id, self.fabric.addr(self.standby_name))
         if self.incarnation > 0:
             self.registered = False
-            self._register()
+            self.recover(Retries(self, "register", self.retry_us, self._register, self._registering))
+            for lm in self.lms:  # which replica is active is not known after a restart: each hears it
+                self._register(lm)
 
-    def _register(self) -> None:
-        self.register_asks += 1
-        status = self._status(())
-        for lm in self.lms:  # which replica is active is not known after a restart: each hears it
-            self.send(lm, status)
-        self.set_timer(backoff(self.retry_us, self.register_asks), WorkerRegisterTimer())
+    def _register(self, lm: int, key=None) -> None:
+        self.send(lm, self._status(()))
 
-    def on_WorkerRegisterTimer(self, msg, src) -> None:
-        if not self.registered and self.register_asks < RETRIES:
-            self._register()
+    def _registering(self, lm: int) -> list:
+        """What LM replica ``lm`` still owes this worker (``Retries``): the answer to its registration."""
+        return ["register"] if not self.registered and lm in self.lms else []
 
     def on_Registered(self, msg: Registered, src: int) -> None:
         if msg.epoch >= self.epoch:
@@ -135,9 +135,7 @@ class MeghaWorker(Worker):
             free[r] += d
         self.completed += 1
         self.recorder.task_finished(msg.job_id, msg.index, self._now, task.demand[0], self.spec.worker_id)
-        done = TaskFinished(msg.job_id, msg.index, task.demand, task.owner)
-        for dst in task.notify:
-            self.send(dst, done)
+        self.send(self.lm_id, TaskFinished(msg.job_id, msg.index, task.demand, task.owner))
 
     def on_Probe(self, msg: Probe, src: int) -> None:
         if msg.epoch > self.epoch and len(self.lms) > 1:  # a takeover whose announcement it missed: follow it
