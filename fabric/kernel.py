@@ -201,17 +201,24 @@ class Fabric(Routing):
         """The fault events added so far (``fabric.faults.Fault``), in the order they were added."""
         return tuple(r.fault for r in self._faults)
 
-    def in_flight(self, src: int | None = None, dst: int | None = None) -> list[tuple[int, int, object]]:
+    def in_flight(self, src: int | None = None, dst: int | None = None,
+                  live: bool = False) -> list[tuple[int, int, object]]:
         """The messages sent and not yet handled, as ``(sender, receiver, message)`` in the order of
         (sender, receiver, the sender's sequence number); only those from ``src`` and/or to ``dst`` when
         given. In flight means: in the event queue (on the wire, or due for retransmission), held behind an
         earlier message on a stalled connection, in a receiver's mailbox this window, waiting for a busy
         server (its backlog), or made by a server's handler and held until its service ends. Timers are not
-        messages. For checks at the end of a run and tests: no actor may base a decision on it."""
+        messages. ``live``: only those still to be delivered, not those a broken connection cut off (dropped
+        as ``broken`` when they come due) nor those on their way to an actor that is down (to be refused),
+        so that a check can tell a message on its way from one lost for good. For checks at the end of a
+        run and tests: no actor may base a decision on it."""
         found = []
         entries = self._queue.entries()
         for stall in self.connections.stalls.values():
             entries += stall.held
+        if live:
+            cut, actors = self.connections.cut, self._actors
+            entries = [e for e in entries if e[2] < 0 or (e[3] > cut.get((e[2], e[5]), 0) and actors[e[5]] is not None)]
         for actor in self._actors:
             if actor is not None:
                 entries += actor._mailbox[actor._pos:]

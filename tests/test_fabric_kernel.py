@@ -552,3 +552,22 @@ def test_in_flight_includes_messages_held_behind_a_retransmission():
     got, _ = _in_flight_run(1500, faults=[(0, "loss", ("a", "b"), 1.0)])
     assert (0, 1, "x") in got and (0, 1, "w") in got
     assert [g for g in got if g[:2] == (0, 1)] == [(0, 1, "x"), (0, 1, "w")]
+
+
+def test_in_flight_live_leaves_out_what_a_broken_connection_cut_off():
+    """a crashes at 200 us: its connections break, and what it sent (x and y, on the wire until 1000 us) is cut
+    off (and w, which its timer sent at 100 us), to be dropped as broken when it comes due. It is still in the queue, so in flight, but not live;
+    nor is z, on its way to a, which is down (it will be refused); c's send to b is both."""
+    def build(f):
+        f.network = Network(Link(Latency.const(1000)))
+        for name, script in IN_FLIGHT_SCRIPTS.items():
+            f.add(name, lambda script=script: Scripted([], script))
+        f.add_faults([(200, "crash", "a")])
+
+    fabric, _ = run_fabric(1, build, until_us=500)
+
+    def labels(**kw):
+        return [(s, d, m.label) for s, d, m in fabric.in_flight(**kw) if s >= 0]  # (not the fabric's notices)
+
+    assert labels() == [(0, 1, "x"), (0, 1, "w"), (0, 2, "y"), (1, 0, "z"), (2, 1, "v")]
+    assert labels(live=True) == [(2, 1, "v")]

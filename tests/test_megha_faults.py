@@ -11,10 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fedemu.actors.common.protocol import TaskFinished
 from fedemu.actors.megha.checks import lm_matches_workers, one_active_lm, views_converge
 from fedemu.actors.megha.global_manager import GlobalManager
 from fedemu.actors.megha.local_manager import LocalManager
 from fedemu.actors.megha.plugin import CENTRALIZED, MEGHA
+from fedemu.fabric.actor import RANK_MESSAGE
 from fedemu.scenarios import fault_plan
 from fedemu.tools.runner import execute
 from scheduler_helpers import recorder_of
@@ -158,6 +160,30 @@ def test_the_live_state_checks_bite_on_a_corrupted_view_or_lm_record():
     assert lm_matches_workers(fabric) == []  # marked down and still asked: on its way back up
     lm.asking.discard(3)  # not asked (a notice said it crashed): it must register, yet it is up and registered
     assert "has it down, but it is up" in lm_matches_workers(fabric)[0].detail
+
+
+def test_lm_matches_workers_allows_a_finish_report_only_while_it_is_in_flight():
+    """A worker finished a task its LM still counts there. While the worker's report is on its way on a live
+    connection the difference is allowed (the run ended first); once it is lost (nothing in flight, or
+    cut off by a broken connection) it is a violation. The check once allowed any task the worker had
+    finished, which hid a report lost for good."""
+    fabric = run().fabric
+    lm = fabric.actor(fabric.addr("lm-2"))
+    w = next(w for w in range(len(lm.free)) if lm.free[w][0] > 0 and not lm.execs[w])
+    worker = fabric.actor(lm.worker_ids[w])
+    key = (10**6, 0)
+    lm.execs[w][key] = (1,)
+    lm.free[w][0] -= 1
+    worker.finished.add(key)  # it ran there and finished; its report never reached the LM
+    assert [v.subject for v in lm_matches_workers(fabric)] == [lm.worker_names[w]]
+    report = TaskFinished(key[0], key[1], (1,), 0)
+    seq = worker._seq + 1
+    fabric._queue.late.append((fabric.now + 1, RANK_MESSAGE, worker.id, seq, 0, lm.id, report))
+    assert fabric.in_flight(worker.id, lm.id, live=True) == [(worker.id, lm.id, report)]
+    assert lm_matches_workers(fabric) == []  # on its way
+    fabric.connections.cut[(worker.id, lm.id)] = seq  # its connection broke: it will be dropped, not delivered
+    assert fabric.in_flight(worker.id, lm.id, live=True) == [] and fabric.in_flight(worker.id, lm.id) != []
+    assert [v.subject for v in lm_matches_workers(fabric)] == [lm.worker_names[w]]
 
 
 def test_survives_lists_what_these_tests_prove():

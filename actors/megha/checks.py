@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..common.invariants import Violation
+from ..common.protocol import RunTask, TaskFinished
 from .global_manager import GlobalManager
 from .local_manager import LocalManager
+from .messages import StopTask, Stopped, WorkerStatus
 
 
 def _live(fabric, kind) -> list:
@@ -38,12 +40,25 @@ def _unheld(lm, w: int) -> list[int]:
     return lm.free[w] if held is None else [f + h for f, h in zip(lm.free[w], held)]
 
 
+# what may still change the LM's record of a worker or the worker itself, on its way between the two
+_REPORTS = (TaskFinished, WorkerStatus, Stopped)  # worker -> LM
+_ORDERS = (RunTask, StopTask)  # LM -> worker
+
+
+def _under_way(fabric, lm, wid: int) -> bool:
+    """Whether a report or an order is still in flight between LM ``lm`` and worker ``wid`` on a live
+    connection (``Fabric.in_flight``): the run ended before it arrived. One lost with its connection is not."""
+    return any(isinstance(m, _REPORTS) for _, _, m in fabric.in_flight(wid, lm.id, live=True)) or \
+        any(isinstance(m, _ORDERS) for _, _, m in fabric.in_flight(lm.id, wid, live=True))
+
+
 def lm_matches_workers(fabric) -> list[Violation]:
     """Every acting LM (not rebuilding) holds each live worker's true free vector, and has none of them
     down while it is up, unless that worker's recovery was under way when the run ended (runs end when the
     last job does): the LM still probes or asks it (a cut broke its ask, or the ask is on its way), or the
-    worker still registers. A worker
-    that finished a task the LM still runs there has its report on the way (the run may end first)."""
+    worker still registers. A difference is
+    allowed only while a report or a launch between the two is really in flight on a live connection; a
+    report lost for good is a violation."""
     out = []
     for lm in _acting(fabric).values():
         if lm.rebuilding:
@@ -53,12 +68,11 @@ def lm_matches_workers(fabric) -> list[Violation]:
             if worker is None:
                 continue
             if w in lm.down:
-                if w in lm.asking or w in lm.probing or not worker.registered:
+                if w in lm.asking or w in lm.probing or not worker.registered or _under_way(fabric, lm, wid):
                     continue
                 out.append(Violation("lm_matches_workers", lm.worker_names[w], fabric.now,
                                      f"{lm.name} has it down, but it is up"))
-            elif tuple(free := _unheld(lm, w)) != tuple(worker.free) and \
-                    not any(key in worker.finished for key in lm.execs[w]):  # (a finish report on its way)
+            elif tuple(free := _unheld(lm, w)) != tuple(worker.free) and not _under_way(fabric, lm, wid):
                 out.append(Violation("lm_matches_workers", lm.worker_names[w], fabric.now,
                                      f"{lm.name} holds free {tuple(free)}, the worker has {tuple(worker.free)}"))
     return out
