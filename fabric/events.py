@@ -59,21 +59,26 @@ class EventQueue:
         return out
 
     def first(self):
-        """The next entry, or None when there is none."""
-        if self.late:
-            self._merge()
+        """The next entry, or None when there is none. The ``late`` entries are put in their places in
+        the current bucket first: a few by sorted inserts (here: the kernel calls this once a window),
+        many by ``_merge``."""
+        late = self.late
+        if late:
+            if len(late) <= MERGE_BY_INSERT:
+                current, pos = self.current, self.pos
+                for entry in late:
+                    insort(current, entry, lo=pos)
+                late.clear()
+            else:
+                self._merge()
         if self.pos < len(self.current):
             return self.current[self.pos]
         return self.next_bucket()
 
     def _merge(self) -> None:
-        """Put the ``late`` entries in their places in the current bucket: a few by sorted inserts, many
-        by one sort of what is left of the bucket and them (two sorted runs: a linear merge)."""
+        """Many ``late`` entries: one sort of what is left of the current bucket and them (two sorted
+        runs: a linear merge)."""
         late, self.late = self.late, []
-        if len(late) <= MERGE_BY_INSERT:
-            for entry in late:
-                insort(self.current, entry, lo=self.pos)
-            return
         rest = self.current[self.pos:]
         late.sort()
         rest += late

@@ -63,7 +63,10 @@ class Stream:
     def bits64(self) -> int:
         """The next raw 64-bit value."""
         c = self.counter = self.counter + 1
-        return mix64((self.key + c * _GOLDEN) & _MASK)  # draw(key, c - 1), one call fewer
+        z = (self.key + c * _GOLDEN) & _MASK  # draw(key, c - 1) with mix64 inlined: every actor's hot draw
+        z = ((z ^ (z >> 30)) * MIX1) & _MASK
+        z = ((z ^ (z >> 27)) * MIX2) & _MASK
+        return z ^ (z >> 31)
 
     def random(self) -> float:
         """A float in [0, 1)."""
