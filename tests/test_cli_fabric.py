@@ -218,3 +218,31 @@ def test_the_progress_bar_shows_the_workloads_total_from_the_start(monkeypatch):
     assert updates[-1]["total"] == 500 and "jobs 0/500" in updates[-1]["status"]
     with progress.progress_bar(enabled=False) as update:
         assert update is None
+
+
+def test_the_collector_is_paused_through_the_end_of_run_work_and_restored_after(monkeypatch):
+    """``execute`` keeps the cyclic collector off from the build through the end-of-run checks and
+    metrics (not only for the fabric's run), and on again afterwards, whether the run ends well or not."""
+    import gc
+
+    from fedemu.tools import runner
+
+    seen = []
+    real = runner.summarize_run
+
+    def summarize(recorder):
+        seen.append(gc.isenabled())
+        return real(recorder)
+
+    monkeypatch.setattr(runner, "summarize_run", summarize)
+    overrides = {"workload": "syn_50", "jobs": 2}
+    runner.execute("default", seed=1, overrides=overrides)
+    assert seen == [False] and gc.isenabled() and gc.get_freeze_count() == 0
+
+    def broken(recorder):
+        raise RuntimeError("metrics failed")
+
+    monkeypatch.setattr(runner, "summarize_run", broken)
+    with pytest.raises(RuntimeError, match="metrics failed"):
+        runner.execute("default", seed=1, overrides=overrides)
+    assert gc.isenabled() and gc.get_freeze_count() == 0

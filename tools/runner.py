@@ -27,7 +27,7 @@ import attrs
 from fedemu.fabric import messages
 from fedemu.fabric.errors import ConfigError, FedemuError
 from fedemu.fabric.journal import Journal
-from fedemu.fabric.kernel import Fabric
+from fedemu.fabric.kernel import Fabric, gc_paused
 from fedemu.fabric.log import EventLog
 from fedemu.fabric.replay import STOPPED_EARLY
 
@@ -272,8 +272,20 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
     """Run one scenario: its PARAMS updated by ``overrides`` (validated), optionally journaled to
     ``journal_path``, its protocol events at ``log_level`` and above logged to ``log_path`` (JSON
     lines; a failed run keeps those logged so far) and written to ``out_dir``. ``faults``: a
-    ``scenarios.fault_plan.Plan`` added after the build; its events go into the journal header."""
-    ref = scenario_ref(ref)
+    ``scenarios.fault_plan.Plan`` added after the build; its events go into the journal header.
+
+    The cyclic garbage collector is paused from the build to the summary, not only for the fabric's run
+    (``kernel.gc_paused``): after the run, the end-of-run checks and the metrics allocate enough to set
+    off collections, and each walked every record, actor and message the run left alive (measured on
+    Sparrow at 10,000 workers: 0.35 s of those phases' 1.2 s)."""
+    with gc_paused():
+        return _execute(scenario_ref(ref), seed, overrides, journal_path, out_dir, progress, log_path, log_level,
+                        faults)
+
+
+def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, log_path, log_level: str,
+             faults) -> RunResult:
+    """``execute``'s body, with the collector paused."""
     module = load(ref)
     params = params_mod.resolve_scenario(module, overrides or {})
     journalable(params, ref)
