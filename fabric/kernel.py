@@ -322,6 +322,8 @@ class Fabric(Routing):
         journal = self.journal
         until_us = self._until
         progress = self.progress
+        reschedule = trio.lowlevel.reschedule
+        wake = parking.WAKE
         while True:
             if self.windows & 15 == 0:
                 journal.maybe_drain()
@@ -340,31 +342,26 @@ class Fabric(Routing):
             self.windows += 1
             if progress is not None and self.windows % self.progress_every == 0:
                 progress(self)
-            if woken:
-                self._woken = woken
-                resume = self._wake(woken, current)
-                if self._running:
-                    return resume
-                self._flush(woken)
-                self._woken = ()
-
-    def _wake(self, woken: list, current) -> bool:
-        """Reschedule the parked actors among ``woken``; True when ``current`` is one of them (it
-        goes on by itself, without a trio round trip)."""
-        reschedule = trio.lowlevel.reschedule
-        wake = parking.WAKE
-        resume = False
-        running = 0
-        for actor in woken:
-            if actor._parked:
-                actor._parked = False
-                running += 1
-                if actor is current:
-                    resume = True
-                else:
-                    reschedule(actor._task, wake)
-        self._running += running
-        return resume
+            if not woken:
+                continue
+            # Wake the parked actors among them; ``current``, if it is one, goes on by itself when
+            # this returns True (no trio round trip). Written here, not called: once per window.
+            self._woken = woken
+            resume = False
+            running = 0
+            for actor in woken:
+                if actor._parked:
+                    actor._parked = False
+                    running += 1
+                    if actor is current:
+                        resume = True
+                    else:
+                        reschedule(actor._task, wake)
+            self._running += running
+            if self._running:
+                return resume
+            self._flush(woken)
+            self._woken = ()
 
     def _end(self, first) -> None:
         """No window is left to deliver: set the end time and let the driver finish the run."""

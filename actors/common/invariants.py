@@ -69,21 +69,21 @@ def tasks_ran_once(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violati
     start or end is refused by the recorder as it happens.)"""
     out = []
     speed = {w.worker_id: w.speed for w in cluster.workers()}
+    tasks = rec.tasks
     for job in rec.jobs.values():
         if job.completion_us < 0:
             continue
         for i in range(job.num_tasks):
-            t = rec.tasks[(job.job_id, i)]
-            subject = f"task {job.job_id}.{i}"
+            t = tasks[(job.job_id, i)]
             if t.start_us < 0 or t.end_us < 0:
-                out.append(Violation("tasks_ran_once", subject, job.completion_us,
+                out.append(Violation("tasks_ran_once", f"task {job.job_id}.{i}", job.completion_us,
                                      f"its job completed but the task {'never started' if t.start_us < 0 else 'never ended'}"))
             elif t.end_us - t.start_us != (want := run_time_us(t.duration_us, job.alpha, speed.get(t.worker, 1.0))):
                 scaled = "" if want == t.duration_us else f" and its run time on w-{t.worker} is {want} us"
-                out.append(Violation("tasks_ran_once", subject, t.end_us,
+                out.append(Violation("tasks_ran_once", f"task {job.job_id}.{i}", t.end_us,
                                      f"ran {t.end_us - t.start_us} us, its duration is {t.duration_us} us{scaled}"))
             elif t.end_us > job.completion_us:
-                out.append(Violation("tasks_ran_once", subject, job.completion_us,
+                out.append(Violation("tasks_ran_once", f"task {job.job_id}.{i}", job.completion_us,
                                      f"its job was closed at {job.completion_us} us, before the task ended "
                                      f"at {t.end_us} us"))
     return out

@@ -57,8 +57,12 @@ class Worker(Actor):
         self.set_timer(self.run_us(msg), TaskTimer(msg.job_id, msg.index))
 
     def run_us(self, msg) -> int:
-        """How long ``msg``'s task runs on this machine (its duration with the Amdahl speed-up)."""
-        return run_time_us(msg.duration_us, self.recorder.alpha_of(msg.job_id), self.spec.speed)
+        """How long ``msg``'s task runs on this machine (its duration with the Amdahl speed-up; on a machine
+        of speed 1, as every machine but a heterogeneous scenario's, the duration, without looking up alpha)."""
+        speed = self.spec.speed
+        if speed == 1:
+            return msg.duration_us
+        return run_time_us(msg.duration_us, self.recorder.alpha_of(msg.job_id), speed)
 
     def on_TaskTimer(self, msg: TaskTimer, src: int) -> None:
         task = self.running.pop((msg.job_id, msg.index))
