@@ -14,8 +14,9 @@ restart, a resubmitted job or a later LM epoch. Our reading of the 2022 paper's 
   idempotently by (job, task), so a running task is answered ``LaunchAccepted`` and a done one with its
   completion. While the LM has not answered three asks, each launch there whose task is
   ``launch_timeout_s`` past its expected end is queued again elsewhere (``launches_abandoned``: a task
-  running there may run twice), and that LM's view is emptied until it is heard from; when the asks run
-  out, all of them are.
+  running there may run twice), and that LM's view is emptied until it is heard from; after ten asks,
+  all of them are. The asks go on (backing off to a minute) until the state comes: the LM may come back
+  after any outage, and nothing else would ask it again.
 - **Stateless GM**: a restarted GM (incarnation > 0) knows nothing. Its view of every LM starts empty
   (it launches nowhere) until that LM's ``Snapshot`` arrives, asked with back-off; the last one ends the
   rebuild (``gm_rebuilds``, and its duration in ``recovery_s``). When the asks run out, a new job or a
@@ -206,12 +207,9 @@ class GmRecovery:
                     self.ask_snapshots()
         elif what[0] == "resync":
             lm = int(what[1])
-            if lm in self.resyncing:
+            if lm in self.resyncing:  # asked again, backing off to a minute, for as long as the LM may return
                 self.give_up(lm, self.resync_asks[lm])
-                if self.resync_asks[lm] < REQUEST_TRIES:
-                    self.ask_resync(lm)
-                else:  # the LM does not answer: a heartbeat from it asks again
-                    self.resyncing.discard(lm)
+                self.ask_resync(lm)
         else:  # "adopt <job>"
             job_id = int(what[1])
             entry = self.adopting.get(job_id)
