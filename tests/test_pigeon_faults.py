@@ -295,3 +295,24 @@ def test_a_task_is_stranded_exactly_when_no_live_worker_of_its_kind_could_run_it
                    and (not aware or set(constraints) <= set(w.constraints)) and w.capacity[0] >= demand[0]
                    for local, w in enumerate(workers))
     assert dispatch.could_run(cls, constraints, demand, down) == expected
+
+
+def test_a_task_no_group_can_run_is_handed_back_once_then_kept(tmp_path):
+    """PigeonC, w-3 dead for good: job 2's task 0 needs constraints only w-3 has, in every group. Its master
+    hands it back once; the distributor has no other group for it and sends it back; the master keeps it
+    for good then (a worker may come back), rather than bouncing it every few master timeouts for ever.
+    (The job cannot finish: the run is stopped at the search's liveness deadline.)"""
+    from fedemu.fabric.journal import SEND, JournalReader
+
+    over = dict(scheduler="pigeonc", gms=1, lms=2, workers_per_partition=3, capacity=1, masters=0, distributors=1,
+                fqw=0, workload="poisson", jobs=20, fanout=2, task_s=1.0, task_dist="exp", load=0.3,
+                constraints=True, jitter_ms=0.0, short_cutoff_s=0.5)
+    example = strategies.Example("default", 0, over, fp.from_tables(
+        [{"at_s": 0.0, "kind": "crash", "target": ["w-3"]}], "p"), "pigeonc", heal_us=1)
+    with pytest.raises(fuzz.Stalled, match="job 2: never completed"):
+        fuzz.run_guarded(example, journal_path=tmp_path / "j")
+    sent = [r[2] for r in JournalReader(tmp_path / "j").records() if r[2][0] == SEND]
+    batches = [s[4] for s in sent if s[6] == "pigeon.tasks" and s[7][0] == 2]
+    returned = [s[7][0] for s in sent if s[6] == "pigeon.returned" and any(t[0] == 2 for t in s[7][1])]
+    assert returned == [1]  # by group 1's master, once
+    assert len(batches) == 3 and batches[1] == batches[2]  # the split (two groups), then back to group 1 once

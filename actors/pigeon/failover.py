@@ -17,8 +17,9 @@ silent. Nothing here runs while nothing fails: it starts from the fabric's notic
 - A waiting task no live worker of the group could run (every worker down; a long job's task with every
   low-priority worker down, which Pigeon 2019, 2.2 forbids the reserved ones to take; a PigeonC task with
   every machine holding its constraints down): after ``RECOVER_ROUNDS`` master timeouts the master hands
-  it back to its distributor (``Returned``), which sends it to another group. Checked only while a worker
-  is down.
+  it back to its distributor (``Returned``), which sends it to another group that has not handed it back;
+  when every group that could run it has, it goes back to the last one, which keeps it (``parked``) until a
+  worker comes back. Checked only while a worker is down.
 """
 
 from __future__ import annotations
@@ -182,8 +183,10 @@ class MasterRecovery:
         """The waiting tasks of ``items`` ((key, (task, class)) pairs) that no live worker could run: a LOW
         task once every low-priority worker is down (a reserved one may not run it: Pigeon 2019, 2.2), a
         PigeonC task once every machine with its constraints is, any task once every worker is."""
-        down, could_run, seen = self.down, self.dispatch.could_run, {}
+        down, could_run, seen, parked = self.down, self.dispatch.could_run, {}, self.parked
         for key, (task, cls) in items:
+            if key in parked:
+                continue
             shape = (cls, task.constraints, task.demand)
             ok = seen.get(shape)
             if ok is None:
@@ -191,11 +194,25 @@ class MasterRecovery:
             if not ok:
                 yield key, task, cls
 
+    def _sent_again(self, job_id: int, indices) -> list:
+        """A batch's tasks still waiting, as (key, (task, class)) pairs; one this master handed back and
+        its distributor sent here again (no other group can run it either) waits here for a worker to come
+        back, never handed back again (``parked``): nothing bounces for ever."""
+        queued, back, parked = self.dispatch.queued, self.handed_back, self.parked
+        items = []
+        for index in indices:
+            key = (job_id, index)
+            if key in back:
+                back.discard(key)
+                parked.add(key)
+            elif key in queued:
+                items.append((key, queued[key]))
+        return items
+
     def _watch_stranded(self, items=None) -> None:
         """While a worker is down and some waiting task (of ``items``, else of the queues) has no live
         worker that could run it, look again after ``RECOVER_ROUNDS`` master timeouts (a worker may come
-        back meanwhile); a timer only while it is so. The wait doubles, up to a minute, while tasks keep
-        coming back to a group no other group can relieve (their distributor has nowhere else to send them)."""
+        back meanwhile); a timer only while it is so, its wait doubling up to a minute while it finds some."""
         if self.stranded_armed or not self.down:
             return
         if next(self._stranded(self.dispatch.queued.items() if items is None else items), None) is not None:
@@ -213,6 +230,7 @@ class MasterRecovery:
         for key, task, cls in list(self._stranded(queued.items())) if self.down else ():
             del queued[key]  # (the fair queue drops it when its turn comes)
             self.sync.queued[key] = None
+            self.handed_back.add(key)
             back.setdefault(task.distributor, []).append(
                 (task.job_id, cls == HIGH, task.demand, task.index, task.duration_us, task.constraints))
         if not back:

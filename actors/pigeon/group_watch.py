@@ -32,6 +32,7 @@ class GroupWatch:
         self.watch_armed = False
         self.watch_rounds = 0  # rounds of the watch since no group was suspected
         self.elsewhere = None  # the stream that picks another group for tasks handed back
+        self.handed_back: dict = {}  # (job, index) -> the groups that handed the task back (fault-only)
 
     def on_ConnectionBroken(self, msg, src: int) -> None:
         """A connection with a group member broke: what it carried may be lost (see the module's notes)."""
@@ -126,8 +127,8 @@ class GroupWatch:
     # ---- tasks a group has no live worker for -----------------------------------------------
     def on_Returned(self, msg, src: int) -> None:
         """Group ``msg.group``'s master has no live worker to run these tasks and hands them back: send those this
-        distributor still waits for to other groups (PigeonC: weighted by their counts, without that
-        group), or back to it when no other group can run one (it may get a worker back)."""
+        distributor still waits for to other groups (PigeonC: weighted by their counts) that have not handed
+        them back, or, when none is left, back to this one, which keeps them until a worker comes back."""
         g = msg.group
         if self.elsewhere is None:
             self.elsewhere = self.rng.child("elsewhere")
@@ -138,11 +139,11 @@ class GroupWatch:
             split = self.split.get(job_id)
             if entry is None or split is None or entry[1][index] or split[1][index] != g:
                 continue  # done, or already elsewhere
-            if self.counts is None:
-                weights = [0 if h == g else 1 for h in range(n)]
-            else:
-                weights = list(self.counts.weights(constraints, demand))
-                weights[g] = 0
+            tried = self.handed_back.setdefault((job_id, index), set())
+            tried.add(g)
+            weights = [1] * n if self.counts is None else list(self.counts.weights(constraints, demand))
+            for h in tried:
+                weights[h] = 0
             h = self.elsewhere.weighted_index(weights) if any(weights) else g
             split[1][index] = h
             self.waiting[g] -= 1

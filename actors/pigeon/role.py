@@ -61,6 +61,8 @@ class MasterCore(MasterRecovery):
         self.rebuild: Rebuild | None = None  # a new master's rebuild, while it waits for answers
         self.stranded_armed = False  # the timer of tasks no live worker can run is pending
         self.stranded_rounds = 0  # that timer's rounds since it last found nothing to hand back
+        self.handed_back: set = set()  # tasks handed back (a batch bringing one again: nowhere else runs it)
+        self.parked: set = set()  # tasks sent here again after a hand-back: kept until a worker comes back
         self.sync = SyncSender()  # what changed since the last sync to the second master
 
     # ---- the group's work (Pigeon 2019, 2.2) ---------------------------------------------
@@ -85,7 +87,7 @@ class MasterCore(MasterRecovery):
         self.activity()
         self._dispatch()
         if self.down:  # (recovery) a worker is down: these tasks may have no live worker to run them
-            self._watch_stranded(((job_id, i), queued[(job_id, i)]) for i in msg.indices if (job_id, i) in queued)
+            self._watch_stranded(self._sent_again(job_id, msg.indices))
 
     def idle(self, local: int, msg) -> None:
         """A worker's idle notice: the task ended and its resources are free."""
