@@ -300,8 +300,8 @@ def test_a_task_is_stranded_exactly_when_no_live_worker_of_its_kind_could_run_it
 def test_a_task_no_group_can_run_is_handed_back_once_then_kept(tmp_path):
     """PigeonC, w-3 dead for good: job 2's task 0 needs constraints only w-3 has, in every group. Its master
     hands it back once; the distributor has no other group for it and sends it back; the master keeps it
-    for good then (a worker may come back), rather than bouncing it every few master timeouts for ever.
-    (The job cannot finish: the run is stopped at the search's liveness deadline.)"""
+    for good then (a worker may come back), rather than bouncing it every few master timeouts for ever. The
+    job cannot finish, so the run settles and ends with that verdict (it never settled before)."""
     from fedemu.fabric.journal import SEND, JournalReader
 
     over = dict(scheduler="pigeonc", gms=1, lms=2, workers_per_partition=3, capacity=1, masters=0, distributors=1,
@@ -309,7 +309,7 @@ def test_a_task_no_group_can_run_is_handed_back_once_then_kept(tmp_path):
                 constraints=True, jitter_ms=0.0, short_cutoff_s=0.5)
     example = strategies.Example("default", 0, over, fp.from_tables(
         [{"at_s": 0.0, "kind": "crash", "target": ["w-3"]}], "p"), "pigeonc", heal_us=1)
-    with pytest.raises(fuzz.Stalled, match="job 2: never completed"):
+    with pytest.raises(runner.RunViolation, match="jobs_closed: job 2: never completed"):
         fuzz.run_guarded(example, journal_path=tmp_path / "j")
     sent = [r[2] for r in JournalReader(tmp_path / "j").records() if r[2][0] == SEND]
     batches = [s[4] for s in sent if s[6] == "pigeon.tasks" and s[7][0] == 2]
