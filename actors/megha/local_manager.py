@@ -155,6 +155,7 @@ class LocalManager(Recovering, Actor):
         self.seq = 0
         self.probing: dict[int, list] = {}  # worker -> [probes sent, nonce]
         self.down: dict[int, int] = {}  # worker -> nonce of its down period
+        self.hand_back_at: dict[int, int] = {}  # down worker -> when its tasks go back (the timer is pending)
         self.asking: set[int] = set()  # down workers asked again after the hand-back, until they answer
         self.worker_inc = [0] * n  # each worker's incarnation as last heard
         self.rebuilding: set[int] = set()  # workers a restarted LM still waits for
@@ -433,6 +434,7 @@ class LocalManager(Recovering, Actor):
                 self._mark_down(w)
         elif msg.what == "down":
             if self.down.get(w) == msg.nonce:  # hand its tasks back, then ask it once more (``_asked``)
+                del self.hand_back_at[w]
                 self._hand_back(w)
                 self.asking.add(w)
                 self._ask(w)
@@ -454,6 +456,7 @@ class LocalManager(Recovering, Actor):
         for r in range(len(free)):
             free[r] = 0
         self.changed(w, NO_CAUSE)
+        self.hand_back_at[w] = self.now + self.faults.down_timeout_us
         self.set_timer(self.faults.down_timeout_us, LmTimer("down", w, self.seq))
 
     def _hand_back(self, w: int) -> None:
@@ -505,6 +508,7 @@ class LocalManager(Recovering, Actor):
         relaunch what it lost (a lost launch, or a restart), or hand that back when it no longer fits."""
         self.probing.pop(w, None)
         self.down.pop(w, None)
+        self.hand_back_at.pop(w, None)
         self.asking.discard(w)
         execs, tasks = self.execs[w], self.tasks
         running = {(r[0], r[1]): r for r in status.running}
@@ -594,6 +598,7 @@ class LocalManager(Recovering, Actor):
         self.due_at.clear()
         self.probing.clear()
         self.down.clear()
+        self.hand_back_at.clear()
         self.asking.clear()
         if self.users is not None:
             self.users.forget()
