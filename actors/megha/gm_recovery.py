@@ -96,8 +96,9 @@ class GmRecovery:
 
     def on_connection_broken(self, msg) -> None:
         """A connection with an LM broke (docs/connections.md): ask that LM for its whole state (at once
-        after a long cut, a retry period later when the LM is down). A break with the replica this GM
-        does not follow changes nothing: that one acts on nothing it was sent."""
+        after a long cut, a retry period later when the LM is down); already asking it, ask again at once
+        after a cut (the asks went down with the connection). A break with the replica this GM does not
+        follow changes nothing: that one acts on nothing it was sent."""
         gm = self.gm
         peer = msg.dst if msg.src == gm.id else msg.src
         lm = gm.lm_of.get(peer)
@@ -105,6 +106,10 @@ class GmRecovery:
             return
         self.broken.add(lm)
         self.reask.add(lm)
+        asking = lm in self.resyncing or (lm in self.rebuilding and self.snapshot_asks <= REQUEST_TRIES)
+        if asking and msg.cause == "timeout":  # the asks sent on it are lost: ask again now, on a new connection
+            self.ask_state(lm)
+            return
         self.resync(lm, now=msg.cause == "timeout")
 
     def resync(self, lm: int, now: bool = True) -> None:
