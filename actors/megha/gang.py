@@ -473,6 +473,10 @@ class LmGang:
         key = (msg.job_id, msg.attempt)
         gm = lm.gm_ids[msg.gm]
         tasks = tuple(t for t in msg.tasks if (msg.job_id, t[0]) not in lm.tasks and (msg.job_id, t[0]) not in lm.done)
+        for index, _, _ in msg.tasks:  # a part that ended while no replica knew it (a takeover): its end, at once
+            w = lm.done.get((msg.job_id, index))
+            if w is not None:
+                lm.send(gm, TaskCompleted(msg.job_id, index, lm.lm, w, tuple(lm.free[w])))
         if key in self.holds or not tasks:
             # a retry (the vote was lost or is late): yes again, with the part's workers as they are now, so
             # the GM's view does not count the reservation twice (values it learnt since may include it)
