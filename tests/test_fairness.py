@@ -342,3 +342,38 @@ def test_more_users_than_jobs_is_refused(capsys):
     err = capsys.readouterr().err
     assert err == ("fedemu: error: users=1000 is more than the 500 jobs of the workload: 500 users would never "
                    "have a job; give at most 500 users, or more jobs\n")
+
+
+def test_a_gm_pauses_preemption_after_refused_tries_but_one_stale_pass_is_one_try():
+    """``PREEMPT_TRIES`` refusals of requests each planned knowing the refusals before pause the GM's
+    preemption until a heartbeat; the refusals of requests one pass sent together count once."""
+    from types import SimpleNamespace
+
+    from fedemu.actors.megha.gm_fairness import PREEMPT_TRIES, GmFairness
+
+    gm = SimpleNamespace(attempts=0, recovery=SimpleNamespace(followed=lambda lm, src: False),
+                         requeue=lambda task, front: None, schedule=lambda: None)
+    fair = object.__new__(GmFairness)
+    fair.gm, fair.flights, fair.busy_until, fair.holders = gm, {}, {}, [{}]
+    fair.refusals, fair.learnt, fair.calm = 0, 0, False
+
+    def plan(n):
+        sent = []
+        for _ in range(n):
+            gm.attempts += 1
+            task = SimpleNamespace(job_id=gm.attempts, index=0)
+            fair.flights[(task.job_id, 0)] = SimpleNamespace(attempt=gm.attempts, lm=0, worker=0, task=task)
+            sent.append(task.job_id)
+        return sent
+
+    def refuse(job_id):
+        fair.on_preempt_failed(SimpleNamespace(lm=0, job_id=job_id, index=0, attempt=job_id), src=0)
+
+    for job_id in plan(PREEMPT_TRIES):  # one pass on one stale view: one try
+        refuse(job_id)
+    assert (fair.refusals, fair.calm) == (1, False)
+    for _ in range(PREEMPT_TRIES - 1):  # each planned after the last refusal was learnt
+        refuse(plan(1)[0])
+    assert fair.calm
+    fair.heard_heartbeat()
+    assert (fair.refusals, fair.calm) == (0, False)
