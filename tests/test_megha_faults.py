@@ -15,6 +15,7 @@ from fedemu.actors.common.protocol import TaskFinished
 from fedemu.actors.megha.checks import lm_matches_workers, one_active_lm, views_converge
 from fedemu.actors.megha.global_manager import GlobalManager
 from fedemu.actors.megha.local_manager import LocalManager
+from fedemu.actors.megha.messages import RETRIES
 from fedemu.actors.megha.plugin import CENTRALIZED, MEGHA
 from fedemu.fabric.actor import RANK_MESSAGE
 from fedemu.scenarios import fault_plan
@@ -108,6 +109,17 @@ def test_a_lost_heartbeat_is_found_and_repaired_by_a_snapshot():
     r = run([{"at_s": 0.0, "kind": "loss", "link": ["lm-1", "gm-2"], "value": 0.5}], heartbeat_s=0.5, jobs=60,
             conn_timeout_s=0.5)
     assert counters(r)["view_resyncs"] >= 1
+
+
+def test_a_restarted_gm_asks_a_cut_off_lm_for_its_snapshot_past_the_ask_limit():
+    """A restarted GM cut off from every LM keeps asking for their snapshots, backing off, for as long as
+    the cut lasts: an LM may come back after any outage (with a cap, the last ask went out at 10.2 s)."""
+    r = run([crash("gm-0", 0.0, 0.000001),
+             {"at_s": 0.0, "kind": "partition", "sides": [["gm-0"], ["lm-0", "lm-1"]], "for_s": 40.0}],
+            gms=1, lms=2, workers_per_partition=2, jobs=3, request_timeout_s=0.01, task_s=0.05, constraints=False)
+    # asks at 0.01 * (2**k - 1) s: 14 of them before the cut ends, each to both LMs
+    assert r.fabric.statistics().sent_by_kind["megha.snapshot_request"] >= 2 * (RETRIES + 3)
+    assert counters(r)["gm_rebuilds"] == 1
 
 
 # failures a fault search found, each now a run that ends with every invariant ok

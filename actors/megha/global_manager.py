@@ -164,7 +164,6 @@ class GlobalManager(JobFrontEnd, Actor):
     # ---- jobs ------------------------------------------------------------------------
     def admit(self, job, src: int) -> bool:
         """Open the job unless it is open already (handed again) or can never run (reported at once)."""
-        self.recovery.job_arrived()
         if job.job_id in self.open_jobs or job.job_id in self.recovery.adopting:
             return False
         if self.gang is not None and not self.gang.admits(job, src):

@@ -14,16 +14,19 @@ restart, a resubmitted job or a later LM epoch. Our reading of the 2022 paper's 
   idempotently by (job, task), so a running task is answered ``LaunchAccepted`` and a done one with its
   completion. While the LM has not answered three asks, each launch there whose task is
   ``launch_timeout_s`` past its expected end is queued again elsewhere (``launches_abandoned``: a task
-  running there may run twice), and that LM's view is emptied until it is heard from; after ten asks,
-  all of them are. The asks go on (backing off to a minute) until the state comes: the LM may come back
-  after any outage, and nothing else would ask it again.
+  running there may run twice, a duplicate execution), and that LM's view is emptied until it is heard
+  from; after ``REQUEST_TRIES`` asks, all of them are. The asks go on (backing off to a minute) until the
+  state comes: the LM may come back after any outage, and nothing else would ask it again.
 - **Stateless GM**: a restarted GM (incarnation > 0) knows nothing. Its view of every LM starts empty
   (it launches nowhere) until that LM's ``Snapshot`` arrives, asked with back-off; the last one ends the
-  rebuild (``gm_rebuilds``, and its duration in ``recovery_s``). When the asks run out, a new job or a
-  heartbeat from that LM asks again.
+  rebuild (``gm_rebuilds``, and its duration in ``recovery_s``). The asks never run out (they back off
+  to a minute): an LM cut off for longer than any bound still comes back, and an idle one sends no
+  heartbeat that would prompt another ask. A broken LM's launches are given up as above.
 - **A job handed again** (``Resubmit``: it was never reported complete) is first adopted: every LM says
   which of its tasks run or ran there (and makes this GM their owner); the others are queued. An LM that
-  does not answer after a few asks is left out (a task running there may run twice).
+  has not answered ``REQUEST_TRIES`` asks is taken for gone, the failure detector's choice: its part is
+  queued again (a task still running there runs twice, a duplicate execution, counted; its completion
+  counts once). A ``TaskLost`` meanwhile takes that task off what the adoption found running.
 - **Worker loss**: an LM hands back the tasks of a worker down too long (``TaskLost``): queued again.
 - **Active-standby LMs** (``lm_standby``, see ``standby``): every request goes to both replicas; the GM
   follows the replica of the latest epoch a heartbeat or snapshot came from (and asks it for its state,
@@ -37,7 +40,7 @@ from ..common.recovery import backoff
 from ..common.submitter import Pong
 from .messages import RETRIES, AdoptJob, Fenced, GmTimer, JobTasks, LaunchAccepted, SnapshotRequest, TaskLost
 
-REQUEST_TRIES = RETRIES  # asks of a snapshot or of a job's tasks (backing off) before the GM goes on without
+REQUEST_TRIES = RETRIES  # unanswered asks of an LM before the GM moves all its work there elsewhere
 PATIENCE = 3  # unanswered asks of a broken LM's state before its overdue launches are queued elsewhere
 
 
@@ -88,12 +91,6 @@ class GmRecovery:
         self.snapshot_asks += 1
         gm.set_timer(backoff(gm.request_timeout_us, self.snapshot_asks), GmTimer("snapshots"))
 
-    def job_arrived(self) -> None:
-        """Work came: an empty view whose asks ran out (a long outage) is asked for again."""
-        if self.rebuilding and self.snapshot_asks > REQUEST_TRIES:
-            self.snapshot_asks = 0
-            self.ask_snapshots()
-
     def on_connection_broken(self, msg) -> None:
         """A connection with an LM broke (docs/connections.md): ask that LM for its whole state (at once
         after a long cut, a retry period later when the LM is down); already asking it, ask again at once
@@ -106,8 +103,7 @@ class GmRecovery:
             return
         self.broken.add(lm)
         self.reask.add(lm)
-        asking = lm in self.resyncing or (lm in self.rebuilding and self.snapshot_asks <= REQUEST_TRIES)
-        if asking and msg.cause == "timeout":  # the asks sent on it are lost: ask again now, on a new connection
+        if (lm in self.resyncing or lm in self.rebuilding) and msg.cause == "timeout":  # the asks sent on it are lost: ask again now, on a new connection
             self.ask_state(lm)
             return
         self.resync(lm, now=msg.cause == "timeout")
@@ -115,8 +111,8 @@ class GmRecovery:
     def resync(self, lm: int, now: bool = True) -> None:
         """Ask LM ``lm`` for its whole state (now, or after the first retry period), unless already asking;
         its launches in flight are asked again when the state comes."""
-        if lm in self.resyncing or (lm in self.rebuilding and self.snapshot_asks <= REQUEST_TRIES):
-            return  # already asking (an empty view is asked for until its asks run out)
+        if lm in self.resyncing or lm in self.rebuilding:
+            return  # already asking (an empty view is asked for until its snapshot comes)
         self.resyncing.add(lm)
         self.resync_asks[lm] = 0
         self.gm.recorder.count("view_resyncs")
@@ -208,8 +204,7 @@ class GmRecovery:
             if self.rebuilding:
                 for lm in sorted(self.broken & self.rebuilding):
                     self.give_up(lm, self.snapshot_asks)
-                if self.snapshot_asks <= REQUEST_TRIES:
-                    self.ask_snapshots()
+                self.ask_snapshots()  # backing off to a minute, for as long as an LM may return
         elif what[0] == "resync":
             lm = int(what[1])
             if lm in self.resyncing:  # asked again, backing off to a minute, for as long as the LM may return
@@ -227,15 +222,12 @@ class GmRecovery:
     # ---- epochs (active-standby LMs) ------------------------------------------------------
     def heard(self, lm: int, epoch: int, src: int) -> bool:
         """A heartbeat of ``epoch`` from ``src``: whether to learn it. A later epoch (a restarted LM, or a
-        standby that took over) is followed, and asked for its state; an LM whose asks ran out is asked
-        again."""
+        standby that took over) is followed, and asked for its state."""
         if epoch != self.lm_inc[lm]:
             if not self.follow(lm, epoch, src):
                 return False  # from an LM incarnation that has since restarted, or an old active
             self.lm_inc[lm] = epoch
             self.reask.add(lm)  # a rebuilt LM (or the other replica): what it knows of this GM's launches
-            self.resync(lm)
-        elif lm in self.rebuilding and self.snapshot_asks > REQUEST_TRIES:
             self.resync(lm)
         return True
 
@@ -335,8 +327,12 @@ class GmRecovery:
         gm.schedule()
 
     def on_task_lost(self, msg: TaskLost, src: int) -> None:
-        """The task's worker stayed down: schedule it again."""
+        """The task's worker stayed down: schedule it again. A job being adopted forgets that the LM ran
+        it (its answer came before the hand-back), so the adoption queues it."""
         gm = self.gm
+        entry = self.adopting.get(msg.job_id)
+        if entry is not None and entry[2].get(msg.index, (-1,))[0] == msg.lm:
+            del entry[2][msg.index]
         flight = gm.inflight.pop((msg.job_id, msg.index), None)
         if flight is not None:
             gm.released(flight.lm, flight.worker, msg.job_id, msg.index)

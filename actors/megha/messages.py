@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fedemu.fabric.messages import lean, message
 
-RETRIES = 10  # a GM's asks of an LM's state or a job's tasks before it goes on without (gm_recovery)
+RETRIES = 10  # a GM's unanswered asks of an LM before it moves all its work there elsewhere (gm_recovery)
 
 
 @lean
