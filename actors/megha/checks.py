@@ -113,7 +113,10 @@ def views_converge(fabric) -> list[Violation]:
     change that GM may not have heard yet: it came after the last heartbeat or snapshot the GM took
     (the next one is due, or on its way) and was not that GM's own; or that GM's launch there has not
     reached the LM yet (its view is ahead), or the task it launched there ended and the completion is
-    on its way; or a gang it placed there waits for that LM's vote."""
+    on its way; or a gang it placed there waits for that LM's vote; or the LM runs there a task of that
+    GM's which that GM no longer tracks (a second execution: the first one's completion, from another LM,
+    ended the GM's flight), whose own completion will tell that GM the worker's free vector again. (Until
+    then a free vector the LM sent before it saw that launch may have overwritten the launch's demand.)"""
     out = []
     acting = _acting(fabric)
     truth = {c: np.array(lm.free, dtype=np.int64) for c, lm in acting.items()}  # each LM's, once
@@ -126,6 +129,8 @@ def views_converge(fabric) -> list[Violation]:
             unsent = lm.change_log.unheard(gm.gm, gm.lm_upto[c] if gm.recovery.lm_inc[c] == lm.epoch else 0)
             # (and what its launches there change: not there yet, or the task's completion is on its way)
             unsent |= {f.worker for key, f in gm.inflight.items() if f.lm == c and key not in lm.tasks}
+            unsent |= {t.worker for key, t in lm.tasks.items() if t.owner == gm.gm
+                       and ((f := gm.inflight.get(key)) is None or f.lm != c or f.worker != t.worker)}
             if gm.gang is not None:  # (a gang's placement, taken in the view, whose reserve is on its way there)
                 unsent |= {w for f in gm.gang.flights.values() if c in f.waiting for _, at, w in f.placed if at == c}
             per = gm.search.per_partition
