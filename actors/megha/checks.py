@@ -11,7 +11,7 @@ from ..common.invariants import Violation
 from ..common.protocol import RunTask, TaskFinished
 from .global_manager import GlobalManager
 from .local_manager import LocalManager
-from .messages import StopTask, Stopped, WorkerStatus
+from .messages import Launch, StopTask, Stopped, WorkerStatus
 
 
 def _live(fabric, kind) -> list:
@@ -108,15 +108,30 @@ def one_active_lm(fabric) -> list[Violation]:
     return out
 
 
+def _unheard(fabric, gm, c: int, lm) -> set[int]:
+    """The workers of LM ``lm`` (cluster ``c``) whose latest change GM ``gm`` may not have heard yet
+    (``views_converge``)."""
+    unsent = lm.change_log.unheard(gm.gm, gm.lm_upto[c] if gm.recovery.lm_inc[c] == lm.epoch else 0)
+    # (and what its launches there change: not there yet, or the task's completion is on its way)
+    unsent |= {f.worker for key, f in gm.inflight.items() if f.lm == c and key not in lm.tasks}
+    unsent |= {t.worker for key, t in lm.tasks.items() if t.owner == gm.gm
+               and ((f := gm.inflight.get(key)) is None or f.lm != c or f.worker != t.worker)}
+    unsent |= {m.worker for _, _, m in fabric.in_flight(gm.id, lm.id, live=True) if isinstance(m, Launch)}
+    if gm.gang is not None:  # (a gang's placement, taken in the view, whose reserve is on its way there)
+        unsent |= {w for f in gm.gang.flights.values() if c in f.waiting for _, at, w in f.placed if at == c}
+    return unsent
+
+
 def views_converge(fabric) -> list[Violation]:
     """Every live GM's view of every live LM equals the LM's state, but for the workers whose latest
     change that GM may not have heard yet: it came after the last heartbeat or snapshot the GM took
     (the next one is due, or on its way) and was not that GM's own; or that GM's launch there has not
     reached the LM yet (its view is ahead), or the task it launched there ended and the completion is
-    on its way; or a gang it placed there waits for that LM's vote; or the LM runs there a task of that
-    GM's which that GM no longer tracks (a second execution: the first one's completion, from another LM,
-    ended the GM's flight), whose own completion will tell that GM the worker's free vector again. (Until
-    then a free vector the LM sent before it saw that launch may have overwritten the launch's demand.)"""
+    on its way; or a gang it placed there waits for that LM's vote. A launch that GM no longer tracks (a
+    second execution: the first one's completion, from another LM, ended the GM's flight) counts too: its
+    launch still on its way there (``Fabric.in_flight``), or its task running there, whose completion will
+    tell that GM the worker's free vector again. (Until then a free vector the LM sent before it saw that
+    launch may have overwritten the launch's demand in the view.)"""
     out = []
     acting = _acting(fabric)
     truth = {c: np.array(lm.free, dtype=np.int64) for c, lm in acting.items()}  # each LM's, once
@@ -126,21 +141,16 @@ def views_converge(fabric) -> list[Violation]:
             asking = c in gm.recovery.rebuilding or c in gm.recovery.resyncing
             if lm is None or lm is not acting.get(c) or lm.rebuilding or asking:
                 continue
-            unsent = lm.change_log.unheard(gm.gm, gm.lm_upto[c] if gm.recovery.lm_inc[c] == lm.epoch else 0)
-            # (and what its launches there change: not there yet, or the task's completion is on its way)
-            unsent |= {f.worker for key, f in gm.inflight.items() if f.lm == c and key not in lm.tasks}
-            unsent |= {t.worker for key, t in lm.tasks.items() if t.owner == gm.gm
-                       and ((f := gm.inflight.get(key)) is None or f.lm != c or f.worker != t.worker)}
-            if gm.gang is not None:  # (a gang's placement, taken in the view, whose reserve is on its way there)
-                unsent |= {w for f in gm.gang.flights.values() if c in f.waiting for _, at, w in f.placed if at == c}
             per = gm.search.per_partition
-            for p, view in enumerate(gm.search.views[c]):
-                seen, held = view.free, truth[c][p * per:p * per + view.n]
-                for local in np.nonzero((seen != held).any(axis=1))[0].tolist():
-                    w = p * per + local
-                    if w in unsent:
-                        continue
+            differ = [p * per + local for p, view in enumerate(gm.search.views[c])
+                      for local in np.nonzero((view.free != truth[c][p * per:p * per + view.n]).any(axis=1))[0].tolist()]
+            if not differ:
+                continue
+            unsent = _unheard(fabric, gm, c, lm)
+            for w in differ:
+                if w not in unsent:
+                    seen = gm.search.views[c][w // per].free[w % per]
                     out.append(Violation("views_converge", f"{gm.name} view of {lm.worker_names[w]}", fabric.now,
-                                         f"{gm.name} sees free {tuple(int(x) for x in seen[local])}, {lm.name} "
+                                         f"{gm.name} sees free {tuple(int(x) for x in seen)}, {lm.name} "
                                          f"holds {tuple(lm.free[w])}"))
     return out
