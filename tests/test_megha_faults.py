@@ -122,6 +122,24 @@ def test_a_restarted_gm_asks_a_cut_off_lm_for_its_snapshot_past_the_ask_limit():
     assert counters(r)["gm_rebuilds"] == 1
 
 
+@pytest.mark.parametrize("conn_timeout_s, handed_back", [(60.0, False), (1.0, True)])
+def test_a_worker_behind_a_cut_has_its_tasks_handed_back_only_once_its_launches_cannot_arrive(conn_timeout_s,
+                                                                                                handed_back):
+    """A worker cut off from its LM is marked down and, past worker_down_timeout_s, its tasks go back to
+    their GMs only when the LM's connection to it broke (the held launches are lost with it): behind a
+    cut shorter than conn_timeout_s they are waited for, and run once. (w-0 of lm-0 runs a task from 0.79 s
+    to 1.79 s: with conn_timeout_s = 1 s its end, behind the cut, is lost with the connection, and the
+    task runs again elsewhere.)"""
+    r = run([{"at_s": 0.9, "kind": "partition", "sides": [["lm-0", "lm-0-standby"], ["w-0"]], "for_s": 5.0}],
+            lm_standby=True, heartbeat_s=0.5, worker_grace_s=0.1, worker_probe_timeout_s=0.1, worker_down_timeout_s=0.5,
+            conn_timeout_s=conn_timeout_s)
+    c = counters(r)
+    assert c["workers_marked_down"] >= 1
+    assert ("tasks_handed_back" in c) == handed_back
+    if not handed_back:
+        assert "duplicate_executions" not in c
+
+
 # failures a fault search found, each now a run that ends with every invariant ok
 REGRESSIONS = {
     "loss 0.02": ([], {"loss": 0.02}),

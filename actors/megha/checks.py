@@ -56,7 +56,8 @@ def lm_matches_workers(fabric) -> list[Violation]:
     """Every acting LM (not rebuilding) holds each live worker's true free vector, and has none of them
     down while it is up, unless that worker's recovery was under way when the run ended (runs end when the
     last job does): the LM still probes or asks it (a cut broke its ask, or the ask is on its way), its
-    hand-back is still to come (and then the ask), or the worker still registers. A difference is
+    hand-back is still to come (and then the ask), or waits for the notice that its launches can no longer
+    arrive, or the worker still registers. A difference is
     allowed only while a report or a launch between the two is really in flight on a live connection; a
     report lost for good is a violation."""
     out = []
@@ -68,7 +69,7 @@ def lm_matches_workers(fabric) -> list[Violation]:
             if worker is None:
                 continue
             if w in lm.down:
-                if w in lm.asking or w in lm.probing or lm.hand_back_at.get(w, -1) >= fabric.now \
+                if w in lm.asking or w in lm.probing or w in lm.awaiting_cut or lm.hand_back_at.get(w, -1) >= fabric.now \
                         or not worker.registered or _under_way(fabric, lm, wid):
                     continue
                 out.append(Violation("lm_matches_workers", lm.worker_names[w], fabric.now,

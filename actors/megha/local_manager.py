@@ -31,7 +31,10 @@ Faults (our reading of the 2022 paper's high availability, section IV):
   know are counted against its capacity.
 - A restarted worker registers; the LM relaunches every task that ran on it (the paper's rule,
   ``tasks_relaunched``). A worker still down after ``worker_down_timeout_s`` has its tasks handed back
-  to their GMs for rescheduling (``TaskLost``; our extension, not in the papers), and is asked once more
+  to their GMs for rescheduling (``TaskLost``; our extension, not in the papers) once its launches can no
+  longer arrive: a notice said it crashed or refuses, or this LM's connection to it broke (a cut past
+  ``conn_timeout_s``). A worker behind a shorter cut is waited for: the launches held on the connection
+  would run there after the cut, besides the GM's new launch elsewhere. After the hand-back it is asked once more
   what it runs: a cut that breaks that ask's connection has it sent again after a backoff (the worker may
   be alive behind the cut), for as long as the cut lasts; a worker that crashed registers itself when it
   restarts, so a notice that it crashed or is down ends the asking (one that died for good costs nothing).
@@ -157,6 +160,8 @@ class LocalManager(Recovering, Actor):
         self.down: dict[int, int] = {}  # worker -> nonce of its down period
         self.hand_back_at: dict[int, int] = {}  # down worker -> when its tasks go back (the timer is pending)
         self.asking: set[int] = set()  # down workers asked again after the hand-back, until they answer
+        self.severed: set[int] = set()  # workers this LM's launches can no longer reach (a notice), until heard
+        self.awaiting_cut: set[int] = set()  # down workers whose hand-back waits for such a notice
         self.worker_inc = [0] * n  # each worker's incarnation as last heard
         self.rebuilding: set[int] = set()  # workers a restarted LM still waits for
         self.held: list = []  # messages that arrived while rebuilding
@@ -334,6 +339,8 @@ class LocalManager(Recovering, Actor):
                     attempt: int = 0) -> None:
         """Run task ``key`` of ``user`` on worker ``w`` (its demand already taken from ``free``) for GM ``gm``."""
         self.launches += 1
+        if self.severed:
+            self.severed.discard(w)  # a launch on a new connection: it may yet arrive
         self.execs[w][key] = demand
         task = self.tasks[key] = LmTask(w, gm, demand, duration_us, self.now + duration_us, 0, user, attempt)
         self._track(key, task)
@@ -435,9 +442,10 @@ class LocalManager(Recovering, Actor):
         elif msg.what == "down":
             if self.down.get(w) == msg.nonce:  # hand its tasks back, then ask it once more (``_asked``)
                 del self.hand_back_at[w]
-                self._hand_back(w)
-                self.asking.add(w)
-                self._ask(w)
+                if w in self.severed:
+                    self._give_back(w)
+                else:  # its launches may still arrive: wait for the notice that they cannot
+                    self.awaiting_cut.add(w)
         elif msg.what == "rebuild" and self.rebuilding:
             if msg.nonce < self.faults.probe_retries:
                 self.ask_rebuild(msg.nonce + 1)
@@ -458,6 +466,13 @@ class LocalManager(Recovering, Actor):
         self.changed(w, NO_CAUSE)
         self.hand_back_at[w] = self.now + self.faults.down_timeout_us
         self.set_timer(self.faults.down_timeout_us, LmTimer("down", w, self.seq))
+
+    def _give_back(self, w: int) -> None:
+        """Hand a down worker's tasks back, then ask it once more what it runs (``_asked``)."""
+        self.awaiting_cut.discard(w)
+        self._hand_back(w)
+        self.asking.add(w)
+        self._ask(w)
 
     def _hand_back(self, w: int) -> None:
         """The worker stayed down: its tasks go back to their GMs (our extension, not in the papers)."""
@@ -480,10 +495,16 @@ class LocalManager(Recovering, Actor):
 
     def connection_broke(self, brk) -> None:
         """A notice: a down worker that crashed or is down (refused) is asked no more (a restarted worker
-        registers itself); the peer replica's failure makes a standby take over."""
+        registers itself); the launches sent to a worker that crashed, refuses, or whose connection from this
+        LM broke can no longer arrive (a hand-back waiting for that happens now); the peer replica's failure
+        makes a standby take over."""
         w = self.local_of.get(brk.peer)
-        if w is not None and brk.peer_lost_state:
-            self.asking.discard(w)
+        if w is not None and (brk.peer_lost_state or brk.sent):
+            if brk.peer_lost_state:
+                self.asking.discard(w)
+            self.severed.add(w)
+            if w in self.awaiting_cut:
+                self._give_back(w)
         if self.standby is not None:
             self.standby.broken(brk)
 
@@ -510,6 +531,8 @@ class LocalManager(Recovering, Actor):
         self.down.pop(w, None)
         self.hand_back_at.pop(w, None)
         self.asking.discard(w)
+        self.severed.discard(w)
+        self.awaiting_cut.discard(w)
         execs, tasks = self.execs[w], self.tasks
         running = {(r[0], r[1]): r for r in status.running}
         done = set(map(tuple, status.done))
@@ -600,6 +623,8 @@ class LocalManager(Recovering, Actor):
         self.down.clear()
         self.hand_back_at.clear()
         self.asking.clear()
+        self.severed.clear()
+        self.awaiting_cut.clear()
         if self.users is not None:
             self.users.forget()
         self.rebuilding = set()
