@@ -103,7 +103,8 @@ class LaunchAccepted:
 
 @message("megha.task_lost")
 class TaskLost:
-    """LM -> GM: the task's worker stayed down past worker_down_timeout_s: schedule the task again."""
+    """LM -> GM: the task's worker stayed down past worker_down_timeout_s and the launch can no longer arrive
+    there: schedule the task again."""
 
     job_id: int
     index: int

@@ -55,7 +55,8 @@ class MeghaParams:
                                   "heartbeat tick)", seconds_between(1e-6, 1e7))
     worker_probe_timeout_s: float = param(1.0, "an LM's wait for a probed worker's answer", seconds_between(1e-6, 1e7))
     worker_probe_retries: int = param(3, "unanswered probes before an LM marks a worker down", whole_at_least(1))
-    worker_down_timeout_s: float = param(30.0, "a worker down this long has its tasks handed back to their GMs",
+    worker_down_timeout_s: float = param(30.0, "a worker down this long has its tasks handed back to their GMs, once "
+                                         "its launches can no longer arrive (it crashed, or the cut broke the connection)",
                                          seconds_between(1e-6, 1e7))
     launch_replies: str = param("delta", "what a GM hears back from a launch: 'delta' (every launch is answered with "
                                 "the LM's changes that GM has not seen; the workshop paper) or 'failures' (only "
