@@ -443,9 +443,11 @@ class LocalManager(Recovering, Actor):
             if self.down.get(w) == msg.nonce:  # hand its tasks back, then ask it once more (``_asked``)
                 del self.hand_back_at[w]
                 if w in self.severed:
-                    self._give_back(w)
+                    self._hand_back(w)
                 else:  # its launches may still arrive: wait for the notice that they cannot
                     self.awaiting_cut.add(w)
+                self.asking.add(w)  # (an ask held by the cut breaks the connection: the notice)
+                self._ask(w)
         elif msg.what == "rebuild" and self.rebuilding:
             if msg.nonce < self.faults.probe_retries:
                 self.ask_rebuild(msg.nonce + 1)
@@ -466,13 +468,6 @@ class LocalManager(Recovering, Actor):
         self.changed(w, NO_CAUSE)
         self.hand_back_at[w] = self.now + self.faults.down_timeout_us
         self.set_timer(self.faults.down_timeout_us, LmTimer("down", w, self.seq))
-
-    def _give_back(self, w: int) -> None:
-        """Hand a down worker's tasks back, then ask it once more what it runs (``_asked``)."""
-        self.awaiting_cut.discard(w)
-        self._hand_back(w)
-        self.asking.add(w)
-        self._ask(w)
 
     def _hand_back(self, w: int) -> None:
         """The worker stayed down: its tasks go back to their GMs (our extension, not in the papers)."""
@@ -504,7 +499,8 @@ class LocalManager(Recovering, Actor):
                 self.asking.discard(w)
             self.severed.add(w)
             if w in self.awaiting_cut:
-                self._give_back(w)
+                self.awaiting_cut.discard(w)
+                self._hand_back(w)
         if self.standby is not None:
             self.standby.broken(brk)
 
