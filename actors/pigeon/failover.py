@@ -10,9 +10,9 @@ silent. Nothing here runs while nothing fails: it starts from the fabric's notic
 - A job handed to another distributor: tasks already queued or running are not queued again; their
   results go to it (the master forwards a running task's result when its idle notice comes).
 - A new master (the second master taking over, or an elected worker, ``membership``) starts from the
-  second master's synced state (a failover only) and rebuilds from the group itself, as the paper has a
-  new master do when both are lost: every worker's ``Status`` and every distributor's ``Outstanding``
-  list (``Rebuild``). It dispatches once each member and distributor has answered, or its connection has
+  waiting tasks synced to the second master (a failover only) and rebuilds from the group itself, as the
+  paper has a new master do when both are lost: every worker's ``Status`` says what it runs, and every
+  distributor's ``Outstanding`` list makes those tasks ones it can relaunch (``Rebuild``). It dispatches once each member and distributor has answered, or its connection has
   broken (a member that answers later is probed then), or ``RECOVER_ROUNDS`` master timeouts have passed.
 - A waiting task no live worker of the group could run (every worker down; a long job's task with every
   low-priority worker down, which Pigeon 2019, 2.2 forbids the reserved ones to take; a PigeonC task with
@@ -94,7 +94,8 @@ class MasterRecovery:
 
     def _tell_others(self, key, task: Pending) -> None:
         """Task ``key`` ended: tell the distributors the master owes its result (``also``, ``_repoint``)."""
-        for dist in sorted(self.also.pop(key, ())):
+        owed = self.also.pop(key, None) if self.also else None
+        for dist in sorted(owed or ()):
             self.h.send(dist, TaskFinished(key[0], key[1], task.demand, self.cfg.group))
             self.recorder.count("results_forwarded")
 
@@ -127,13 +128,11 @@ class MasterRecovery:
                     # is not relaunched if lost
                     task, _, epoch, seq = self.running[other][key]
                     self.running[other][key] = (task, -1, epoch, seq)
-                    self.sync.running[(other, *key)] = None
                 entry = self.dispatch.queued.pop(key, None)
                 self.sync.queued[key] = None
                 if entry is None:  # known only by its demand: it cannot be relaunched if lost
                     entry = (Pending(key[0], key[1], 0, (), tuple(demand), self.h.now, -1), -1)
                 running[key] = (entry[0], entry[1], -1, 0)
-                self.sync.running[(local, *key)] = None
                 self.where[key] = local
         if not in_flight:
             self.mark[local] = last
@@ -277,7 +276,6 @@ class MasterRecovery:
                 held, held_cls, epoch, seq = self.running[local][key]
                 if held_cls < 0:
                     self.running[local][key] = (task, cls, epoch, seq)
-                    self.sync.running[(local, *key)] = None
                     if held.distributor != src:  # its worker tells whoever an earlier master named
                         self.also.setdefault(key, set()).add(src)
                     continue
@@ -294,8 +292,8 @@ class MasterRecovery:
         self._watch_stranded()
 
     def recover(self, since_us: int, kind: str, snapshot=None) -> None:
-        """Start from the second master's synced state, if any (the workers' statuses correct it), and wait
-        for every other member's status and every distributor's list (the claim was just sent); dispatch
+        """Start from the waiting tasks synced to the second master, if any, and wait for every other
+        member's status (what it runs) and every distributor's list (the claim was just sent); dispatch
         waits."""
         others = {local for local, a in enumerate(self.worker_ids) if a != self.h.id}
         self.rebuild = rec = Rebuild(since_us, kind, others, set(self.h.dist_ids))
@@ -308,14 +306,6 @@ class MasterRecovery:
             self.dispatch.admit(demand)
             self._requeue(Pending(job_id, index, duration, constraints, demand, since, dist), cls)
             rec.seeded.add((job_id, index))
-        for rank, job_id, index, duration, constraints, demand, dist, cls in snapshot.running_entries():
-            key = (job_id, index)
-            if key in self.where or key in self.dispatch.queued:
-                continue
-            local = rank - 1
-            self.running[local][key] = (Pending(job_id, index, duration, constraints, demand, 0, dist), cls, -1, 0)
-            self.where[key] = local
-            self._refresh(local)
 
     def recover_timer(self) -> None:
         """The members that have not answered by now are taken for down (and asked again): dispatch."""

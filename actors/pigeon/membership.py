@@ -206,7 +206,7 @@ class GroupMember:
 
     def _take_over(self, since_us: int, kind: str) -> None:
         """Become master of the next epoch: claim it, rebuild from the members and distributors (a
-        failover starts from the synced state)."""
+        failover starts from the waiting tasks synced to it)."""
         snapshot = self.synced if kind == "failover" else None
         old = self.claim
         claim = Claim(self.cfg.group, self.key[0] + 1, self.now, self.rank, self.id, -1)

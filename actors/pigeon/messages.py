@@ -104,20 +104,16 @@ class Claim:
 
 @message("pigeon.sync")
 class Sync:
-    """Master -> second master: what changed in the group's task state since the last update (``sync``).
-    ``seq`` numbers the syncs of the epoch; ``base`` is the sync this one follows (0: the whole state).
-    ``queued``: (job, index, duration, constraints, demand, since, distributor, class) per waiting task
-    that changed; ``gone_queued``: (job, index) no longer waiting; ``running``: (worker rank, job, index,
-    duration, constraints, demand, distributor, class) per changed running task; ``gone_running``: (rank,
-    job, index) no longer running."""
+    """Master -> second master: what changed among the group's waiting tasks since the last update
+    (``sync``). ``seq`` numbers the syncs of the epoch; ``base`` is the sync this one follows (0: the whole
+    state). ``queued``: (job, index, duration, constraints, demand, since, distributor, class) per waiting
+    task that changed; ``gone_queued``: (job, index) of those the second master holds that no longer wait."""
 
     epoch: int
     seq: int
     base: int
     queued: tuple
     gone_queued: tuple
-    running: tuple
-    gone_running: tuple
 
 
 @message("pigeon.outstanding")

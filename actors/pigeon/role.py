@@ -2,7 +2,7 @@
 describes a master: tasks arrive in batches from the distributors and wait in the group's two weighted
 fair queues; a worker's idle notice frees it; the master launches a queued task on each idle worker the
 queues match (``dispatch``, the schedulers' algorithm). The master also updates its second master
-periodically with what changed in the group's state (``sync``; "Master Failure Recovery"). Any member of
+periodically with what changed among the group's waiting tasks (``sync``; "Master Failure Recovery"). Any member of
 the group can hold the role (``membership``).
 
 What a fault needs beside it (workers taken for down on a broken connection, a distributor's list of what
@@ -109,13 +109,11 @@ class MasterCore(MasterRecovery):
     def _launch(self, cls: int, task: Pending, local: int) -> None:
         """The dispatch placed ``task`` on worker ``local``: launch it there."""
         key = (task.job_id, task.index)
-        sync = self.sync
-        sync.queued[key] = None
+        self.sync.queued[key] = None
         seq = self.seq[local] = self.seq[local] + 1
         epoch = self.epoch
         self.mark[local] = (epoch, seq)
         self.running[local][key] = (task, cls, epoch, seq)
-        sync.running[(local, *key)] = None
         self.where[key] = local
         self.h.send(self.worker_ids[local], Launch(task.job_id, task.index, task.duration_us, task.demand,
                                                    task.distributor, epoch, seq))
@@ -139,7 +137,7 @@ class MasterCore(MasterRecovery):
         if second < 0 or second == self.h.id:
             self.sync.forget()  # nobody to sync: no changes kept (the next second master gets the full state)
         elif self.sync.pending():
-            self.h.send(second, self.sync.message(self.dispatch.queued, self.running, second, self.epoch))
+            self.h.send(second, self.sync.message(self.dispatch.queued, second, self.epoch))
 
     # ---- what the master believes each worker runs -------------------------------------
     def _requeue(self, task, cls: int) -> None:
@@ -152,7 +150,6 @@ class MasterCore(MasterRecovery):
     def _drop_running(self, local: int, key, relaunch: bool) -> None:
         """The task no longer holds worker ``local``: release it, and queue it again if it was lost."""
         task, cls, _, _ = self.running[local].pop(key)
-        self.sync.running[(local, *key)] = None
         if self.where.get(key) == local:
             del self.where[key]
         if relaunch and cls >= 0:  # cls -1: a task an earlier master placed, which we cannot relaunch
