@@ -94,8 +94,7 @@ class MasterRecovery:
 
     def _tell_others(self, key, task: Pending) -> None:
         """Task ``key`` ended: tell the distributors the master owes its result (``also``, ``_repoint``)."""
-        owed = self.also.pop(key, None) if self.also else None
-        for dist in sorted(owed or ()):
+        for dist in sorted(self.also.pop(key, ())):
             self.h.send(dist, TaskFinished(key[0], key[1], task.demand, self.cfg.group))
             self.recorder.count("results_forwarded")
 

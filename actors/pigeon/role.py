@@ -94,7 +94,8 @@ class MasterCore(MasterRecovery):
         key = (msg.job_id, msg.index)
         entry = self.running[local].get(key)
         if entry is not None:
-            self._tell_others(key, entry[0])
+            if self.also:  # (recovery) the job was handed again: other distributors wait for the result
+                self._tell_others(key, entry[0])
             self._drop_running(local, key, relaunch=False)
             self.dispatch.release(local, msg.demand)
         if local in self.down:
