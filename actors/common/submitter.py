@@ -221,10 +221,16 @@ class Submitter(Recovering, Actor):
             self.asks.asked(brk.peer, PING)  # ``asks`` pings it after a backoff, and at each break until answered
 
     def _ping_again(self, front_end: int, key) -> None:
-        """Ask a front end what it holds of its jobs; one taken for down, only whether it is up (its jobs are
-        handed out when it answers)."""
+        """Ask a front end what it holds of its jobs; one taken for down, only about those handed to it since
+        (with every front end down, new jobs still go to one): those it held before were lost with its state
+        and are handed out when it answers, and one of the later ones may have been lost with a connection
+        a cut broke."""
         t = self.index_of[front_end]
-        self.send(front_end, Ping(() if self.down[t] else tuple(self.held[t])))
+        held = self.held[t]
+        if self.down[t]:
+            lost = self.lost
+            held = [job_id for job_id in held if job_id not in lost]
+        self.send(front_end, Ping(tuple(held)))
 
     def _taken_down(self, t: int) -> None:
         if not self.down[t]:
