@@ -121,7 +121,10 @@ class Dispatch:
                 got = fq.take(cls, accept[cls])
                 if got is not None:
                     task = got[0]
-                    if queued.pop((task.job_id, task.index), None) is not None:  # else dropped or placed
+                    key = (task.job_id, task.index)
+                    entry = queued.get(key)
+                    if entry is not None and entry[0] is task:  # else dropped, placed, or queued anew since
+                        del queued[key]                         # (a newer entry, later in the queue)
                         self._place(cls, task, got[1])
                         launch(cls, task, got[1])
                     break
