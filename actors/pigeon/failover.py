@@ -104,7 +104,7 @@ class MasterRecovery:
         self.probed.discard(local)
         self.down.discard(local)
         running = self.running[local]
-        reported = {(j, i): d for j, i, d in msg.running}
+        reported = {(j, i): (d, dist) for j, i, d, dist in msg.running}
         last = tuple(msg.last)
         seen = max(last[1] if last[0] == self.epoch else 0, getattr(msg, "answers", 0))
         in_flight = False
@@ -119,7 +119,7 @@ class MasterRecovery:
                 self._requeue(task, cls)
                 continue
             self._drop_running(local, key, relaunch=True)  # lost (or ended, its idle notice lost with a connection)
-        for key, demand in reported.items():
+        for key, (demand, dist) in reported.items():
             if key not in running:  # placed by an earlier master: it holds the worker all the same
                 other = self.where.get(key)
                 if other is not None and other != local:  # it runs there too (relaunched when this
@@ -130,7 +130,10 @@ class MasterRecovery:
                 entry = self.dispatch.queued.pop(key, None)
                 self.sync.queued[key] = None
                 if entry is None:  # known only by its demand: it cannot be relaunched if lost
-                    entry = (Pending(key[0], key[1], 0, (), tuple(demand), self.h.now, -1), -1)
+                    entry = (Pending(key[0], key[1], 0, (), tuple(demand), self.h.now, dist), -1)
+                elif entry[0].distributor != dist:  # the job was handed again: the worker tells the
+                    self.also.setdefault(key, set()).add(entry[0].distributor)  # distributor its launch
+                    entry[0].distributor = dist                                 # named, the master the other
                 running[key] = (entry[0], entry[1], -1, 0)
                 self.where[key] = local
         if not in_flight:
@@ -277,6 +280,7 @@ class MasterRecovery:
                     self.running[local][key] = (task, cls, epoch, seq)
                     if held.distributor != src:  # its worker tells whoever an earlier master named
                         self.also.setdefault(key, set()).add(src)
+                        task.distributor = held.distributor
                     continue
             if key in dispatch.queued or local is not None:
                 self._repoint(key, src)  # its result goes to this distributor, which holds the job now

@@ -70,7 +70,8 @@ class Refused:
 
 @message("pigeon.status")
 class Status:
-    """Worker -> master: everything it runs (``running``: (job, index, demand)), its latest (epoch, seq)
+    """Worker -> master: everything it runs (``running``: (job, index, demand, the distributor its result
+    goes to)), its latest (epoch, seq)
     launch, and ``answers``: the launch count of the ``Probe`` it answers (0: none); a launch up to that
     count it does not run was lost."""
 

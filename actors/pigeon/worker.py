@@ -67,7 +67,7 @@ class PigeonWorker(GroupMember, Worker):
 
     # ---- status --------------------------------------------------------------------------
     def _running(self) -> tuple:
-        return tuple((j, i, t.demand) for (j, i), t in sorted(self.running.items()))
+        return tuple((j, i, t.demand, t.distributor) for (j, i), t in sorted(self.running.items()))
 
     def status_message(self, answers: int = 0) -> Status:
         return Status(self._running(), self.last, answers)
