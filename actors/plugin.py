@@ -156,6 +156,10 @@ def _no_size(params) -> Size:
     return Size(0)
 
 
+def _keeps_none(params, workers) -> tuple:
+    return ()
+
+
 def _submit(params) -> Submission:
     """Round robin; a scheduler that declares ``resubmit_s`` has front ends that report JobDone, and the
     submitter pings them that often (handing a job again to another when one stops answering)."""
@@ -197,6 +201,9 @@ class Scheduler:
     # what a run uses of what some invariants check (``common.invariants.FEATURE_CHECKS``: "gangs",
     # "users"); an invariant whose feature a run does not use holds trivially and is not checked
     features: Callable[[dict], frozenset] = _no_features
+    # the workers a fault search never lets die for good, because a job may need them to stay runnable:
+    # fn(params, workers) -> names among ``workers`` (the run's worker actors, in the order it added them)
+    keeps: Callable[[dict, list], tuple] = _keeps_none
     panels: tuple = ()  # its live-view tables and histograms (``Table``, ``Histogram``), plain data
     tour: tuple[dict, ...] = ()  # fault tables taking it through its recovery protocols (scenario failover)
     retired: tuple[tuple[str, str], ...] = ()  # (key, why): keys it had once; setting one is a one-line error

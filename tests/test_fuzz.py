@@ -191,6 +191,10 @@ def test_workers_die_for_good_only_where_the_rest_can_run_every_job():
     assert strategies.may_die_for_good(names, {"constraints": True, "fanout": 1})[1] == 0
     assert strategies.may_die_for_good(names, {"constraints": False, "fanout": 4})[1] == 0
     assert strategies.may_die_for_good(names, {"constraints": False, "machine_types": "1@1.0:100"})[1] == 0
+    pigeon = ["dist-0", "master-0", "w-0", "w-1", "master-1", "w-2", "w-3", "submitter"]
+    # a long job's task needs a low-priority worker (Pigeon 2019, 2.2): the first of group 0 stays
+    assert strategies.may_die_for_good(pigeon, {"scheduler": "pigeon", "constraints": False}) == (["w-1", "w-2", "w-3"], 3)
+    assert strategies.may_die_for_good(pigeon, {"scheduler": "pigeonc", "constraints": False})[0] == pigeon[2:4] + pigeon[5:7]
 
 
 def _stranded(tmp_path=None):

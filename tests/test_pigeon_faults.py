@@ -316,3 +316,26 @@ def test_a_task_no_group_can_run_is_handed_back_once_then_kept(tmp_path):
     returned = [s[7][0] for s in sent if s[6] == "pigeon.returned" and any(t[0] == 2 for t in s[7][1])]
     assert returned == [1]  # by group 1's master, once
     assert len(batches) == 3 and batches[1] == batches[2]  # the split (two groups), then back to group 1 once
+
+
+def test_a_long_job_waits_for_a_low_priority_worker_even_when_only_reserved_ones_live(tmp_path):
+    """Pigeon (2019, 2.2): reserved workers run only short jobs' tasks. One group of two, w-1 reserved, w-0
+    dead for good: the long job's task is never launched on w-1, it waits for a worker that never comes,
+    and the run ends with that verdict. So a fault search keeps a low-priority worker alive (the plug-in's
+    ``keeps``); it found this run before it did."""
+    from fedemu.fabric.journal import SEND, JournalReader
+
+    over = dict(scheduler="pigeon", gms=1, lms=1, workers_per_partition=2, capacity=1, masters=0, distributors=3,
+                fqw=0, reserved_fraction=0.4, workload="poisson", jobs=1, fanout=1, task_s=1.0, task_dist="const",
+                load=0.3, constraints=False, jitter_ms=0.0, short_cutoff_s=0.5)
+    plan = fp.from_tables([{"at_s": 0.0, "kind": "crash", "target": ["dist-0"], "for_s": 0.000001},
+                           {"at_s": 0.0, "kind": "crash", "target": ["w-0"]}], "p")
+    with pytest.raises(runner.RunViolation, match="jobs_closed: job 0: never completed"):
+        fuzz.run_guarded(strategies.Example("default", 0, over, plan, "pigeon", heal_us=1), journal_path=tmp_path / "j")
+    reader = JournalReader(tmp_path / "j")
+    sent = [r[2] for r in reader.records() if r[2][0] == SEND]
+    w1 = reader.header["actors"].index("w-1")
+    assert [s[4] for s in sent if s[6] == "pigeon.launch"] == [reader.header["actors"].index("w-0")]  # refused
+    assert not [s for s in sent if s[4] == w1 and s[6] == "pigeon.launch"]  # never on the reserved one
+    assert len([s for s in sent if s[6] == "pigeon.returned"]) == 1  # handed back once, then kept for a worker
+    assert strategies.may_die_for_good(["master-0", "w-0", "w-1"], over) == (["w-1"], 1)

@@ -528,12 +528,14 @@ def examples(scenario: str = "default", schedulers=None, kinds=None, fixed: dict
 
 def may_die_for_good(names, overrides: dict) -> tuple[list[str], int]:
     """The actors a run may lose for good, and how many at most: its workers, as long as the rest can run
-    every job: no constraints, every machine alike (no demand or machine keys), and as many survivors as a
-    job has tasks (a gang needs them all at once)."""
+    every job: no constraints, every machine alike (no demand or machine keys), as many survivors as a
+    job has tasks (a gang needs them all at once), and the workers its scheduler keeps (``keeps``)."""
     if overrides.get("constraints", True) or any(k in overrides for k in FOR_GOOD_KEPT):
         return [], 0
     workers = fault_plan.members(names, FOR_GOOD_ROLE)
-    return workers, max(0, len(workers) - max(1, int(overrides.get("fanout", 1))))
+    scheduler = overrides.get("scheduler")
+    kept = set(registry.get(scheduler).keeps(overrides, workers)) if scheduler else set()
+    return [w for w in workers if w not in kept], max(0, len(workers) - max(1, int(overrides.get("fanout", 1))))
 
 
 @st.composite

@@ -254,12 +254,19 @@ def size(params: dict) -> Size:
     return Size((cfg.masters or int(params["lms"])) + cfg.distributors, keys=("masters", "distributors"))
 
 
+def keeps_a_long_job_worker(params: dict, workers: list) -> tuple:
+    """Pigeon's reserved workers may not run a long job's task (Pigeon 2019, 2.2), so a run whose every
+    low-priority worker died for good could never finish one: a fault search keeps the first worker it
+    added, the first of group 0, which is never reserved (the reserved ones are each group's last)."""
+    return tuple(workers[:1])
+
+
 _COMMON = dict(survives=SURVIVES, checks=(master_matches_workers,), roles=ROLES, events=EVENTS, paths=PATHS,
                size=size, panels=PANELS, tour=TOUR)
 PIGEON = Scheduler("pigeon", "Pigeon (2019): distributors split jobs evenly over group masters with two WFQ "
                    "classes and reserved workers; ignores constraints", build_pigeon,
                    config=PigeonParams, counters=COUNTERS + VIOLATIONS, constraint_aware=False,
-                   search=SEARCH + RESERVED_SEARCH, **_COMMON)
+                   search=SEARCH + RESERVED_SEARCH, keeps=keeps_a_long_job_worker, **_COMMON)
 PIGEONC = Scheduler("pigeonc", "PigeonC (2023): Pigeon with constraint-aware distribution and matching, no "
                     "reserved workers", build_pigeonc, config=PigeonCParams, counters=COUNTERS, search=SEARCH,
                     **_COMMON)
