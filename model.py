@@ -352,12 +352,31 @@ class Recorder:
                 self.serving.append(rec)
         return rec
 
+    def tasks_handled(self, job_id: int, num_tasks: int, arrived_us: int, start_us: int) -> None:
+        """``task_handled`` for each of the job's tasks 0 .. ``num_tasks`` - 1 (a front end passing a whole
+        job on), written out here: it runs once per task of every job."""
+        tasks, timed = self.tasks, self.timed
+        for index in range(num_tasks):
+            rec = tasks.get((job_id, index))
+            if rec is not None and rec.start_us == -1:
+                rec.comm_us += arrived_us - rec.mark_us
+                rec.queue_us += start_us - arrived_us
+                rec.mark_us = start_us
+                if timed:
+                    self.serving.append(rec)
+
     def task_dispatched(self, job_id: int, index: int, since_us: int, start_us: int) -> None:
         """A scheduler took the task off its queue (where it was put at ``since_us``) in a handler that
         started at ``start_us`` and sent it towards a worker: one attempt (a failed launch, a retry or a
-        relaunch queues it again), timed as in ``task_handled``."""
-        self.task_handled(job_id, index, since_us, start_us)
-        self.tasks[(job_id, index)].attempts += 1
+        relaunch queues it again), timed as in ``task_handled`` (written out: it runs once per task)."""
+        rec = self.tasks[(job_id, index)]
+        if rec.start_us == -1:
+            rec.comm_us += since_us - rec.mark_us
+            rec.queue_us += start_us - since_us
+            rec.mark_us = start_us
+            if self.timed:
+                self.serving.append(rec)
+        rec.attempts += 1
 
     def served(self, actor, arrived_us: int, start_us: int, end_us: int) -> None:
         """A single-server actor ended a handler's service at ``end_us``: the tasks it passed on were in

@@ -183,8 +183,8 @@ class Distributor(GroupWatch, JobFrontEnd, Actor):
             weights = self.counts.weights
             where = [self.pick.weighted_index(weights(c, job.demand)) for c in job.constraints]
         self.split[job.job_id] = (job, where)
-        for index in range(job.num_tasks):  # the tasks pass through here: their wait and this handler's service
-            self.recorder.task_handled(job.job_id, index, self.arrived, self.now)
+        # the tasks pass through here: their wait and this handler's service
+        self.recorder.tasks_handled(job.job_id, job.num_tasks, self.arrived, self.now)
         done = self.early.pop(job.job_id, ())
         for index in sorted(done):  # finished before this distributor held the job (it forgot it in a crash)
             if self.task_done(job.job_id, index):
@@ -242,6 +242,10 @@ class Distributor(GroupWatch, JobFrontEnd, Actor):
             return
         if not entry[1][msg.index]:
             self.waiting[self.split[msg.job_id][1][msg.index]] -= 1
+            if entry[0] > 1:  # not the job's last task: ``task_done``'s count, written out (it runs per task)
+                entry[1][msg.index] = 1
+                entry[0] -= 1
+                return
         if self.task_done(msg.job_id, msg.index):
             self.split.pop(msg.job_id)
 

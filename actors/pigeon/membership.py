@@ -249,9 +249,12 @@ class GroupMember:
         return local
 
     def on_Idle(self, msg, src: int) -> None:
-        local = self._worker_local(src)
+        role = self.role  # ``_worker_local`` written out: an idle notice comes once per task
+        local = -1 if role is None else role.local_of.get(src, -1)
         if local >= 0:
-            self.role.idle(local, msg)
+            role.idle(local, msg)
+        else:
+            self._redirect(src)
 
     def on_Status(self, msg, src: int) -> None:
         local = self._worker_local(src)

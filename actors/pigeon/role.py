@@ -92,16 +92,20 @@ class MasterCore(MasterRecovery):
     def idle(self, local: int, msg) -> None:
         """A worker's idle notice: the task ended and its resources are free."""
         key = (msg.job_id, msg.index)
-        entry = self.running[local].get(key)
+        entry = self.running[local].pop(key, None)
         if entry is not None:
             if self.also:  # (recovery) the job was handed again: other distributors wait for the result
                 self._tell_others(key, entry[0])
-            self._drop_running(local, key, relaunch=False)
+            where = self.where  # ``_drop_running`` without a relaunch, written out: it runs once per task
+            if where.get(key) == local:
+                del where[key]
             self.dispatch.release(local, msg.demand)
         if local in self.down:
             self.probe(local)  # it speaks: it is up after all, and its status says what it runs
-        self.activity()
-        self._dispatch()
+        if not self.tick_armed:
+            self.activity()
+        if self.rebuild is None:
+            self.dispatch.run(self._launch)
 
     def _dispatch(self) -> None:
         if self.rebuild is None:
