@@ -196,24 +196,49 @@ BALANCE_SAMPLES = 200  # the summary's balance statistics take at least this man
 MAX_BALANCE_CELLS = 250_000  # samples x machines x resources held at once (2 MB of int64)
 
 
+def _executions(recorder: Recorder) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(job, worker, start, end) of every recorded execution: each started task's own, in the recorder's
+    order, then the others (``other_runs``: aborted by a crash, or a duplicate); end -1 while running."""
+    cols = _columns(recorder.tasks.values(), ("job_id", "worker", "start_us", "end_us"))
+    started = cols["start_us"] >= 0
+    job, worker, start, end = (cols[k][started] for k in ("job_id", "worker", "start_us", "end_us"))
+    if recorder.other_runs:
+        others = np.array([(r[0], r[2], r[3], r[4]) for r in recorder.other_runs], dtype=np.int64)
+        job, worker, start, end = (np.concatenate([a, others[:, i]]) for i, a in enumerate((job, worker, start, end)))
+    return job, worker, start, end
+
+
+def _job_demands(recorder: Recorder, job_ids: np.ndarray, resources: int) -> np.ndarray:
+    """The demand vector of the job of each of ``job_ids``, zero-padded to ``resources`` entries (a row
+    each); KeyError for a job the recorder does not hold."""
+    keys = np.array(sorted(recorder.jobs), dtype=np.int64)
+    table = np.zeros((len(keys), resources), dtype=np.int64)
+    for k, job_id in enumerate(keys.tolist()):
+        d = recorder.jobs[job_id].demand
+        table[k, : len(d)] = d
+    pos = np.searchsorted(keys, job_ids)
+    bad = pos >= len(keys)
+    bad[~bad] = keys[pos[~bad]] != job_ids[~bad]
+    if bad.any():
+        raise KeyError(int(job_ids[np.argmax(bad)]))
+    return table[pos]
+
+
 def machine_usage(recorder: Recorder, times_us: np.ndarray):
     """(used, capacity) in chunks of samples: ``used`` is what each machine held of each resource at each
     instant of a run of ``times_us`` (an execution counts from its start, inclusive, to its end,
     exclusive), shape (samples, machines, resources), at most ``MAX_BALANCE_CELLS`` cells per chunk;
     from every recorded execution (crash-aborted and duplicate ones too)."""
     ids = sorted(recorder.machines)
-    row = {w: i for i, w in enumerate(ids)}
     capacity = np.array([recorder.machines[w] for w in ids], dtype=np.int64)
-    runs = [(t.job_id, t.worker, t.start_us, t.end_us) for t in recorder.tasks.values() if t.start_us >= 0]
-    runs += [(r[0], r[2], r[3], r[4]) for r in recorder.other_runs]
+    job, worker, start, end = _executions(recorder)
     resources = capacity.shape[1]
-    demand = np.zeros((len(runs), resources), dtype=np.int64)
-    for k, run in enumerate(runs):
-        d = recorder.jobs[run[0]].demand
-        demand[k, : len(d)] = d
-    w = np.array([row[r[1]] for r in runs], dtype=np.intp)
-    start = np.array([r[2] for r in runs], dtype=np.int64)
-    end = np.array([r[3] if r[3] >= 0 else np.iinfo(np.int64).max for r in runs], dtype=np.int64)
+    demand = _job_demands(recorder, job, resources)
+    machine_ids = np.array(ids, dtype=np.int64)
+    w = np.searchsorted(machine_ids, worker).astype(np.intp)
+    if len(w) and (w.max() >= len(ids) or (machine_ids[np.minimum(w, len(ids) - 1)] != worker).any()):
+        raise KeyError("an execution on a worker that is not one of the recorder's machines")
+    end = np.where(end >= 0, end, np.iinfo(np.int64).max)
     # every start and end as (sample index from which it counts, machine, +-demand), by sample index
     at = np.concatenate([np.searchsorted(times_us, start, side="left"), np.searchsorted(times_us, end, side="left")])
     order = np.argsort(at, kind="stable")
