@@ -108,12 +108,15 @@ class Dispatch:
 
     # ---- a dispatch pass --------------------------------------------------------------------
     def run(self, launch) -> None:
-        """While some queued task fits an idle worker: take the one WFQ prefers, place it, and hand it
-        to ``launch(cls, task, local)``."""
+        """While some queued task fits an idle worker: take the one WFQ prefers, place it (the view, the
+        run's counts and the event log say so), and hand it to ``launch(cls, task, local)``. Written out
+        in one function: it runs once per task."""
         fq = self.fq
         accept = self.accept
         view = self.view
         queued = self.queued
+        recorder = self.recorder
+        h = self.h
         while len(fq):
             if self.unit_gate and view.free_count == 0:
                 break
@@ -125,8 +128,21 @@ class Dispatch:
                     entry = queued.get(key)
                     if entry is not None and entry[0] is task:  # else dropped, placed, or queued anew since
                         del queued[key]                         # (a newer entry, later in the queue)
-                        self._place(cls, task, got[1])
-                        launch(cls, task, got[1])
+                        local = got[1]
+                        # the task takes worker ``local``: the view, the run's counts and the event log say so
+                        before = view.is_available(local)
+                        view.allocate(local, task.demand)
+                        if before and not view.is_available(local):
+                            self._count(local, -1)
+                        recorder.task_dispatched(task.job_id, task.index, task.since_us, h.now)
+                        recorder.count(_COUNTER[cls])
+                        if not self.aware and task.constraints:
+                            need = sum(1 << c for c in task.constraints)
+                            if need & ~self.worker_bits[local]:
+                                recorder.count("constraint_violations")
+                        if h.fabric.event_log is not None:
+                            self._log_placed(cls, task, local)
+                        launch(cls, task, local)
                     break
             else:
                 break
@@ -168,22 +184,9 @@ class Dispatch:
         cand = cand[self.is_low[cand]]
         return self.policy.choose(self.view, cand, self.choice, key[1]) if len(cand) else None
 
-    def _place(self, cls: int, task, local: int) -> None:
-        """``task`` takes worker ``local``: the view, the run's counts and the event log say so."""
-        view = self.view
-        before = view.is_available(local)
-        view.allocate(local, task.demand)
-        if before and not view.is_available(local):
-            self._count(local, -1)
-        recorder = self.recorder
-        recorder.task_dispatched(task.job_id, task.index, task.since_us, self.h.now)
-        recorder.count(_COUNTER[cls])
-        if not self.aware and task.constraints:
-            need = sum(1 << c for c in task.constraints)
-            if need & ~self.worker_bits[local]:
-                recorder.count("constraint_violations")
-        if self.h.fabric.event_log is not None:
-            fields = {"job": task.job_id, "task": task.index, "worker": self.member_names[local + 1]}
-            emit(self.h, TASK_PLACED, queue="high" if cls == HIGH else "low", **fields)
-            if self.reserved and not self.is_low[local]:
-                emit(self.h, RESERVED_PLACED, **fields)
+    def _log_placed(self, cls: int, task, local: int) -> None:
+        """``task`` took worker ``local``: the event log says so."""
+        fields = {"job": task.job_id, "task": task.index, "worker": self.member_names[local + 1]}
+        emit(self.h, TASK_PLACED, queue="high" if cls == HIGH else "low", **fields)
+        if self.reserved and not self.is_low[local]:
+            emit(self.h, RESERVED_PLACED, **fields)
