@@ -73,12 +73,14 @@ def tasks_ran_once(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violati
     for job in rec.jobs.values():
         if job.completion_us < 0:
             continue
+        alpha = job.alpha
         for i in range(job.num_tasks):
             t = tasks[(job.job_id, i)]
             if t.start_us < 0 or t.end_us < 0:
                 out.append(Violation("tasks_ran_once", f"task {job.job_id}.{i}", job.completion_us,
                                      f"its job completed but the task {'never started' if t.start_us < 0 else 'never ended'}"))
-            elif t.end_us - t.start_us != (want := run_time_us(t.duration_us, job.alpha, speed.get(t.worker, 1.0))):
+            elif t.end_us - t.start_us != (want := t.duration_us if alpha == 0 else  # (no speed-up: no look-up)
+                                           run_time_us(t.duration_us, alpha, speed.get(t.worker, 1.0))):
                 scaled = "" if want == t.duration_us else f" and its run time on w-{t.worker} is {want} us"
                 out.append(Violation("tasks_ran_once", f"task {job.job_id}.{i}", t.end_us,
                                      f"ran {t.end_us - t.start_us} us, its duration is {t.duration_us} us{scaled}"))
