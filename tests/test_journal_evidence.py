@@ -190,6 +190,12 @@ def test_an_interrupt_stops_the_fabric_and_removes_the_journal(tmp_path, twice):
     assert fabric.now < 10 * len(handled) + window
     with pytest.raises(KeyboardInterrupt):  # no run going: at once
         runner.interrupt()
+    try:  # and the stop stands, for a raise a ``__del__`` swallowed: no run starts until it is cleared
+        with pytest.raises(KeyboardInterrupt):
+            runner.execute("default", overrides={"jobs": 3})
+    finally:
+        runner.clear_interrupt()
+    assert runner.execute("default", overrides={"jobs": 3}).summary["invariants"]["jobs_closed"] == "ok"
 
 
 def _cli(*argv, **kw):
@@ -233,3 +239,19 @@ def test_a_closed_pipe_ends_replay_quietly(tmp_path):
     stderr = proc.stderr.read()
     assert (proc.wait(timeout=60), stderr) == (141, "")
     assert first.startswith("[       0]")
+
+
+def test_a_stop_raised_inside_a_del_is_not_printed_but_other_unraisables_are():
+    """The signal handler may run inside a ``__del__`` (trio's nurseries have one), where Python prints the
+    KeyboardInterrupt it raises as a traceback and goes on: the command's hook keeps that quiet (the stop
+    stands in ``runner``) and passes anything else on."""
+    import types
+
+    from fedemu.tools import cli
+
+    seen = []
+    quiet = cli._quiet_unraisable(seen.append)
+    stop, other = types.SimpleNamespace(exc_type=KeyboardInterrupt), types.SimpleNamespace(exc_type=ValueError)
+    quiet(stop)
+    quiet(other)
+    assert seen == [other]

@@ -476,6 +476,16 @@ def _on_signal(signum, frame) -> None:
     runner.interrupt()
 
 
+def _quiet_unraisable(hook):
+    """``sys.unraisablehook`` less our stop: a signal handled inside a ``__del__`` (trio's nurseries have
+    one) raises there, and Python would print that as a traceback; the stop stands all the same
+    (``runner.interrupt``)."""
+    def quiet(unraisable) -> None:
+        if not issubclass(unraisable.exc_type, KeyboardInterrupt):
+            hook(unraisable)
+    return quiet
+
+
 def _install_signals() -> list:
     """Our handler for SIGTERM, and for SIGINT unless it is ignored (a background job); returns what to
     restore. Only the main thread can do this."""
@@ -521,6 +531,8 @@ def main(argv=None) -> int:
         return e.code if isinstance(e.code, int) else 2
     _Signals.got = None
     previous = _install_signals()
+    hook = sys.unraisablehook
+    sys.unraisablehook = _quiet_unraisable(hook)
     try:
         return args.func(args)
     except FedemuError as e:
@@ -547,8 +559,12 @@ def main(argv=None) -> int:
         print(f"fedemu: interrupted{cut}", file=sys.stderr)
         return 130
     finally:
+        sys.unraisablehook = hook
         for sig, handler in previous:
             signal.signal(sig, handler)
+        runner = sys.modules.get("fedemu.tools.runner")
+        if runner is not None:  # a stop that came between runs ends with its command
+            runner.clear_interrupt()
 
 
 if __name__ == "__main__":

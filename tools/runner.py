@@ -222,16 +222,21 @@ def journalable(params: dict, ref: str) -> None:
 
 
 class _running:
-    """The fabric ``execute`` is running (for ``interrupt``), and whether a stop was asked for."""
+    """The fabric ``execute`` is running (for ``interrupt``), whether a stop was asked for, and whether one
+    came while no run was going (``stopping``: it stands until ``clear_interrupt``)."""
 
     fabric: Fabric | None = None
     requested = False
+    stopping = False
 
 
 @contextlib.contextmanager
 def _interruptible(fabric: Fabric):
     """While the fabric runs, ``interrupt`` stops it at the end of a window; leaving, an asked-for stop
-    becomes KeyboardInterrupt, raised here, outside trio."""
+    becomes KeyboardInterrupt, raised here, outside trio. After a stop asked for between runs, no run
+    starts."""
+    if _running.stopping:
+        raise KeyboardInterrupt
     _running.fabric, _running.requested = fabric, False
     try:
         yield
@@ -249,12 +254,20 @@ def _interruptible(fabric: Fabric):
 def interrupt() -> None:
     """For a SIGINT/SIGTERM handler: a running fabric is asked to stop once its current window is done
     (trio is never broken into mid-step, so the journal's temporary file is always removed); with no
-    run, or when asked a second time, KeyboardInterrupt is raised at once."""
+    run, or when asked a second time, KeyboardInterrupt is raised at once. That raise can be lost (a
+    handler that runs inside a ``__del__``, as trio's nurseries have, is silenced), so the stop also
+    stands: no later run starts until ``clear_interrupt``."""
     fabric = _running.fabric
     if fabric is None or _running.requested:
+        _running.stopping = True
         raise KeyboardInterrupt
     _running.requested = True
     fabric.stop()
+
+
+def clear_interrupt() -> None:
+    """A new command (or a test) starts: no stop stands."""
+    _running.stopping = False
 
 
 @attrs.define
