@@ -151,7 +151,11 @@ class GroupMember:
             self.role.broken(peer, msg.cause)
             return
         claim = self.claim
-        if claim is None or peer != claim.master or claim.second != self.id:
+        if claim is None:  # back from a restart: a Hello lost with a cut is said again (a peer that crashed
+            if msg.cause == "timeout" and peer in self.member_ids:  # is not: a new master tells its claim)
+                self.send(peer, Hello(self.cfg.group))
+            return
+        if peer != claim.master or claim.second != self.id:
             return
         if msg.cause == "timeout":  # a cut: the master may be alive; take over if it does not answer
             self.on_Suspect(Suspect(self.cfg.group), -1)
