@@ -224,7 +224,8 @@ class MasterRecovery:
 
     def stranded_timer(self) -> None:
         """Hand the waiting tasks that still have no live worker to run them back to their distributors
-        (``Returned``), which send them to other groups; a worker that comes back finds them gone."""
+        (``Returned``; to each the master owes the result, ``also``, too: the one its launch named may have
+        forgotten the job), which send them to other groups; a worker that comes back finds them gone."""
         self.stranded_armed = False
         back: dict = {}
         queued = self.dispatch.queued
@@ -232,8 +233,9 @@ class MasterRecovery:
             del queued[key]  # (the fair queue drops it when its turn comes)
             self.sync.queued[key] = None
             self.handed_back.add(key)
-            back.setdefault(task.distributor, []).append(
-                (task.job_id, cls == HIGH, task.demand, task.index, task.duration_us, task.constraints))
+            item = (task.job_id, cls == HIGH, task.demand, task.index, task.duration_us, task.constraints)
+            for dist in sorted({task.distributor, *self.also.pop(key, ())}):  # every one that may hold the job
+                back.setdefault(dist, []).append(item)  # (one that forgot it in a crash ignores it)
         if not back:
             self.stranded_rounds = 0  # a worker came back: the next wait starts short again
         for dist in sorted(back):
