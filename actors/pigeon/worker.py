@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..common.protocol import TaskFinished, TaskTimer
 from ..common.worker import Worker
 from .membership import GroupMember
-from .messages import Idle, Launch, Probe, Refused, Status
+from .messages import Idle, Launch, MasterPing, Probe, Refused, Status
 
 
 class PigeonWorker(GroupMember, Worker):
@@ -76,6 +76,8 @@ class PigeonWorker(GroupMember, Worker):
         if msg.epoch < self.key[0]:
             self.send(src, self.claim)
             return
+        if msg.epoch > self.key[0]:  # a master of a newer epoch: its claim was lost with a connection, ask it
+            self.send(src, MasterPing(self.cfg.group))
         self.send(src, self.status_message(msg.seq))
 
     def on_master_changed(self) -> None:
