@@ -59,8 +59,8 @@ class Idle:
 
 @message("pigeon.refused")
 class Refused:
-    """Worker -> master: the launch does not fit what the worker runs; ``running`` is (job, index, demand)
-    of each task it does run and ``last`` its latest (epoch, seq) launch, as in ``Status``."""
+    """Worker -> master: the launch does not fit what the worker runs; ``running`` is (job, index, demand,
+    distributor) of each task it does run and ``last`` its latest (epoch, seq) launch, as in ``Status``."""
 
     job_id: int
     index: int
