@@ -138,6 +138,19 @@ def test_a_dask_cluster_gives_the_same_numbers(tiny_run, tmp_path):
     assert set(numbers(tmp_path / "dask")) == {r for r in numbers(out) if r[0] in SOME}
 
 
+def test_on_dask_each_run_has_a_process_of_its_own():
+    """A Dask worker's memory falls back after each run: the run is done by a child process (a worker that
+    kept a large run's memory paused at its limit and never ran again), and a crash there is the run's error."""
+    import os
+
+    from fedemu.tools import pool
+
+    child = pool._in_child(os.readlink, "/proc/self")  # the pid of the process that ran it
+    assert child.isdigit() and int(child) != os.getpid()
+    failed = pool._in_child(os.readlink, {"name": "r1"})  # a TypeError in the child
+    assert failed["name"] == "r1" and "TypeError" in failed["error"]
+
+
 def test_cluster_without_dask_is_one_line_saying_how_to_install(monkeypatch, capsys, tmp_path):
     import sys
 
