@@ -74,9 +74,10 @@ def dask_client(address: str):
 
 
 def _in_child(fn, spec: dict) -> dict:
-    """Dask task: ``fn(spec)`` in a fresh Python process. A worker that ran large runs itself kept the memory
-    they freed (Python does not give it back to the system), reached Dask's pause threshold (80% of its
-    limit) and never ran again: the megha-2023 paper-scale grid stopped for an hour with 22 runs left."""
+    """Dask task: ``fn(spec)`` in a fresh Python process, whose memory all goes back when it ends. A worker
+    that ran large runs itself grew (their cycles went uncollected, see ``compare.run_one``, and Python keeps
+    freed memory), reached Dask's pause threshold (80% of its limit) and never ran again: the megha-2023
+    paper-scale grid stopped for an hour with 22 runs left."""
     with tempfile.TemporaryDirectory(prefix="fedemu-run-") as tmp:
         job, result = f"{tmp}/job.pickle", f"{tmp}/result.pickle"
         write_bytes(job, pickle.dumps((fn, spec)))
