@@ -113,7 +113,7 @@ def test_parallel_runs_match_serial_runs(tmp_path):
 
 def test_a_pool_worker_keeps_nothing_of_its_earlier_runs(tmp_path):
     """A run's actors are freed when run_one returns: a pool worker runs spec after spec, and the next run's
-    gc_paused froze the last one's cycles unfreed (12 GB per worker after 17 paper-scale runs)."""
+    gc_paused froze the last one's cycles unfreed (two workers held 12 GB each after 21 paper-scale runs)."""
     import gc
 
     from fedemu.fabric.kernel import Fabric
