@@ -110,7 +110,7 @@ def run_one(spec: dict) -> dict:
 
     A pool worker runs one spec after another. A run's actors and records form cycles that only the
     collector frees, and the next run's ``kernel.gc_paused`` would freeze them unfreed: two workers held
-    12 GB each after 21 megha-2023 paper-scale runs between them, the largest of which peaks at 3.5 GB.
+    12 GB each after 21 megha-2023 paper-scale runs between them; one of those runs, alone, peaks at 3.5 GB.
     So each run ends with a collection."""
     try:
         result = runner.execute(spec["scenario"], seed=spec["seed"], overrides=spec["overrides"],
