@@ -265,6 +265,24 @@ def test_the_collector_is_paused_during_a_run_only():
     assert seen == [(False, True)] and gc.isenabled()
 
 
+def test_what_a_run_leaves_alive_skips_the_young_collections():
+    """What a run made and left alive goes to the oldest generation at its end (gc_paused): the first
+    young collection after the run does not walk it (it walked every record and actor of the run)."""
+    kept = []
+
+    class Keeper(Actor):
+        def on_start(self):
+            kept.append(self)
+
+    fabric = Fabric(0)
+    fabric.add("k", Keeper)
+    fabric.run_blocking()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    young = {id(o) for o in gc.get_objects(generation=0) + gc.get_objects(generation=1)}
+    assert id(kept[0]) not in young and id(fabric) not in young
+    assert any(o is kept[0] for o in gc.get_objects(generation=2))
+
+
 class NoHandler(Actor):
     def on_start(self):
         self.set_timer(1, Probe(1))
