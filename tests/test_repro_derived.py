@@ -39,6 +39,8 @@ def test_each_parts_median_is_a_share_of_the_medians_sum(tmp_path):
     assert out["alloc_proc_median_share"] == pytest.approx(0.125, rel=1e-12)
     assert out["alloc_wq_median_share"] == 0.0
     assert out["alloc_comm_median_share"] == pytest.approx(0.375, rel=1e-12)
+    assert (out["alloc_framework_queueing_p50_s"], out["alloc_processing_p50_s"], out["alloc_worker_queueing_p50_s"],
+            out["alloc_communication_p50_s"]) == (0.002, 0.0005, 0.0, 0.0015)
 
 
 def test_no_started_task_or_no_file_gives_no_figures(tmp_path):

@@ -83,8 +83,9 @@ def offered_load(path: Path, units: int) -> dict:
 def busiest_worker(path: Path, summary: dict) -> dict:
     """The worker with the most work for its time (why a group backs up): its index, its group (a Pigeon
     master's contiguous slice, where the run has ``masters``) and its offered load, the run time of the tasks
-    it ran over the span of the arrivals (above 1: its queue grows as long as jobs arrive)."""
-    keys = ("busiest_worker", "busiest_group", "busiest_rho")
+    it ran over the span of the arrivals (above 1: its queue grows as long as jobs arrive), and what a fluid
+    queue at that load would make the middle job wait."""
+    keys = ("busiest_worker", "busiest_group", "busiest_rho", "busiest_fluid_s")
     if not path.exists():
         return dict.fromkeys(keys)
     busy: dict[int, float] = {}
@@ -102,16 +103,19 @@ def busiest_worker(path: Path, summary: dict) -> dict:
     masters = int((summary.get("params") or {}).get("masters") or 0)
     workers = int((summary.get("cluster") or {}).get("workers") or 0)
     group = worker // (workers // masters) if masters and workers >= masters else None
-    return {"busiest_worker": worker, "busiest_group": group, "busiest_rho": busy[worker] / (last - first)}
+    rho = busy[worker] / (last - first)
+    # a fluid queue fed at rho for the arrival span: the job arriving halfway waits (rho - 1) x half the span
+    return {"busiest_worker": worker, "busiest_group": group, "busiest_rho": rho,
+            "busiest_fluid_s": max(0.0, rho - 1) * (last - first) / 2}
 
 
 def allocation_tail(path: Path) -> dict:
     """Megha 2022 (VI-A, Figs. 3-4; VI-B, Fig. 7): the allocation time of the tasks that started, at p90,
-    p99.99 and its maximum ("consistently less than 1.5 s", "max: 100 s"), and each part's median as a
-    share of the four medians' sum (Fig. 7 takes "the median of the delays recorded")."""
+    p99.99 and its maximum ("consistently less than 1.5 s", "max: 100 s"), and each part's median, alone and
+    as a share of the four medians' sum (Fig. 7 takes "the median of the delays recorded")."""
     columns = ("allocation_s",) + tuple(f"{key}_s" for _, key in PARTS)
     keys = ("alloc_allocation_p90_s", "alloc_allocation_p9999_s", "alloc_allocation_max_s") + \
-        tuple(f"alloc_{part}_median_share" for part, _ in PARTS)
+        tuple(f"alloc_{key}_p50_s" for _, key in PARTS) + tuple(f"alloc_{part}_median_share" for part, _ in PARTS)
     if not path.exists():
         return dict.fromkeys(keys)
     with open(path, newline="") as f:
@@ -124,6 +128,7 @@ def allocation_tail(path: Path) -> dict:
            "alloc_allocation_p9999_s": float(np.percentile(alloc, 99.99)), "alloc_allocation_max_s": float(alloc.max())}
     medians = np.median(values[:, 1:], axis=0)
     total = float(medians.sum())
-    for (part, _), m in zip(PARTS, medians):
+    for (part, key), m in zip(PARTS, medians):
+        out[f"alloc_{key}_p50_s"] = float(m)
         out[f"alloc_{part}_median_share"] = float(m) / total if total > 0 else None
     return out
