@@ -37,6 +37,11 @@ VARIANTS = {
                 "137,029 tasks), in place of YH1_sub.tr: how much a claim on Yahoo depends on which part of the "
                 "trace stands in for the whole one the paper ran.",
         "flag": ""},
+    "costs-zero": {
+        "text": "The same experiment with no processing time anywhere (`cost_model=zero`) in place of the prototype "
+                "cost model, whose 100 us per message no source gives (scenarios/costs_megha_2022.json): how far a "
+                "claim on the parts of the allocation time rests on that assumption.",
+        "flag": ""},
 }
 
 
