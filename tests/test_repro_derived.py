@@ -15,7 +15,7 @@ TASKS = [
     "0,2,0.0,0.004,1.0,2,0.004,0.002,0.0005,0.0,0.0015,1",
     "1,0,0.5,0.51,1.5,0,0.01,0.008,0.0005,0.0,0.0015,1",
     "1,1,0.5,1.7,2.7,1,1.2,1.198,0.0005,0.0,0.0015,3",
-    "1,2,0.5,,,,,,,,,0",
+    "1,2,0.5,,,,,0.0,0.0,0.0,0.0,0",  # a task of a rejected job, as tasks.csv holds it
 ]
 
 
@@ -65,3 +65,15 @@ def test_derived_gathers_the_tail_and_the_worker_queueing_share(tmp_path):
     assert out["alloc_allocation_max_s"] == 1.2
     assert out["alloc_wq_share"] == pytest.approx(0.5, rel=1e-12)
     assert out["alloc_fq_share"] == pytest.approx(0.25, rel=1e-12)
+
+
+def test_the_allocation_parts_plot_and_table_leave_out_tasks_that_never_started(tmp_path):
+    """A task of a rejected job has parts of 0 and no allocation time: counting it pulled the parts' means
+    (the report's table) and medians (the plot's bars) down."""
+    from fedemu.tools.repro_plots import plot_allocation_parts
+
+    write(tmp_path / "tasks.csv", TASKS)
+    spec = {"name": "r", "scheduler": "megha", "policy": "random", "seed": 1, "out_dir": str(tmp_path)}
+    means = plot_allocation_parts(tmp_path / "parts.png", [spec], {"r"})["megha/random"]
+    assert means == pytest.approx([1.209 / 5, 0.0005, 0.0, 0.0015], rel=1e-12)
+    assert (tmp_path / "parts.png").stat().st_size > 0

@@ -123,7 +123,8 @@ def plot_allocation_parts(path: Path, specs: list[dict], done: set[str]) -> dict
     for s in specs:
         if s["name"] not in done:
             continue
-        cols = floats(Path(s["out_dir"]) / "tasks.csv", tuple(k for _, k in PARTS))
+        # the tasks that started (one that never did has no allocation time, and parts of 0)
+        cols = floats(Path(s["out_dir"]) / "tasks.csv", ("allocation_s",) + tuple(k for _, k in PARTS))
         per.setdefault(label(s), {})[s["seed"]] = [float(np.mean(cols[k])) if cols[k] else 0.0 for _, k in PARTS]
         medians[(label(s), s["seed"])] = [float(np.median(cols[k])) if cols[k] else 0.0 for _, k in PARTS]
     if not per:
