@@ -77,3 +77,13 @@ def test_the_allocation_parts_plot_and_table_leave_out_tasks_that_never_started(
     means = plot_allocation_parts(tmp_path / "parts.png", [spec], {"r"})["megha/random"]
     assert means == pytest.approx([1.209 / 5, 0.0005, 0.0, 0.0015], rel=1e-12)
     assert (tmp_path / "parts.png").stat().st_size > 0
+
+
+def test_the_allocation_plot_marks_the_papers_bound_and_sparrows_maximum():
+    from fedemu.tools.evaluate import load_claims
+    from fedemu.tools.repro_plots import paper_marks
+
+    claims = load_claims("megha-2022")["claims"]
+    assert paper_marks(claims, "vs-sparrow", prefix="alloc_allocation_") == [
+        ("megha/random", 1.5, None, "paper's bound (megha-alloc-bound)"), ("sparrow", 100.0, 1.0, "paper: sparrow max")]
+    assert paper_marks(claims, "vs-sparrow") == []  # no claim on its job delays

@@ -14,7 +14,10 @@ from .results import DELAY_FLOOR_S, LINE_STYLES, _ecdf_points
 
 PARTS = (("framework queueing", "framework_queueing_s"), ("processing", "processing_s"),
          ("worker queueing", "worker_queueing_s"), ("communication", "communication_s"))
-PERCENTILE = {"delay_p50_s": 0.5, "delay_p90_s": 0.9, "delay_p99_s": 0.99}
+# the CDF level of each figure a claim may give (a maximum: the top of the CDF), and its name on the plot
+PERCENTILE = {"delay_p50_s": (0.5, "p50"), "delay_p90_s": (0.9, "p90"), "delay_p99_s": (0.99, "p99"),
+              "alloc_allocation_p50_s": (0.5, "p50"), "alloc_allocation_p90_s": (0.9, "p90"),
+              "alloc_allocation_p99_s": (0.99, "p99"), "alloc_allocation_max_s": (1.0, "max")}
 
 
 def floats(path: Path, columns: tuple[str, ...]) -> dict[str, list[float]]:
@@ -34,9 +37,11 @@ def label(spec: dict) -> str:
     return spec["scheduler"] if spec["policy"] == "-" else f"{spec['scheduler']}/{spec['policy']}"
 
 
-def paper_marks(claims: list[dict], experiment: str) -> list[tuple[str, float, float | None, str]]:
-    """What the paper says about the delays of ``experiment``'s runs, from the claims that read one delay
-    figure of it: (series label, x, CDF level or None for a bound drawn as a line, text)."""
+def paper_marks(claims: list[dict], experiment: str, prefix: str = "delay_") -> list[tuple[str, float, float | None,
+                                                                                       str]]:
+    """What the paper says about the delays (or, with ``prefix`` alloc_allocation_, the allocation times) of
+    ``experiment``'s runs, from the claims that read one such figure of it: (series label, x, CDF level or
+    None for a bound drawn as a line, text)."""
     marks = []
     for c in claims:
         if "needs" in c or "ours" not in c or c.get("over") or not isinstance(c.get("paper"), (int, float)):
@@ -45,11 +50,12 @@ def paper_marks(claims: list[dict], experiment: str) -> list[tuple[str, float, f
         if len(expr.terms) != 1 or expr.text.strip() != "{}/{}@{}:{}".format(*expr.terms[0]):
             continue
         sched, pol, exp, metric = expr.terms[0]
-        if exp != experiment or not metric.startswith("delay_"):
+        if exp != experiment or not metric.startswith(prefix):
             continue
         name = sched if pol == "-" else f"{sched}/{pol}"
         if c["kind"] == "value" and metric in PERCENTILE:
-            marks.append((name, float(c["paper"]), PERCENTILE[metric], f"paper: {name} {metric[6:9]}"))
+            level, what = PERCENTILE[metric]
+            marks.append((name, float(c["paper"]), level, f"paper: {name} {what}"))
         elif c["kind"] in ("at_most", "at_least"):
             marks.append((name, float(c["paper"]), None, f"paper's bound ({c['id']})"))
     return marks

@@ -244,7 +244,8 @@ def draw(claims: dict, experiments: list[Experiment], specs: list[dict], results
                          "utilization (1 s buckets)", log=False, title=f"{e.name}: utilization")
         if "allocation" in e.plots:
             plot_cdf_by_seed(out / e.name / "allocation_cdf.png", mine, finished, ("tasks.csv", "allocation_s"),
-                             "allocation time of a task (s)", log=True, title=f"{e.name}: allocation time")
+                             "allocation time of a task (s)", log=True, title=f"{e.name}: allocation time",
+                             marks=paper_marks(claims["claims"], e.name, prefix="alloc_allocation_"))
             parts[e.name] = plot_allocation_parts(out / e.name / "allocation_parts.png", mine, finished)
     return parts
 
