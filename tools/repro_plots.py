@@ -123,7 +123,7 @@ def plot_allocation_parts(path: Path, specs: list[dict], done: set[str]) -> dict
     """allocation_parts.png: each part of a task's allocation time per scheduler and seed, on a log axis (a
     part of microseconds stays visible beside one of seconds): a bar for its median over the tasks (the
     statistic of the 2022 paper's Fig. 7, which the claims on the parts' shares read) and a dot for its mean;
-    returns the means per scheduler (over its seeds) for the report's table."""
+    returns, per scheduler, the parts' means and medians (each the mean over its seeds) for the report."""
     per: dict[str, dict[int, list[float]]] = {}
     medians: dict[tuple[str, int], list[float]] = {}
     for s in specs:
@@ -150,4 +150,6 @@ def plot_allocation_parts(path: Path, specs: list[dict], done: set[str]) -> dict
     ax.set_ylabel("per task (s; below 1 us drawn at 1 us)")
     ax.legend(fontsize=7)
     _save(fig, path)
-    return {n: list(np.mean(np.array(list(seeds.values())), axis=0)) for n, seeds in per.items()}
+    return {n: {"mean": list(np.mean(np.array(list(seeds.values())), axis=0)),
+                "median": list(np.mean(np.array([medians[(n, s)] for s in seeds]), axis=0))}
+            for n, seeds in per.items()}

@@ -208,6 +208,7 @@ def reproduce(paper: str, experiments: list[Experiment], seeds: str, out: Path, 
             row = compare.row_of(s, res["summary"])
             row.update(derived(Path(s["out_dir"]), res["summary"]))
             row["commit"] = _ran_at(Path(s["out_dir"]), here, res.get("cached"))
+            row["run_dir"] = Path(s["out_dir"]).relative_to(out).as_posix()  # runs.csv reads the same anywhere
             rows.setdefault((s["experiment"], s["scheduler"], s["policy"]), []).append(row)
     if rows:
         compare.write_csv(out / "runs.csv", [{"experiment": e, **r} for (e, _, _), rs in rows.items() for r in rs])
