@@ -66,12 +66,14 @@ class LongScheduler(HawkScheduler):
         return self.send_probes(state, g, key, chosen)
 
     def bound_task(self, state, index: int, node: int) -> None:
+        super().bound_task(state, index, node)
         if state.long:
             p = self.position.get(node)
             if p is not None:
                 self.waits.started(p, (state.job.job_id, index), self.now, state.estimate_us)
 
     def cancelled(self, msg: GetTask, src: int) -> None:
+        super().cancelled(msg, src)
         est = self.estimates.get(msg.job_id)
         p = self.position.get(src)
         if est is not None and p is not None:
@@ -88,6 +90,7 @@ class LongScheduler(HawkScheduler):
             self.recovery.heard(src)
 
     def node_lost(self, node: int) -> None:
+        super().node_lost(node)
         p = self.position.get(node)
         if p is not None:
             self.waits.clear(p)

@@ -8,8 +8,10 @@ the Pigeon paper ran), where the papers leave room:
   max(ceil(d * f), ``min_probes``) reservations to nodes drawn uniformly, with replacement, among the nodes
   satisfying its constraints (short jobs: every node, the reserved partition included).
 - A node's request for (job, group) gets the group's next unbound task in index order, else ``Cancel``.
-- A long job handed to this scheduler (only while the long-job scheduler is down) is probed the same way over
-  the general partition: the simulator's mode without a centralized scheduler.
+- A long job handed to this scheduler (only while the long-job scheduler is down) gets one reservation per task,
+  on nodes of the general partition drawn the same way (the simulator's mode without a centralized scheduler,
+  but without spare probes: each one ends in a task, so the long-job scheduler's view, which hears of their
+  ends, drains once it is back).
 - Jobs are reported to their owner of record, the submitter (``JobDone``), as Sparrow's are.
 
 Per open job the scheduler counts its reservations waiting per (group, node they were sent to) and which task
@@ -159,7 +161,7 @@ class HawkScheduler(Recovering, JobFrontEnd, Actor):
             pool = self.recovery.usable(pool)
             if not pool:
                 return 0
-        count = max(math.ceil(self.probe_ratio * tasks), self.min_probes)
+        count = tasks if state.long else max(math.ceil(self.probe_ratio * tasks), self.min_probes)
         randrange, n = self.pick.randrange, len(pool)
         return self.send_probes(state, g, key, [pool[randrange(n)] for _ in range(count)])
 

@@ -1,0 +1,110 @@
+"""An Eagle distributed scheduler: Hawk's (``actors/hawk/scheduler``) with Succinct State Sharing's probing rounds
+and the answers Eagle's workers need (Eagle 2016, 4.1-4.3; the Eagle authors' simulator, ``send_probes_eagle``).
+
+- A job's probes go out in round 1 (``min_probes`` at least, as the simulator's Eagle mode: 20). A node with long
+  work rejects one with its bitmap; the scheduler keeps, per job, the freshest bitmap its rejections brought, and
+  sends the probe again (round 2) to a node drawn among the reserved partition and the general nodes whose bit is
+  clear. A probe rejected in round 2 goes to a node of the reserved partition (round 3, never rejected; with no
+  reserved node that can run it, to any that can, to wait in its queue). Every rejected probe is sent again (as
+  the simulator's rounds do), while its group has unbound tasks.
+- Sticky Batch Probing: a short job's reservation that got a task stays at its node, so it still counts as
+  waiting there until it is cancelled (``Assign.left`` tells the node how many of the job's tasks are unbound).
+- Each probe carries its job's estimated remaining work (unbound tasks times the estimate), for the queue order.
+
+The simulator decides a job's rounds at once from the workers' state; here each rejection is a message and its
+probe is sent again as it comes back (docs/schedulers.md lists the differences).
+"""
+
+from __future__ import annotations
+
+from fedemu.fabric.log import emit
+
+from ..hawk.recovery import GROUP_SHIFT
+from ..hawk.scheduler import HawkScheduler
+from .bitmap import clear_positions
+from .events import FALLBACK
+from .messages import Assign, Probe, Reject
+from .node import ROUNDS
+
+
+class EagleScheduler(HawkScheduler):
+    """``sticky``: the nodes keep a short reservation that got a task; ``sss``: probes are rejected and sent again."""
+
+    def __init__(self, node_names: list[str], view, *, sticky: bool = True, **kwargs) -> None:
+        super().__init__(node_names, view, **kwargs)
+        self.sticky = sticky
+        self.bitmaps: dict[int, tuple] = {}  # job -> (stamp_us, bitmap): the freshest its rejections brought
+
+    def probe_message(self, state, g: int, key: tuple, round: int = 1):
+        job = state.job
+        return Probe(job.job_id, g, job.demand, key[0], state.estimate_us, state.long, 0 if state.long else round,
+                     state.unbound() * state.estimate_us)
+
+    def assign_message(self, state, msg, index: int):
+        job = state.job
+        return Assign(job.job_id, msg.group, index, job.durations_us[index], job.demand, msg.request,
+                      state.unbound())
+
+    def consumed(self, state, msg, src: int) -> None:
+        if self.sticky and not state.long:
+            return  # the reservation stays at its node until it is cancelled
+        super().consumed(state, msg, src)
+
+    def cancelled(self, msg, src: int) -> None:
+        super().cancelled(msg, src)
+        state = self.jobs.get(msg.job_id)
+        if self.sticky and state is not None and not state.long:
+            super().consumed(state, msg, src)
+
+    def on_Reject(self, msg: Reject, src: int) -> None:
+        state = self.jobs.get(msg.job_id)
+        if self.suspected:
+            self.recovery.heard(src)
+        if state is None:
+            return
+        self.recorder.count("rejected_probes")
+        # the probe is used up where it was sent
+        probed, k = state.probed, msg.group << GROUP_SHIFT | src
+        left = probed.get(k)
+        if left is not None:
+            if left > 1:
+                probed[k] = left - 1
+            else:
+                del probed[k]
+        if msg.stamp_us >= 0 and msg.stamp_us > self.bitmaps.get(msg.job_id, (-1, b""))[0]:
+            self.bitmaps[msg.job_id] = (msg.stamp_us, msg.bitmap)
+        g = msg.group
+        if not state.groups[g]:
+            return  # its group's tasks are all bound
+        key = next(key for key, gg in state.group_of.items() if gg == g)
+        pool = self.pool(key, False)
+        if self.suspected:
+            pool = self.recovery.usable(pool)
+        reserved = [p for p in pool if p < self.reserved]
+        if msg.round < ROUNDS:
+            bitmap = self.bitmaps.get(msg.job_id, (-1, b""))[1]
+            candidates = reserved + clear_positions(bitmap, [p for p in pool if p >= self.reserved])
+            round = msg.round + 1
+        else:
+            candidates = reserved or pool
+            round = ROUNDS + 1
+            self.recorder.count("probe_fallbacks")
+            if self.fabric.event_log is not None:
+                emit(self, FALLBACK, job=msg.job_id, group=g)
+        if not candidates:
+            candidates = pool
+        if not candidates:
+            self.recovery.replace(state)  # every node of its pool is suspected: wait for one
+            return
+        p = candidates[self.pick.randrange(len(candidates))]
+        self.recorder.count("probes_sent_again")
+        node = self.node_ids[p]
+        self.send(node, self.probe_message(state, g, key, round))
+        k = g << GROUP_SHIFT | node
+        probed[k] = probed.get(k, 0) + 1
+        self.probes += 1
+        self.recorder.count("probes")
+
+    def close_job(self, job_id: int) -> None:
+        self.bitmaps.pop(job_id, None)
+        super().close_job(job_id)
