@@ -63,14 +63,7 @@ class EagleScheduler(HawkScheduler):
         if state is None:
             return
         self.recorder.count("rejected_probes")
-        # the probe is used up where it was sent
-        probed, k = state.probed, msg.group << GROUP_SHIFT | src
-        left = probed.get(k)
-        if left is not None:
-            if left > 1:
-                probed[k] = left - 1
-            else:
-                del probed[k]
+        self.uncount(state, msg.group, src)  # the probe is used up where it was sent
         if msg.stamp_us >= 0 and msg.stamp_us > self.bitmaps.get(msg.job_id, (-1, b""))[0]:
             self.bitmaps[msg.job_id] = (msg.stamp_us, msg.bitmap)
         g = msg.group
@@ -94,14 +87,14 @@ class EagleScheduler(HawkScheduler):
         if not candidates:
             candidates = pool
         if not candidates:
-            self.recovery.replace(state)  # every node of its pool is suspected: wait for one
+            self.recovery.reprobe(state)  # every node of its pool is suspected: wait for one
             return
         p = candidates[self.pick.randrange(len(candidates))]
         self.recorder.count("probes_sent_again")
         node = self.node_ids[p]
         self.send(node, self.probe_message(state, g, key, round))
         k = g << GROUP_SHIFT | node
-        probed[k] = probed.get(k, 0) + 1
+        state.probed[k] = state.probed.get(k, 0) + 1
         self.probes += 1
         self.recorder.count("probes")
 

@@ -50,9 +50,9 @@ class LongScheduler(HawkScheduler):
             for node in self.node_ids:
                 self.send(node, ask)
 
-    def place_group(self, state, g: int, key: tuple, tasks: int, *, again: bool) -> int:
+    def place_group(self, state, g: int, key: tuple, tasks: int) -> int:
         if not state.long:
-            return super().place_group(state, g, key, tasks, again=again)
+            return super().place_group(state, g, key, tasks)
         pool = self.pool(key, True)
         if self.suspected:
             pool = self.recovery.usable(pool)

@@ -1,131 +1,34 @@
-"""Hawk's crash recovery, beside the protocol (``scheduler``, ``node``): driven only by the fabric's
-``ConnectionBroken`` notices (``common.recovery``) and ``Lost`` reports, so a fault-free run pays nothing.
+"""Hawk's crash recovery, beside the protocol (``scheduler``, ``node``, ``long_scheduler``): driven only by the
+fabric's ``ConnectionBroken`` notices (``common.recovery``) and ``Lost`` reports, so a fault-free run pays
+nothing.
 
-As Sparrow's (``actors/sparrow/recovery.py``): a break with a node (it crashed, refused, or a cut outlasted
-``conn_timeout_s``) is the evidence that work there is lost. The reservations this scheduler counted there are
-taken for lost, and so are the tasks bound to it without a result (each goes back to its group's queue:
-``tasks_relaunched``); the node is suspected (``common.recovery.Suspects``); and each group whose unbound tasks
-now outnumber its reservations still waiting is placed again for the difference (``probes_resent``), among the
-nodes not suspected (with none, when the first suspicion ends). A reservation a thief stole is counted at the
+The scheduler's part is Sparrow's (``common.probe_recovery.ProbeRecovery``): a break with a node takes the
+reservations counted there and the tasks bound to it for lost, suspects the node, and places again each group
+whose unbound tasks outnumber its reservations still waiting (the long-job scheduler by least waiting time, the
+others by probing: the scheduler's ``place_group``). Hawk adds: a reservation a thief stole is counted at the
 node it was sent to until the thief asks for it; if the thief breaks first, the node that lent it says so
-(``Lost``), and it counts as lost. The long-job scheduler places again by least waiting time, the others probe.
+(``Lost``), and it counts as lost (``lost``); and a break with a node tells the scheduler (``node_lost``: the
+long-job scheduler clears its view of that node).
 """
 
 from __future__ import annotations
 
-from fedemu.fabric.log import emit
+from ..common.probe_recovery import GROUP_SHIFT, ProbeRecovery
 
-from ..common.events import RELAUNCH
-from ..common.recovery import Break, Suspects
+__all__ = ["GROUP_SHIFT", "RESEND_US", "PlacementRecovery"]
 
-GROUP_SHIFT = 32  # a job's reservations are counted per (group, node): key group << GROUP_SHIFT | node
-SUSPECT_US = 1_000_000  # a node seen down is not probed for a second, doubling per notice, up to a minute
 RESEND_US = 1_000_000  # a node asks again a second after a break with a scheduler that is up, doubling
 
 
-class PlacementRecovery:
-    """A scheduler's recovery component (registered with its ``recover``): see the module docstring."""
+class PlacementRecovery(ProbeRecovery):
+    """A Hawk scheduler's recovery component (registered with its ``recover``)."""
 
     name = "placements"
 
-    def __init__(self, scheduler) -> None:
-        self.s = scheduler
-        self.suspects = Suspects(SUSPECT_US)
-        self.waiting: dict[int, int] = {}  # job -> nonce of its pending wait for a node to place on
-        self.nonce = 0
-        self.nodes: frozenset = frozenset()  # the nodes' actor ids (a break with another peer moves nothing)
-
-    def usable(self, pool: list) -> list:
-        """The positions of ``pool`` whose nodes are not suspected now."""
-        node_ids, now, usable = self.s.node_ids, self.s.now, self.suspects.usable
-        return [p for p in pool if usable(node_ids[p], now)]
-
-    def heard(self, node: int) -> None:
-        """``node`` sent something: it is up."""
-        self.suspects.heard(node)
-
-    def broken(self, brk: Break) -> None:
-        s = self.s
-        node = brk.peer
-        if not self.nodes:
-            self.nodes = frozenset(s.node_ids)
-        if node not in self.nodes:
-            return
-        self.suspects.down(node, s.now)
-        s.node_lost(node)
-        for state in list(s.jobs.values()):
-            lost = False
-            for g in range(len(state.groups)):
-                if state.probed.pop(g << GROUP_SHIFT | node, 0):
-                    lost = True
-            for index, binding in list(state.bound.items()):
-                if binding[0] == node:
-                    self._requeue(state, index, brk.cause)
-                    lost = True
-            if lost:
-                self.replace(state)
+    def node_lost(self, node: int) -> None:
+        self.s.node_lost(node)
 
     def lost(self, state, group: int, origin: int, count: int) -> None:
         """A lender says ``count`` reservations of ``group`` sent to ``origin`` were lost with a thief."""
-        k = group << GROUP_SHIFT | origin
-        left = state.probed.get(k, 0) - count
-        if left > 0:
-            state.probed[k] = left
-        else:
-            state.probed.pop(k, None)
-        self.replace(state)
-
-    def _requeue(self, state, index: int, why: str) -> None:
-        """Task ``index``, bound to a node a break cut off, goes back to its group's queue."""
-        s = self.s
-        node, _ = state.bound.pop(index)  # the node asking again gets a cancel
-        job = state.job
-        state.groups[state.group_of[(job.constraints[index], job.demand)]].append(index)
-        state.requeued[index] = s.now
-        s.recorder.count("tasks_relaunched")
-        if s.fabric.event_log is not None:
-            emit(s, RELAUNCH, job=job.job_id, task=index, node=s.fabric.name_of(node), why=why)
-
-    def unqueue(self, state, index: int) -> None:
-        """Task ``index`` was placed again, but its first execution's result came: it needs no node now."""
-        state.requeued.pop(index, None)
-        job = state.job
-        queue = state.groups[state.group_of[(job.constraints[index], job.demand)]]
-        if index in queue:
-            queue.remove(index)
-
-    def replace(self, state) -> None:
-        """Place again each group of ``state`` whose unbound tasks outnumber its reservations still waiting."""
-        s = self.s
-        short = False
-        for key, g in state.group_of.items():
-            waiting = sum(c for k, c in state.probed.items() if k >> GROUP_SHIFT == g)
-            deficit = len(state.groups[g]) - waiting
-            if deficit <= 0:
-                continue
-            sent = s.place_group(state, g, key, deficit, again=True)
-            if sent:
-                s.recorder.count("probes_resent", sent)
-            else:
-                short = True
-        if short:
-            self._wait(state)
-
-    def _wait(self, state) -> None:
-        """No node of a group's pool is usable now: place again when the first suspicion ends."""
-        s = self.s
-        job_id = state.job.job_id
-        if job_id in self.waiting:
-            return
-        self.nonce += 1
-        nonce = self.waiting[job_id] = self.nonce
-        now = s.now
-        s.arm(self, min(u for u in self.suspects.until.values() if u > now) - now, job_id, nonce)
-
-    def due(self, job_id: int, nonce: int) -> None:
-        if self.waiting.get(job_id) != nonce:
-            return
-        del self.waiting[job_id]
-        state = self.s.jobs.get(job_id)
-        if state is not None:
-            self.replace(state)
+        self.s.uncount(state, group, origin, count)
+        self.reprobe(state)

@@ -30,16 +30,24 @@ import attrs
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.log import emit
 
-from ..common.events import JOB_UNSCHEDULABLE
-from ..common.front_end import JobFrontEnd
+from ..common.front_end import ReportingFrontEnd
 from ..common.protocol import TaskFinished
 from ..common.recovery import Recovering
-from ..common.submitter import JobDone, Ping, Pong, Resubmit
 from .events import HAWK_CANCEL
 from .messages import Assign, Cancel, GetTask, Lost, Probe
 from .recovery import GROUP_SHIFT, PlacementRecovery
 
 _CACHE_LIMIT = 4096
+
+
+def uncount(state, group: int, node: int, count: int = 1) -> None:
+    """``count`` reservations of ``group`` counted at ``node`` no longer wait there (never below none)."""
+    probed, k = state.probed, group << GROUP_SHIFT | node
+    left = probed.get(k, 0) - count
+    if left > 0:
+        probed[k] = left
+    else:
+        probed.pop(k, None)
 
 
 class OpenJob:
@@ -70,7 +78,7 @@ class HawkSchedulerStatistics:
     cancels: int
 
 
-class HawkScheduler(Recovering, JobFrontEnd, Actor):
+class HawkScheduler(Recovering, ReportingFrontEnd, Actor):
     COST_ROLE = "hawk"  # a single server (fabric.service)
     """``node_names[p]`` names the node of the p-th worker of ``view`` (a PartitionView of every worker, read
     only); the first ``reserved`` positions are the reserved (short-only) partition."""
@@ -89,8 +97,6 @@ class HawkScheduler(Recovering, JobFrontEnd, Actor):
         self.recorder = recorder
         self.feasible = feasible
         self.jobs: dict[int, OpenJob] = {}
-        self.source: dict[int, int] = {}  # open job -> who submitted it (told when it is done)
-        self.closed: dict[int, JobDone] = {}  # jobs this incarnation closed or rejected: the report sent
         self.seen: dict[int, int] = {}  # node -> the last request it sent here (a lower one is asked again)
         self.pools: dict[tuple, list] = {}
         self.probes = self.requests = self.assigns = self.cancels = 0
@@ -117,22 +123,8 @@ class HawkScheduler(Recovering, JobFrontEnd, Actor):
         return pool
 
     def on_Job(self, job, src: int) -> None:
-        if job.job_id in self.jobs:  # handed again while open here
-            self.recorder.count("repeated_jobs")
+        if not self.take_job(job, src):
             return
-        done = self.closed.get(job.job_id)
-        if done is not None:  # closed here already: its owner did not hear it
-            self.recorder.count("repeated_jobs")
-            self.send(src, done)
-            return
-        bad = self.infeasible(job)
-        if bad:
-            if self.fabric.event_log is not None:
-                emit(self, JOB_UNSCHEDULABLE, job=job.job_id, tasks=bad)
-            done = self.closed[job.job_id] = JobDone(job.job_id, self.now, bad)
-            self.send(src, done)
-            return
-        self.source[job.job_id] = src
         group_of: dict[tuple, int] = {}
         groups: list[deque] = []
         for i, c in enumerate(job.constraints):
@@ -149,13 +141,13 @@ class HawkScheduler(Recovering, JobFrontEnd, Actor):
         if state.long:
             self.recorder.count("long_jobs")
         for g, key in enumerate(group_of):
-            self.place_group(state, g, key, len(groups[g]), again=False)
+            self.place_group(state, g, key, len(groups[g]))
         if self.suspected:  # some nodes are suspected down: a group short of a node waits for one
-            self.recovery.replace(state)
+            self.recovery.reprobe(state)
 
-    def place_group(self, state: OpenJob, g: int, key: tuple, tasks: int, *, again: bool) -> int:
+    def place_group(self, state: OpenJob, g: int, key: tuple, tasks: int) -> int:
         """Send reservations for ``tasks`` tasks of probe group ``g`` (``key``: its (constraints, demand)); returns
-        how many (0: no usable node now). ``again``: placed again by recovery."""
+        how many (0: no usable node now)."""
         pool = self.pool(key, state.long)
         if self.suspected:
             pool = self.recovery.usable(pool)
@@ -164,6 +156,12 @@ class HawkScheduler(Recovering, JobFrontEnd, Actor):
         count = tasks if state.long else max(math.ceil(self.probe_ratio * tasks), self.min_probes)
         randrange, n = self.pick.randrange, len(pool)
         return self.send_probes(state, g, key, [pool[randrange(n)] for _ in range(count)])
+
+    uncount = staticmethod(uncount)
+
+    def place_again(self, state: OpenJob, g: int, key: tuple, tasks: int) -> int:
+        """Recovery's way to place again (``common.probe_recovery``)."""
+        return self.place_group(state, g, key, tasks)
 
     def send_probes(self, state: OpenJob, g: int, key: tuple, positions: list[int]) -> int:
         """One reservation of group ``g`` (``key``) to the node at each of ``positions``; returns how many."""
@@ -215,14 +213,7 @@ class HawkScheduler(Recovering, JobFrontEnd, Actor):
 
     def consumed(self, state: OpenJob, msg: GetTask, src: int) -> None:
         """The reservation behind ``msg`` is used up (counted at ``msg.origin``, where it was sent)."""
-        probed = state.probed
-        k = msg.group << GROUP_SHIFT | msg.origin
-        left = probed.get(k)
-        if left is not None:
-            if left > 1:
-                probed[k] = left - 1
-            else:
-                del probed[k]
+        uncount(state, msg.group, msg.origin)
 
     def bound_task(self, state: OpenJob, index: int, node: int) -> None:
         """Hook: task ``index`` of ``state`` is bound to ``node`` now."""
@@ -272,30 +263,6 @@ class HawkScheduler(Recovering, JobFrontEnd, Actor):
                 # placed again after a break, but the first execution's result came
                 self.recovery.unqueue(state, index)
         self.task_done(msg.job_id, msg.index)
-
-    def close_job(self, job_id: int) -> None:
-        """The job's last task is done: tell its owner of record (the submitter), which records it."""
-        del self.jobs[job_id]
-        done = self.closed[job_id] = JobDone(job_id, self.now, ())
-        self.send(self.source.pop(job_id), done)
-
-    def on_Resubmit(self, msg: Resubmit, src: int) -> None:
-        """A job handed again (this scheduler restarted and forgot it, or another one stopped answering)."""
-        self.on_Job(msg.job, src)
-
-    def on_Ping(self, msg: Ping, src: int) -> None:
-        """The submitter asks about the jobs it handed here (after a cut): report those closed again, name the
-        unknown."""
-        unknown = []
-        for job_id in msg.jobs:
-            if job_id in self.jobs:
-                continue
-            done = self.closed.get(job_id)
-            if done is None:
-                unknown.append(job_id)
-            else:
-                self.send(src, done)
-        self.send(src, Pong(self.index, tuple(unknown)))
 
     def statistics(self) -> HawkSchedulerStatistics:
         return HawkSchedulerStatistics(self.name, len(self.jobs), self.probes, self.requests, self.assigns,
