@@ -13,9 +13,20 @@ def is_set(bitmap: bytes, p: int) -> bool:
     return i < len(bitmap) and bool(bitmap[i] >> (p & 7) & 1)
 
 
+def set_positions(bitmap: bytes) -> set:
+    """The positions whose bit is set."""
+    out = set()
+    for i, byte in enumerate(bitmap):
+        if byte:
+            base = i << 3
+            out.update(base | j for j in range(8) if byte >> j & 1)
+    return out
+
+
 def clear_positions(bitmap: bytes, positions) -> list:
     """The ``positions`` whose bit is not set, in their order."""
-    return [p for p in positions if not is_set(bitmap, p)]
+    busy = set_positions(bitmap)
+    return [p for p in positions if p not in busy]
 
 
 class EagleWaitingView(WaitingView):

@@ -17,6 +17,8 @@ probe is sent again as it comes back (docs/schedulers.md lists the differences).
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from fedemu.fabric.log import emit
 
 from ..hawk.recovery import GROUP_SHIFT
@@ -26,6 +28,8 @@ from .events import FALLBACK
 from .messages import Assign, Probe, Reject
 from .node import ROUNDS
 
+_CLEAR_CACHE = 64
+
 
 class EagleScheduler(HawkScheduler):
     """``sticky``: the nodes keep a short reservation that got a task; ``sss``: probes are rejected and sent again."""
@@ -34,6 +38,7 @@ class EagleScheduler(HawkScheduler):
         super().__init__(node_names, view, **kwargs)
         self.sticky = sticky
         self.bitmaps: dict[int, tuple] = {}  # job -> (stamp_us, bitmap): the freshest its rejections brought
+        self.clear_cache: dict[tuple, list] = {}
 
     def probe_message(self, state, g: int, key: tuple, round: int = 1):
         job = state.job
@@ -70,21 +75,20 @@ class EagleScheduler(HawkScheduler):
         if not state.groups[g]:
             return  # its group's tasks are all bound
         key = next(key for key, gg in state.group_of.items() if gg == g)
-        pool = self.pool(key, False)
-        if self.suspected:
-            pool = self.recovery.usable(pool)
-        reserved = [p for p in pool if p < self.reserved]
+        pool = self.pool(key, False)  # ascending positions: the reserved ones first
         if msg.round < ROUNDS:
             bitmap = self.bitmaps.get(msg.job_id, (-1, b""))[1]
-            candidates = reserved + clear_positions(bitmap, [p for p in pool if p >= self.reserved])
+            candidates = self._clear(key, pool, bitmap)
             round = msg.round + 1
         else:
-            candidates = reserved or pool
+            candidates = pool[:bisect_left(pool, self.reserved)] or pool
             round = ROUNDS + 1
             self.recorder.count("probe_fallbacks")
             if self.fabric.event_log is not None:
                 emit(self, FALLBACK, job=msg.job_id, group=g)
-        if not candidates:
+        if self.suspected:
+            candidates = self.recovery.usable(candidates) or self.recovery.usable(pool)
+        elif not candidates:
             candidates = pool
         if not candidates:
             self.recovery.reprobe(state)  # every node of its pool is suspected: wait for one
@@ -97,6 +101,17 @@ class EagleScheduler(HawkScheduler):
         state.probed[k] = state.probed.get(k, 0) + 1
         self.probes += 1
         self.recorder.count("probes")
+
+    def _clear(self, key: tuple, pool: list, bitmap: bytes) -> list:
+        """The positions of ``pool`` a second-round probe may go to: the reserved ones and the general ones clear
+        in ``bitmap``; kept per (group key, bitmap), since many jobs share a bitmap."""
+        found = self.clear_cache.get((key, bitmap))
+        if found is None:
+            if len(self.clear_cache) >= _CLEAR_CACHE:
+                self.clear_cache.clear()
+            cut = bisect_left(pool, self.reserved)
+            found = self.clear_cache[(key, bitmap)] = pool[:cut] + clear_positions(bitmap, pool[cut:])
+        return found
 
     def close_job(self, job_id: int) -> None:
         self.bitmaps.pop(job_id, None)

@@ -91,8 +91,7 @@ class HawkNode(Recovering, Worker):
         self.sequence = 0
         self.long_work = 0  # long reservations queued or asked for, and long tasks running
         self.long_tasks: dict[tuple, tuple] = {}  # (job, index) -> (estimate_us, start_us): long tasks running
-        self.victim_names = victims
-        self.victims: list[int] = []
+        self.victim_names = victims  # resolved one at a time, when drawn
         self.long_scheduler_name = long_scheduler
         self.long_scheduler = -1
         self.steal_attempts = steal_attempts
@@ -105,10 +104,8 @@ class HawkNode(Recovering, Worker):
         self.pick = None
 
     def on_start(self) -> None:
-        addr = self.fabric.addr
-        self.victims = [v for v in (addr(n) for n in self.victim_names) if v != self.id]
         if self.long_scheduler_name:
-            self.long_scheduler = addr(self.long_scheduler_name)
+            self.long_scheduler = self.fabric.addr(self.long_scheduler_name)
         self.pick = self.rng.child("steal")
 
     # ---- reservations and late binding ---------------------------------------------------------
@@ -216,7 +213,10 @@ class HawkNode(Recovering, Worker):
     # ---- stealing --------------------------------------------------------------------------------
     def _maybe_steal(self) -> None:
         """Idle (nothing queued or asked for, room for a task) and not stealing yet: ask a first victim."""
-        if self.steal_tries or self.queue or self.outstanding or not self.victims or not self.steal_attempts:
+        if self.steal_tries or self.queue or self.outstanding or not self.steal_attempts:
+            return
+        names = self.victim_names
+        if not names or (len(names) == 1 and names[0] == self.name):
             return
         if not any(f > 0 for f in self.free):
             return
@@ -224,7 +224,12 @@ class HawkNode(Recovering, Worker):
         self._ask_victim()
 
     def _ask_victim(self) -> None:
-        victim = self.steal_victim = self.victims[self.pick.randrange(len(self.victims))]
+        """Ask a node of the general partition drawn at random, never itself."""
+        names, name = self.victim_names, self.name
+        drawn = names[self.pick.randrange(len(names))]
+        while drawn == name:
+            drawn = names[self.pick.randrange(len(names))]
+        victim = self.steal_victim = self.fabric.addr(drawn)
         self.recorder.count("steal_asks")
         self.send(victim, StealAsk(self.spec.constraints, self.spec.capacity))
 
