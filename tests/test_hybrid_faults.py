@@ -26,7 +26,7 @@ NAMES = ("hawk", "eagle")
 SMALL = {"lms": 1, "gms": 1, "workers_per_partition": 8, "load": 1.0, "constraints": False, "cost_model": "zero",
          "short_cutoff_s": 0.9}
 PROTOCOL = {"job", "worker.finished", "submit.job_done", "hawk.probe", "hawk.get_task", "hawk.assign", "hawk.cancel",
-            "hawk.steal_ask", "hawk.stolen", "eagle.probe", "eagle.assign", "eagle.reject"}
+            "hawk.steal_ask", "hawk.stolen", "eagle.probe", "eagle.assign", "eagle.reject", "eagle.drop"}
 RECOVERY_ONLY = {"hawk.lost", "hawk.load_ask", "hawk.load", "submit.ping", "submit.pong", "submit.resubmit"}
 
 

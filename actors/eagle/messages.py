@@ -50,3 +50,11 @@ class Assign:
     demand: tuple
     request: int
     left: int
+
+
+@message("eagle.drop")
+class Drop:
+    """Scheduler -> node: every task of ``job_id`` is bound; drop its reservations queued here (the simulator
+    removes them as the job's last task is handed out)."""
+
+    job_id: int

@@ -122,6 +122,10 @@ class EagleNode(HawkNode):
         if not r.long:
             self._drop(r.scheduler, r.job_id, r.group)
 
+    def on_Drop(self, msg, src: int) -> None:
+        self._drop(src, msg.job_id, None)
+        self._pump()
+
     def _drop(self, scheduler: int, job_id: int, group: int | None) -> None:
         """Drop the queued short reservations of ``job_id`` (of ``group`` only, unless None): its tasks are bound."""
         queue = self.queue

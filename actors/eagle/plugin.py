@@ -51,6 +51,7 @@ COUNTERS = HAWK_COUNTERS + (
     ("probe_fallbacks", "probes rejected in the last round and sent to the reserved partition"),
     ("sticky_hits", "tasks a short reservation got after its first (Sticky Batch Probing)"),
     ("reservations_dropped", "short reservations a node dropped without asking: their job's tasks were all bound"),
+    ("drops_sent", "jobs whose last task was bound: their scheduler told the other nodes holding their reservations"),
 )
 
 

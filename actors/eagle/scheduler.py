@@ -25,10 +25,11 @@ from ..hawk.recovery import GROUP_SHIFT
 from ..hawk.scheduler import HawkScheduler
 from .bitmap import clear_positions
 from .events import FALLBACK
-from .messages import Assign, Probe, Reject
+from .messages import Assign, Drop, Probe, Reject
 from .node import ROUNDS
 
 _CLEAR_CACHE = 64
+NODE_MASK = (1 << GROUP_SHIFT) - 1  # the node of a reservation count's key
 
 
 class EagleScheduler(HawkScheduler):
@@ -49,6 +50,15 @@ class EagleScheduler(HawkScheduler):
         job = state.job
         return Assign(job.job_id, msg.group, index, job.durations_us[index], job.demand, msg.request,
                       state.unbound())
+
+    def group_placed(self, state, group: int, node: int) -> None:
+        if not state.long and not state.unbound():  # tell the other nodes holding its reservations to drop them
+            drop = Drop(state.job.job_id)
+            for other in dict.fromkeys(k & NODE_MASK for k in state.probed):
+                if other != node:
+                    self.send(other, drop)
+            self.recorder.count("drops_sent")
+        super().group_placed(state, group, node)
 
     def consumed(self, state, msg, src: int) -> None:
         if self.sticky and not state.long:

@@ -18,6 +18,8 @@ too, so the rebuilt view drains. Nothing of this is sent in a fault-free run.
 
 from __future__ import annotations
 
+import attrs
+
 from fedemu.fabric.log import emit
 from fedemu.policies.least_waiting import WaitingView
 
@@ -26,6 +28,17 @@ from ..common.submitter import Pong
 from .events import LONG_PLACED
 from .messages import GetTask, Load, LoadAsk
 from .scheduler import HawkScheduler
+
+
+@attrs.frozen
+class LongSchedulerStatistics:
+    name: str
+    open_jobs: int
+    probes: int
+    requests: int
+    assigns: int
+    cancels: int
+    busy_nodes: int  # nodes its view holds long work on (Eagle's bitmap: the bits set)
 
 
 class LongScheduler(HawkScheduler):
@@ -104,3 +117,7 @@ class LongScheduler(HawkScheduler):
             self.waits.add(p, est)
             if start >= 0:
                 self.waits.started(p, (job_id, index), start, est)
+
+    def statistics(self) -> LongSchedulerStatistics:
+        return LongSchedulerStatistics(self.name, len(self.jobs), self.probes, self.requests, self.assigns,
+                                       self.cancels, self.waits.busy_count)

@@ -203,13 +203,18 @@ class HawkScheduler(Recovering, ReportingFrontEnd, Actor):
         index = queue.popleft()
         job = state.job
         state.bound[index] = (src, request)
-        if not queue:  # every task of the group is bound: its reservations still out will get cancels
-            for k in [k for k in state.probed if k >> GROUP_SHIFT == group]:
-                del state.probed[k]
+        if not queue:
+            self.group_placed(state, group, src)
         self.recorder.task_dispatched(job.job_id, index, state.requeued.pop(index, state.arrival_us), self.now)
         self.assigns += 1
         self.bound_task(state, index, src)
         self.send(src, self.assign_message(state, msg, index))
+
+    def group_placed(self, state: OpenJob, group: int, node: int) -> None:
+        """Every task of ``group`` is bound (the last to ``node``): its reservations still out will get cancels,
+        and no longer count."""
+        for k in [k for k in state.probed if k >> GROUP_SHIFT == group]:
+            del state.probed[k]
 
     def consumed(self, state: OpenJob, msg: GetTask, src: int) -> None:
         """The reservation behind ``msg`` is used up (counted at ``msg.origin``, where it was sent)."""
