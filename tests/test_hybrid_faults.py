@@ -168,7 +168,7 @@ def test_a_cut_longer_than_the_connection_timeout_places_again(name):
     r = run(name, [(3 * S, "partition", ([f"{name}-0", f"{name}-long-0"], nodes)), (200 * S, "heal", ())],
             **SMALL)
     c = counters(r)
-    assert c.get("tasks_relaunched", 0) + c.get("probes_resent", 0) > 0
+    assert c["requests_retried"] > 0 and c["tasks_relaunched"] > 0 and c["probes_resent"] > 0
     assert r.fabric.statistics().drops_by_cause.get("broken", 0) > 0
 
 
