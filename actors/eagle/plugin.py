@@ -26,7 +26,7 @@ from .long_scheduler import EagleLongScheduler
 from .node import EagleNode
 from .scheduler import EagleScheduler
 
-_BOUND = {"ok": lambda v: v >= 0, "expected": "a number >= 0, or inf (no bound)"}
+_BOUND = {"ok": lambda v: v == math.inf or 0 <= v <= 1000, "expected": "a number from 0 to 1000, or inf (no bound)"}
 _ORDERS = ("srpt", "fifo")
 
 
