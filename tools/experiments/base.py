@@ -69,6 +69,15 @@ def trace(name: str) -> str:
     return str(TRACES / name)
 
 
+def only_for(overrides: dict, scheduler: str) -> dict:
+    """``overrides`` without the keys that belong to other schedulers only (an experiment of one scheduler
+    may not set another's keys)."""
+    from fedemu.actors.registry import SCHEDULERS
+
+    own = {name for s in SCHEDULERS.values() for name in s.param_names}
+    return {k: v for k, v in overrides.items() if k not in own or k in SCHEDULERS[scheduler].param_names}
+
+
 def variant(e: Experiment, name: str, **overrides) -> Experiment:
     """``e`` as the sensitivity case ``name``, with ``overrides`` changed."""
     return attrs.evolve(e, name=f"{e.name}-{name}", overrides={**e.overrides, **overrides}, variant=name,
