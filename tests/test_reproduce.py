@@ -26,7 +26,9 @@ def tiny() -> list:
     """The quick megha-2023 experiments on 100 workers with 12 jobs (5 of each trace), Random only."""
     out = []
     for e in megha_2023(quick=True):
-        o = {**e.overrides, "gms": 2, "lms": 2, "workers_per_partition": 25, "masters": 2}
+        o = {**e.overrides, "gms": 2, "lms": 2, "workers_per_partition": 25}
+        if "masters" in o:
+            o["masters"] = 2
         o["jobs"] = 5 if o["workload"] == "trace" else 12
         if o["workload"].startswith("syn_"):
             o["workload"] = "syn_5"
