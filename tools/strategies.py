@@ -42,6 +42,7 @@ from fedemu.fabric.faults import FAULT_KINDS
 from fedemu.fabric.journal import Journal
 from fedemu.fabric.kernel import Fabric
 from fedemu.scenarios import fault_plan
+from fedemu.scenarios.fault_plan import LIVENESS_GRACE_US, liveness_bound_us  # noqa: F401 (the search's API)
 from fedemu.scenarios.run import FederationRun
 
 from . import params as params_mod
@@ -59,22 +60,11 @@ S_US = 1_000_000
 # The liveness phase. The heal comes after every drawn fault, up to LONG_HEAL_US later: twenty minutes
 # outlasts the connection timeout (60 s) many times over and any retry budget a protocol might keep
 # (ten asks backing off to a minute apart take about seven). After it, every job must be done within
-# LIVENESS_GRACE_US plus twice the workload's horizon:
-# - 60 s for a message stalled at the heal to be delivered, or its connection to break and both ends be
-#   told (conn_timeout_s: the last retransmission is made by then);
-# - 60 s for a retry backing off at its cap (common.recovery.RETRY_CAP_US) to be made;
-# - three minutes more for failure detection and takeovers to move the work of what died for good
-#   (the papers' own periods and timeouts are seconds);
-# - the workload's horizon twice: every job may have to run again from its start, and queue behind others.
+# ``liveness_bound_us``: LIVENESS_GRACE_US plus twice the workload's horizon (``scenarios.fault_plan`` says
+# why; a plain run whose faults never heal is stopped as long after its last fault).
 LONG_HEAL_US = 20 * 60 * S_US
-LIVENESS_GRACE_US = 300 * S_US
 FOR_GOOD_ROLE = "worker"  # the actors that may die for good: workers, whose work can always go elsewhere
 FOR_GOOD_KEPT = ("demand", "demands", "machine_types", "constraint_table")  # keys under which it may not
-
-
-def liveness_bound_us(horizon_us: int) -> int:
-    """How long after the heal every job must be done (see LIVENESS_GRACE_US)."""
-    return LIVENESS_GRACE_US + 2 * horizon_us
 
 
 def families(kinds) -> tuple[str, ...]:
