@@ -22,13 +22,10 @@ def recovery_percentiles(durations_us: list[int]) -> dict:
     return {"count": len(d), "p50": float(p50), "p99": float(p99), "max": float(d[-1])}
 
 
-def horizon_line(stuck: list, horizon: dict) -> str:
-    """``jobs_closed``'s line for a run stopped at its horizon: how many jobs, why (the faults still in
-    force) and when, then the first stuck job."""
-    first = stuck[0]
-    return (f"jobs_closed: {len(stuck)} job(s) never completed: a fault never healed ({'; '.join(horizon['in_force'])}), "
-            f"so the run was stopped at its horizon, {horizon['at_s']:g} s ({horizon['derived']}); "
-            f"first {first.subject}: {first.detail}")
+def horizon_line(line: str, horizon: dict) -> str:
+    """``jobs_closed``'s ``line`` for a run stopped at its horizon, with why (the faults still in force) and where."""
+    return (f"{line}; a fault never healed ({'; '.join(horizon['in_force'])}), so the run was stopped at its "
+            f"horizon, {horizon['at_s']:g} s ({horizon['derived']})")
 
 
 class FederationRun:
@@ -74,7 +71,7 @@ class FederationRun:
         lines = {name: "ok" if not v else v[0].line() + (f" (+{len(v) - 1} more)" if len(v) > 1 else "")
                  for name, v in found.items()}
         if horizon is not None and found.get("jobs_closed"):
-            lines["jobs_closed"] = horizon_line(found["jobs_closed"], horizon)
+            lines["jobs_closed"] = horizon_line(lines["jobs_closed"], horizon)
             lines = {**{k: v for k, v in lines.items() if k != "jobs_closed"}, "jobs_closed": lines["jobs_closed"]}
         return lines
 
