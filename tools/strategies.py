@@ -33,6 +33,7 @@ import shlex
 from typing import Any
 
 import attrs
+from hypothesis import reject
 from hypothesis import strategies as st
 
 from fedemu.actors import registry
@@ -71,6 +72,20 @@ def families(kinds) -> tuple[str, ...]:
     """The families whose every kind is in ``kinds`` (or is benign)."""
     allowed = set(kinds) | set(BENIGN)
     return tuple(f for f, ks in FAMILIES.items() if set(ks) <= allowed)
+
+
+def check_kinds(kinds) -> None:
+    """Refuse requested ``kinds`` that start no fault: a search of them would run with none (benign slow
+    links at most). A fault is a family's first kind, drawn only with what ends it (``FAMILIES``)."""
+    if kinds is None:
+        return
+    for kind in kinds:
+        if kind not in FAULT_KINDS:
+            raise ConfigError(f"unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
+    if not any(FAMILIES[f][0] in kinds for f in families(kinds)):
+        pairs = "; ".join(",".join(ks) for ks in FAMILIES.values())
+        raise ConfigError(f"--kinds {','.join(kinds)}: no fault starts from these kinds, so the search would draw "
+                          f"none; a fault is drawn with what ends it: {pairs} (e.g. --kinds partition,heal)")
 
 
 def allowed_kinds(scheduler: str | None, requested=None) -> tuple[str, ...]:
@@ -366,7 +381,7 @@ class Example:
 
     @property
     def horizon_us(self) -> int:
-        """The virtual time the plan's faults start within (the workload's last arrival + longest task)."""
+        """The virtual time the plan's faults start within (the workload's horizon, ``built``)."""
         return built(runner.scenario_ref(self.scenario), self.seed, tuple(sorted(self.overrides.items())))[1]
 
     def run(self, **kwargs) -> runner.RunResult:
@@ -429,8 +444,9 @@ PROBE_LIMIT_US = 3600 * 10**6  # a fault-free run that finds its horizon is stop
 @functools.lru_cache(maxsize=256)
 def built(ref: str, seed: int, overrides: tuple) -> tuple[list[str], int]:
     """Build (not run) the scenario ``ref`` with ``overrides``: its actor names and the horizon faults
-    fall within (the workload's last arrival plus its longest task; a scenario's own ``horizon_us``; or
-    the virtual end of a fault-free run)."""
+    fall within (the workload's: its last arrival plus its longest task, or its backlog on the cluster if
+    longer, ``fault_plan.workload_horizon_us``; a scenario's own ``horizon_us``; or the virtual end of a
+    fault-free run)."""
     module = runner.load(ref)
     params = params_mod.resolve_scenario(module, dict(overrides))
     fabric = Fabric(seed, journal=Journal(None))
@@ -442,7 +458,7 @@ def built(ref: str, seed: int, overrides: tuple) -> tuple[list[str], int]:
 
         _, table = federation.build_cluster(run.params, seed)
         jobs = federation.build_workload(run.params, seed, run.recorder.total_units, table)
-        horizon = fault_plan.workload_horizon_us(jobs)
+        horizon = fault_plan.workload_horizon_us(jobs, run.recorder.total_units)
     if horizon is None:
         guard = Guard(PROBE_LIMIT_US)
         try:
@@ -463,6 +479,27 @@ def scenario_keys(ref: str) -> set[str]:
 # small workload and cluster); a drawn key is left out where the scenario sets the other key named
 NOT_KEPT = ("workers", "workload", "trace", "rate", "jobs", "fanout", "task_s", "task_dist", "load")
 NOT_DRAWN_WITH = {"capacity": "machine_types"}  # machine_types gives every machine's capacity
+
+
+def _build(ref: str, seed: int, overrides: dict, fixed: dict) -> tuple[list[str], int]:
+    """``built`` for an example; drawn constraints too rare for its tiny cluster are dropped (in ``overrides``)."""
+    try:
+        return built(ref, seed, tuple(sorted(overrides.items())))
+    except ConfigError:
+        if not overrides.get("constraints") or "constraints" in fixed:
+            raise
+    overrides["constraints"] = False
+    return built(ref, seed, tuple(sorted(overrides.items())))
+
+
+def _read_by(workload, key: str) -> bool:
+    """Whether ``workload`` (the user's, or None: the search's own Poisson) reads the workload key ``key``."""
+    from fedemu.scenarios import federation
+
+    readers = federation.WORKLOAD_KEYS.get(key)
+    if workload is None or readers is None or key == "workload":
+        return True
+    return ("syn_N" if str(workload).startswith("syn_") else str(workload)) in readers
 
 
 def scenario_keeps(ref: str) -> dict:
@@ -508,12 +545,62 @@ def examples(scenario: str = "default", schedulers=None, kinds=None, fixed: dict
     with every invariant ok."""
     ref = runner.scenario_ref(scenario)
     keys = frozenset(runner.load(ref).PARAMS)
+    check_kinds(kinds)
+    searched: list = [None]
     if "scheduler" in keys:
-        searched = list(schedulers or ([fixed["scheduler"]] if fixed and "scheduler" in fixed else registry.SCHEDULERS))
+        chosen = (fixed or {}).get("scheduler")
+        if chosen is not None and schedulers is not None and list(schedulers) != [chosen]:
+            raise ConfigError(f"--set scheduler={chosen} and --schedulers {','.join(schedulers)} disagree: name the "
+                              "schedulers to search with --schedulers alone")
+        searched = list(schedulers or ([chosen] if chosen is not None else registry.SCHEDULERS))
         for key in fixed or ():
             if not any(applies(key, s) for s in searched):
                 raise ConfigError(f"--set {key}=... applies to none of the schedulers searched ({', '.join(searched)})")
-    return _examples(scenario, ref, keys, schedulers, kinds, fixed, max_events, liveness)
+    check_fixed(ref, searched, fixed or {})
+    refusals = Refusals(dict(fixed or {}))
+    return _examples(scenario, ref, keys, schedulers, kinds, fixed, max_events, liveness, refusals)
+
+
+def check_fixed(ref: str, searched: list, fixed: dict) -> None:
+    """Check the user's ``--set`` values before the search, as ``fedemu run`` would (the scenario at its
+    defaults, with them, for each scheduler ``searched`` they apply to): a mistake is one line naming them."""
+    if not fixed:
+        return
+    for scheduler in searched:
+        mine = {k: v for k, v in fixed.items() if scheduler is None or applies(k, scheduler)}
+        overrides = mine if scheduler is None else {**mine, "scheduler": scheduler}
+        try:
+            built(ref, 0, tuple(sorted(overrides.items())))
+        except ConfigError as exc:
+            raise ConfigError(f"fuzz: {_sets(mine)}: {exc}") from None
+
+
+class Refused(BaseException):
+    """Every example drawn with the user's ``--set`` values was refused: a BaseException, so hypothesis lets it
+    through (it is no failure of a run, and nothing is saved in its database); the search says it in one line."""
+
+
+class Refusals:
+    """Examples whose drawn shape does not fit the user's ``--set`` values are left out (``hypothesis.reject``):
+    the search explores the shapes that fit. If none of the first ``LIMIT`` fits, the values are refused."""
+
+    LIMIT = 50
+
+    def __init__(self, user: dict) -> None:
+        self.user = user
+        self.refused = 0
+        self.fitted = 0
+
+    def refuse(self, exc: ConfigError) -> None:
+        """Leave the example out (or refuse the values); returns only when the user set nothing: then the
+        strategies drew a run that cannot be (their bug), which the caller raises."""
+        if not self.user:
+            return
+        self.refused += 1
+        if not self.fitted and self.refused >= self.LIMIT:
+            raise Refused(f"fuzz: {_sets(self.user)}: none of the {self.refused} small clusters and workloads the "
+                          f"search drew fits these values; the first said: {exc}")
+        reject()
 
 
 def may_die_for_good(names, overrides: dict) -> tuple[list[str], int]:
@@ -529,7 +616,7 @@ def may_die_for_good(names, overrides: dict) -> tuple[list[str], int]:
 
 
 @st.composite
-def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events, liveness=False):
+def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events, liveness=False, refusals=None):
     fixed = dict(fixed or {})
     scheduler = None
     overrides: dict = {}
@@ -540,7 +627,8 @@ def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events, l
         overrides["scheduler"] = scheduler
         drawn = {**draw(clusters(scheduler)), **draw(workloads())}
         overrides.update({k: v for k, v in drawn.items() if (k in keys or k in registry.get(scheduler).param_names)
-                          and not (k in NOT_DRAWN_WITH and NOT_DRAWN_WITH[k] in kept)})
+                          and not (k in NOT_DRAWN_WITH and NOT_DRAWN_WITH[k] in kept)
+                          and _read_by(fixed.get("workload"), k)})
         if _sets_workers(ref) and "workers" not in fixed:  # the drawn partitions make the cluster, not its total
             overrides["workers"] = 0
         overrides.update(draw(variants(ref, scheduler)))
@@ -550,12 +638,13 @@ def _examples(draw, scenario, ref, keys, schedulers, kinds, fixed, max_events, l
         _jobs_for_every_user(overrides, fixed)
     seed = draw(st.integers(0, 2**16))
     try:
-        names, horizon = built(ref, seed, tuple(sorted(overrides.items())))
+        names, horizon = _build(ref, seed, overrides, fixed)
     except ConfigError as exc:
-        if not overrides.get("constraints") or "constraints" in fixed:
-            raise ConfigError(f"fuzz: scenario {scenario} with {_sets(overrides)}: {exc}") from None
-        overrides["constraints"] = False  # constraints too rare for this tiny cluster: draw none
-        names, horizon = built(ref, seed, tuple(sorted(overrides.items())))
+        if refusals is not None:
+            refusals.refuse(exc)  # the drawn shape does not fit the user's values: left out
+        raise ConfigError(f"fuzz: scenario {scenario} with {_sets(overrides)}: {exc}") from None
+    if refusals is not None:
+        refusals.fitted += 1
     if not names:
         raise ConfigError(f"fuzz: scenario {scenario} builds no actors, so there is nothing to inject a fault into")
     allowed = allowed_kinds(scheduler, kinds)
