@@ -372,9 +372,44 @@ def check_restarts(existing, planned, source: str) -> None:
                               f"{fault.target[0]} before then, so the restart would do nothing")
 
 
-def workload_horizon_us(jobs) -> int:
-    """The default end of the failure processes: the last arrival plus the longest task."""
-    last = 0
+def workload_horizon_us(jobs, total_units: int = 0) -> int:
+    """The workload's horizon: the last arrival plus the longest task (the default end of the failure
+    processes, and where the fault search draws faults). Given the cluster's ``total_units`` (of its first
+    resource), no earlier than the first arrival plus all the work spread over them plus the longest task:
+    the backlog of a workload that asks for more than the cluster has."""
+    last, first, longest, work = 0, None, 0, 0
     for job in jobs:
-        last = max(last, job.arrival_us + max(job.durations_us, default=0))
-    return last
+        end = max(job.durations_us, default=0)
+        last = max(last, job.arrival_us + end)
+        if total_units:
+            first = job.arrival_us if first is None else min(first, job.arrival_us)
+            longest = max(longest, end)
+            work += sum(job.durations_us) * (job.demand[0] if job.demand else 1)
+    if first is None:
+        return last
+    return max(last, first + work // total_units + longest)
+
+
+# The time a run is given after its last fault, whether its faults healed or not. The fault search's
+# liveness phase gives it after its heal (tools/strategies: every job must be done by then), and a run
+# whose faults never heal is stopped this long after its last fault event (``run_horizon_us``): the
+# grace, plus twice the workload's horizon.
+# - 60 s for a message stalled at the heal to be delivered, or its connection to break and both ends be
+#   told (conn_timeout_s: the last retransmission is made by then);
+# - 60 s for a retry backing off at its cap (common.recovery.RETRY_CAP_US) to be made;
+# - three minutes more for failure detection and takeovers to move the work of what died for good
+#   (the papers' own periods and timeouts are seconds);
+# - the workload's horizon twice: every job may have to run again from its start, and queue behind others.
+LIVENESS_GRACE_US = 300 * 10**6
+
+
+def liveness_bound_us(horizon_us: int) -> int:
+    """How long after its last fault (the fault search: its heal) every job of a run must be done."""
+    return LIVENESS_GRACE_US + 2 * horizon_us
+
+
+def run_horizon_us(workload_us: int, faults) -> int:
+    """Where a run with a fault still in force is stopped (``fabric.kernel.Fabric.horizon_us``): the
+    liveness bound after its last fault event, or after the workload's horizon ``workload_us`` if later."""
+    last = max((f.at_us for f in faults), default=0)
+    return max(last, workload_us) + liveness_bound_us(workload_us)

@@ -384,3 +384,62 @@ def test_a_journal_with_nested_messages_verifies_in_a_fresh_process(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "fedemu", "replay", str(out / "messages.log"), "--verify"],
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "digest matches (run ended with: violation: jobs_closed" in proc.stdout, proc
+
+
+# ---- runs whose faults never heal still end (issue 45) ------------------------------------------------
+NEVER_HEALED = {
+    "loss=1": (["--set", "loss=1"], None, "loss 1 on every link, from the start"),
+    "loss=0.999": (["--set", "loss=0.999"], None, "loss 0.999 on every link, from the start"),
+    "a partition never healed": ([], '[[fault]]\nat_s = 0.5\nkind = "partition"\n'
+                                     'sides = [{role = "gm", count = "all"}, {role = "lm", count = "all"}]\n',
+                                 "partition {gm-0, gm-1, gm-2} | {lm-0, lm-1, lm-2, lm-3}"),
+    "a loss never ended": ([], '[[fault]]\nat_s = 0.5\nkind = "loss"\nlink = "*"\nvalue = 1.0\n',
+                           "loss 1 on every link"),
+}
+
+
+@pytest.mark.parametrize("name", list(NEVER_HEALED))
+def test_a_run_whose_faults_never_heal_ends_at_its_horizon_and_says_which_fault(name, tmp_path):
+    """`fedemu run default --set loss=1 --set jobs=5` (or a plan whose partition or loss never heals) ran on
+    for ever, printing nothing. It ends at its horizon: one line, exit 1, naming the jobs not done, the fault
+    still in force and how the horizon was derived; the journal is kept and replays identical."""
+    import subprocess
+    import sys
+
+    sets, plan_text, in_force = NEVER_HEALED[name]
+    out = tmp_path / "o"
+    cmd = [sys.executable, "-m", "fedemu", "run", "default", "--quiet", "--set", "jobs=5", *sets, "--record",
+           "--out", str(out)]
+    if plan_text:
+        (tmp_path / "plan.toml").write_text(plan_text)
+        cmd += ["--faults", str(tmp_path / "plan.toml")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)  # (it never ended before)
+    err = proc.stderr
+    assert proc.returncode == 1 and err.count("\n") == 1, err
+    assert err.startswith("fedemu: violation: jobs_closed: job 0: never completed; "), err
+    summary = json.loads((out / "summary.json").read_text())
+    horizon = summary["horizon"]
+    assert horizon["in_force"] == [in_force] and summary["virtual_end_s"] >= horizon["at_s"]
+    w = horizon["workload_horizon_s"]
+    assert horizon["at_s"] == pytest.approx(max(horizon["last_fault_s"], w) + 300 + 2 * w, abs=1e-6)
+    assert f"(+4 more); a fault never healed ({in_force}), so the run was stopped at its horizon, " \
+           f"{horizon['at_s']:g} s ({horizon['derived']}); the journal is kept in " in err
+    assert main(["replay", str(out / "messages.log"), "--verify"]) == 0
+
+
+def test_a_horizon_changes_no_run_that_ends_by_itself(monkeypatch):
+    """A fault-free run has no horizon; a run whose faults heal has one but ends as it would without it
+    (the same digest), as does a run with loss that never ends (``--set loss``) but ends by itself."""
+    from fedemu.tools import runner
+
+    free = runner.execute("default", overrides={"jobs": 40})
+    assert free.fabric.horizon_us is None
+    from pathlib import Path
+
+    plan = fp.load(Path(__file__).resolve().parent.parent / "docs" / "failover-plan.toml")
+    cases = [({"jobs": 40}, plan), ({"jobs": 40, "loss": 0.05}, None)]
+    with_horizon = [runner.execute("default", overrides=o, faults=f) for o, f in cases]
+    assert all(r.fabric.horizon_us is not None and not r.fabric.stopped_at_horizon for r in with_horizon)
+    monkeypatch.setattr(runner, "run_horizon", lambda run, fabric: None)
+    assert [runner.execute("default", overrides=o, faults=f).digest for o, f in cases] == \
+        [r.digest for r in with_horizon]

@@ -430,7 +430,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "write each as a reproducible failure folder")
     fz.add_argument("scenario", help="scenario name (e.g. default) or path to a scenario .py file")
     fz.add_argument("--schedulers", default="all", help="comma-separated schedulers to draw from, or all (default)")
-    fz.add_argument("--kinds", default="all", help="comma-separated fault kinds to allow, or all (default); each "
+    fz.add_argument("--kinds", default="all", help="comma-separated fault kinds to allow, or all (default); a "
+                    "fault is drawn with what ends it (crash,restart; partition,heal; slow,restore; loss); each "
                     "scheduler gets only those it survives (and slow/restore, which need no recovery)")
     size = fz.add_mutually_exclusive_group()
     size.add_argument("--examples", type=_positive, help="runs to try (default 100)")

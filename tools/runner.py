@@ -320,6 +320,8 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
             fabric.add_faults(planned)
             plan = {"fault_plan": faults.source, "faults": [list(f.as_data()) for f in planned]}
         journal.write_header({"seed": seed, "scenario": ref, "params": params, "actors": fabric.names, **plan})
+        # a progress hook with a limit of its own (the fault search's Guard) stops the run itself
+        horizon = run_horizon(run, fabric) if getattr(progress, "limit_us", None) is None else None
         fabric.progress = progress and (lambda f: progress(f, run))
         fabric.progress_every = getattr(progress, "every", fabric.progress_every)  # e.g. the live view's
         t0 = time.perf_counter()
@@ -335,6 +337,8 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
         late = [] if faults is None else [f for f in planned if f.at_us > stats.now_us]
         if late:  # the run ended before them: said, not silently dropped
             info["faults_never_applied"] = [list(f.as_data()) for f in late]
+        if fabric.stopped_at_horizon:  # a fault never healed: said in the summary, and why
+            info["horizon"] = {**horizon, "stopped_at_s": fabric.now / 1e6, "in_force": fabric.faults_in_force()}
         partial = getattr(progress, "partial", None)  # the live view's q stopped the run early
         if partial:
             info["partial"] = partial
@@ -377,6 +381,26 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
         kept = f"; the journal is kept in {journal.path}" if journal.path else ""
         raise RunViolation(f"{broken[0]}{more}{kept}")
     return RunResult(fabric, summary, digest, wall)
+
+
+def run_horizon(run, fabric) -> dict | None:
+    """Give a run that has faults (a plan's, random failures, or the run's own ``loss``) its horizon, where
+    it is stopped if one is still in force (``Fabric.horizon_us``); returns how it was derived, for the
+    summary. A fault-free run, or a scenario whose run has no workload horizon, has none (and costs nothing)."""
+    if not (fabric.faults or fabric.faults_in_force()):
+        return None
+    workload_us = getattr(run, "workload_horizon_us", lambda: None)()
+    if workload_us is None:
+        return None
+    from fedemu.scenarios import fault_plan
+
+    fabric.horizon_us = fault_plan.run_horizon_us(workload_us, fabric.faults)
+    last_us = max((f.at_us for f in fabric.faults), default=0)
+    grace_s, w_s = fault_plan.LIVENESS_GRACE_US // 10**6, workload_us / 1e6
+    derived = f"the last fault ({last_us / 1e6:g} s) + {grace_s} s + 2 x the workload's horizon ({w_s:g} s)" \
+        if last_us > workload_us else f"3 x the workload's horizon ({w_s:g} s) + {grace_s} s"
+    return {"at_s": fabric.horizon_us / 1e6, "workload_horizon_s": w_s, "last_fault_s": last_us / 1e6,
+            "derived": derived}
 
 
 def recorded_faults(header: dict):

@@ -380,6 +380,7 @@ class GlobalManager(JobFrontEnd, Actor):
     on_Ping = routed("recovery", "on_ping")
     on_LaunchAccepted = routed("recovery", "on_launch_accepted")
     on_TaskLost = routed("recovery", "on_task_lost")
+    on_NotActive = routed("recovery", "on_not_active")
 
     def statistics(self) -> GlobalManagerStatistics:
         now = self.fabric.now if self.fabric is not None else self.now

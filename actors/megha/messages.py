@@ -212,6 +212,15 @@ class Joined:
     epoch: int
 
 
+@message("megha.not_active")
+class NotActive:
+    """Standby LM replica -> a GM that sent it what only the active acts on (a launch, a preemption, a gang's
+    reserve, commit or release): I am the standby of LM ``lm`` (I know of ``epoch``), and I drop it."""
+
+    lm: int
+    epoch: int
+
+
 @message("megha.gm_timer")
 class GmTimer:
     """GM's own timer for a retry: ``what`` is "snapshots", "resync <lm>" or "adopt <job>"."""
