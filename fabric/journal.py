@@ -28,6 +28,7 @@ import msgpack
 from . import messages
 from .atomic import PendingFile
 from .errors import JournalError
+from .inputs import open_regular
 
 FORMAT = "fedemu-journal"
 VERSION = 2
@@ -163,10 +164,10 @@ class JournalReader:
     def __init__(self, path) -> None:
         self.path = os.fspath(path)
         try:
-            self._file = open(self.path, "rb")
-            self.size = os.fstat(self._file.fileno()).st_size
+            self._file = open_regular(self.path, "a fedemu journal", error=JournalError)
         except OSError as e:
             raise JournalError(f"{self.path}: cannot open journal: {e.strerror}") from None
+        self.size = os.fstat(self._file.fileno()).st_size
         self.header = self._read_header()
         self.records_start = self._file.tell()
         self.footer: dict | None = None

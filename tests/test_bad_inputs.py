@@ -567,3 +567,43 @@ def test_a_run_refused_before_its_header_leaves_no_journal(capsys, tmp_path):
         journal.write_header({"params": {"when": object()}})
     assert journal.header is None  # so a failure here leaves no journal (see tools.runner.keep_failed_journal)
     journal.abort()
+
+
+# ---- inputs that are not regular files (issue 45) ------------------------------------------------------
+
+FIFO_CASES = [
+    ("constraint-table", ["run", "default", "--quiet", "--set", "jobs=5", "--set", "constraint_table={fifo}"],
+     "{fifo}: is a FIFO, not a regular file; expected a constraint table JSON file"),
+    ("trace", ["run", "default", "--quiet", "--set", "workload=trace", "--set", "trace={fifo}"],
+     "{fifo}: is not a regular file"),
+    ("cost-model", ["run", "default", "--quiet", "--set", "jobs=5", "--set", "cost_model={fifo}"],
+     "cost_model '{fifo}' is neither a known model nor a JSON file"),
+    ("fault-plan", ["run", "default", "--quiet", "--set", "jobs=5", "--faults", "{fifo}"],
+     "{fifo}: is a FIFO, not a regular file; expected a fault plan (.toml or .json)"),
+    ("journal-show", ["replay", "{fifo}"], "{fifo}: is a FIFO, not a regular file; expected a fedemu journal"),
+    ("journal-verify", ["replay", "{fifo}", "--verify"], "{fifo}: is a FIFO, not a regular file; expected a fedemu "
+     "journal"),
+    ("journal-diagram", ["replay", "{fifo}", "--diagram", "{tmp}/d.md"], "{fifo}: is a FIFO, not a regular file"),
+    ("journal-trace", ["replay", "{fifo}", "--trace", "{tmp}/t.json"], "{fifo}: is a FIFO, not a regular file"),
+    ("scenario", ["run", "{fifo}.py"], "scenario '{fifo}.py' is not a regular file; expected a scenario .py file"),
+]
+
+
+@pytest.mark.parametrize("argv, says", [c[1:] for c in FIFO_CASES], ids=[c[0] for c in FIFO_CASES])
+def test_a_fifo_given_as_an_input_is_refused_not_waited_on(tmp_path, argv, says):
+    """Finding: a FIFO as constraint_table, fault plan or journal blocked for ever with no writer. In a real
+    process with a time limit, so that a read that waits fails the test instead of hanging it."""
+    import os
+
+    fifo = tmp_path / "input"
+    os.mkfifo(fifo)
+    os.mkfifo(f"{fifo}.py")
+    names = {"fifo": str(fifo), "tmp": str(tmp_path)}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "fedemu", *(_fill(a, names) for a in argv)], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"fedemu {' '.join(argv)} waited on the FIFO")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("fedemu: error: ") and _fill(says, names) in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["input", "input.py"]

@@ -60,6 +60,8 @@ def scenario_ref(ref: str) -> str:
         raise ConfigError(f"scenario file {ref!r} does not exist")
     if path.is_dir():
         raise ConfigError(f"scenario {ref!r} is a directory; expected a scenario .py file")
+    if not path.is_file():  # a FIFO would block the import for ever
+        raise ConfigError(f"scenario {ref!r} is not a regular file; expected a scenario .py file")
     if path.suffix != ".py":
         raise ConfigError(f"scenario file {ref!r} is not a .py file")
     resolved = path.resolve()
