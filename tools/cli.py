@@ -236,11 +236,18 @@ def _cmd_bench(args) -> int:
         from .neighbour import neighbour
 
         sizes = args.sizes or (100, 1_000, 10_000, 100_000)
-        if args.neighbour:
-            print(f"with a neighbour process streaming through {args.neighbour} MiB")
-        with neighbour(args.neighbour):
-            bench_fabric.run(sizes=sizes, messages=args.messages, repeat=args.repeat or 3)
+        bench_fabric.check_memory(sizes, args.neighbour)
+        with neighbour(args.neighbour) as alive:
+            if args.neighbour:
+                print(f"with a neighbour process streaming through {args.neighbour} MiB")
+            bench_fabric.run(sizes=sizes, messages=args.messages or BENCH_MESSAGES, repeat=args.repeat or 3)
+            alive()  # a neighbour that died during the figures: they were not taken beside it
         return 0
+    fabric_only = [opt for opt, value in (("--sizes", args.sizes), ("--messages", args.messages),
+                                          ("--neighbour", args.neighbour)) if value]
+    if fabric_only:
+        raise ConfigError(f"{', '.join(fabric_only)} {'is' if len(fabric_only) == 1 else 'are'} for bench fabric "
+                          f"only; bench {args.what} runs whole scenarios")
     from . import bench_megha
 
     return bench_megha.main(args)
@@ -315,14 +322,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"fedemu: error: {where}{message} (see {self.prog} --help)\n")
 
 
+BENCH_MAX_ACTORS = 1_000_000  # 10 times the default's largest size; about 3 KB each (docs/performance.md)
+BENCH_MESSAGES = 200_000  # bench fabric's messages per pattern and size
+BENCH_MAX_MESSAGES = 10_000_000  # 50 times the default: at tens of us each, minutes per case already
+BENCH_MAX_REPEAT = 100
+NEIGHBOUR_MAX_MB = 4096  # far beyond any cache a neighbour could load
+
+
 def _sizes(text: str) -> tuple[int, ...]:
-    """argparse type for --sizes: comma-separated positive actor counts."""
+    """argparse type for --sizes: comma-separated actor counts from 2 to BENCH_MAX_ACTORS."""
     try:
         sizes = tuple(int(s) for s in text.split(","))
     except ValueError:
         sizes = ()
-    if not sizes or min(sizes) < 2:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of actor counts >= 2, e.g. 100,1000")
+    if not sizes or min(sizes) < 2 or max(sizes) > BENCH_MAX_ACTORS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of actor counts from 2 to {BENCH_MAX_ACTORS:,}, "
+                                         "e.g. 100,1000")
     return sizes
 
 
@@ -445,12 +460,15 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help=f"benchmarks: fabric, {own} or schedulers")
     b.add_argument("what", choices=["fabric", own, "schedulers"])
     b.add_argument("--sizes", type=_sizes, help="fabric: comma-separated actor counts")
-    b.add_argument("--messages", type=_positive, default=200_000, help="fabric: messages per pattern and size")
-    b.add_argument("--repeat", type=_positive, default=None,
+    b.add_argument("--messages", type=lambda t: _whole(t, 1, BENCH_MAX_MESSAGES),
+                   help=f"fabric: messages per pattern and size (default {BENCH_MESSAGES:,}, at most "
+                   f"{BENCH_MAX_MESSAGES:,})")
+    b.add_argument("--repeat", type=lambda t: _whole(t, 1, BENCH_MAX_REPEAT), default=None,
                    help="runs of each case, alternating (fabric: the sides, default 3, the best of each is "
                    f"reported; {own} and schedulers: rounds over the cases, default 1, with the spread)")
-    b.add_argument("--neighbour", type=_non_negative, default=0, metavar="MB",
-                   help="fabric: run beside a process that streams through MB MiB (a tenant that loads the cache)")
+    b.add_argument("--neighbour", type=lambda t: _whole(t, 0, NEIGHBOUR_MAX_MB), default=0, metavar="MB",
+                   help="fabric: run beside a process that streams through MB MiB (a tenant that loads the cache; "
+                   f"at most {NEIGHBOUR_MAX_MB})")
     b.add_argument("--case", action="append", help=f"{own}: which cases (yh1-1k, yh1, goog, syn1000); "
                    "schedulers: scheduler names; repeat the option or separate with commas; default all")
     b.add_argument("--profile", action="store_true", help=f"{own} and schedulers: run each case under cProfile "
