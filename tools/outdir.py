@@ -12,6 +12,8 @@ import contextlib
 import json
 import os
 import shutil
+import stat
+import sys
 from pathlib import Path
 
 from fedemu.fabric.atomic import STDOUT, PendingFile, check_target
@@ -154,6 +156,45 @@ def clear_compare(path: Path, force: bool) -> None:
             shutil.rmtree(e)
         else:
             e.unlink()
+
+
+def _run_files(out) -> dict:
+    """The run files (``RUN_FILES``) in folder ``out`` that are regular files, each with its identity
+    (device, inode, modification time): a file written again is a new file, by the atomic rename."""
+    found = {}
+    for name in sorted(RUN_FILES):
+        try:
+            st = os.lstat(os.path.join(out, name))
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found[name] = (st.st_dev, st.st_ino, st.st_mtime_ns)
+    return found
+
+
+@contextlib.contextmanager
+def owned(out):
+    """A run owns its ``--out`` folder: once the block is left, if the run wrote any of its files there
+    (results, or a journal that a failed run keeps), the run files an earlier run left and this one did not
+    write again (``messages.log`` of a recorded run, ``share_over_time.png`` of one with users ...) are
+    removed, and named in a note, so the folder never mixes two runs. A run refused before it wrote
+    anything leaves the folder as it was. Only fedemu's own file names are touched (``RUN_FILES``)."""
+    if out is None:
+        yield
+        return
+    before = _run_files(out)
+    try:
+        yield
+    finally:
+        after = _run_files(out)
+        if any(before.get(name) != ident for name, ident in after.items()):  # this run wrote here
+            stale = [name for name, ident in before.items() if after.get(name) == ident]
+            for name in stale:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(out, name))
+            if stale:
+                print(f"fedemu: note: removed from {out} what an earlier run wrote there and this run did not: "
+                      f"{', '.join(stale)}", file=sys.stderr)
 
 
 @contextlib.contextmanager
