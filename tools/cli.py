@@ -42,11 +42,14 @@ def _cmd_run(args) -> int:
         return _check_determinism(args, overrides, journal, faults)
     level = args.log_level or "info"
     outdir.check_outputs(args.out, {"--journal": journal, "--log": args.log}, probe=False)
-    with outdir.prepared(args.out), progress_for(args) as progress:
+    with outdir.prepared(args.out), outdir.owned(args.out), progress_for(args) as progress:
         _check_files(args.out, journal, args.log)
-        result = runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=journal,
-                                out_dir=args.out, progress=progress, log_path=args.log, log_level=level,
-                                faults=faults)
+        try:
+            result = runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=journal,
+                                    out_dir=args.out, progress=progress, log_path=args.log, log_level=level,
+                                    faults=faults)
+        except runner.RunInterrupted as stop:  # Ctrl-C, SIGTERM: the results so far, marked partial
+            result = stop.result
     with contextlib.redirect_stdout(sys.stderr) if args.log == STDOUT else contextlib.nullcontext():
         _print_summary(result.summary)  # with --log -, standard output holds the event log alone
         _warn_unfinished(result.summary)
@@ -57,7 +60,26 @@ def _cmd_run(args) -> int:
             print(f"event log: {args.log}")
         if args.out:
             print(f"results: {args.out}")
-    return 0
+    return _say_stopped_early(result.summary, args.out)
+
+
+STOPPED_STATUS = {"SIGTERM": 128 + signal.SIGTERM}  # else 130, as for Ctrl-C: the user stopped the run
+
+
+def _say_stopped_early(summary: dict, out) -> int:
+    """For a run stopped early (q in the live view, Ctrl-C, SIGTERM): a line on stderr saying when, by
+    what and how many of the jobs asked were done, and the exit status (130, or 143 for SIGTERM); 0 for
+    a run that ended by itself."""
+    partial = summary.get("partial")
+    if not isinstance(partial, dict):
+        return 0
+    asked, done = partial.get("jobs_asked"), summary.get("jobs_completed")
+    jobs = "" if not isinstance(done, int) else f": {done:,} of {asked:,} jobs done" if isinstance(asked, int) \
+        else f": {done:,} jobs done"
+    where = f"; the results in {out} are partial (summary.json says so)" if out else ""
+    print(f"fedemu: stopped early by {partial.get('by')} at {partial.get('stopped_at_s', 0):,.6f} s of virtual "
+          f"time{jobs}{where}", file=sys.stderr)
+    return STOPPED_STATUS.get(partial.get("by"), 130)
 
 
 def _fault_plan(path):
@@ -82,8 +104,8 @@ def _warn_unfinished(summary: dict) -> None:
         print(f"fedemu: note: {dropped:,} tasks no worker can run were dropped (infeasible=drop-task); their "
               f"{summary.get('jobs_with_dropped_tasks', 0):,} jobs ran without them", file=sys.stderr)
     jobs, done = summary.get("jobs"), summary.get("jobs_completed")
-    if not isinstance(jobs, int) or not isinstance(done, int) or done >= jobs:
-        return
+    if not isinstance(jobs, int) or not isinstance(done, int) or done >= jobs or summary.get("partial"):
+        return  # a run stopped early says so in a line of its own
     rejected = summary.get("unschedulable", 0)
     why = f"{rejected:,} unschedulable (a task no worker can run: see capacity, demand, constraints)" \
         if rejected else "still running when the run ended"
@@ -121,7 +143,7 @@ def _check_determinism(args, overrides, journal, faults=None) -> int:
     if args.log == STDOUT:
         raise ConfigError(f"--check-determinism compares the two runs' event logs: give --log a file, not {STDOUT}")
     outdir.check_outputs(args.out, {"--journal": journal, "--log": args.log}, probe=False)
-    with tempfile.TemporaryDirectory(prefix="fedemu-det-") as tmp, outdir.prepared(args.out):
+    with tempfile.TemporaryDirectory(prefix="fedemu-det-") as tmp, outdir.prepared(args.out), outdir.owned(args.out):
         _check_files(args.out, journal, args.log)
         first, second = journal or os.path.join(tmp, "first.fjl"), os.path.join(tmp, "second.fjl")
         runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=first, out_dir=args.out,
@@ -491,7 +513,7 @@ def _on_signal(signum, frame) -> None:
     runner = sys.modules.get("fedemu.tools.runner")
     if runner is None:
         raise KeyboardInterrupt
-    runner.interrupt()
+    runner.interrupt("SIGTERM" if signum == signal.SIGTERM else "Ctrl-C (SIGINT)")
 
 
 def _quiet_unraisable(hook):

@@ -114,9 +114,11 @@ def _read_summary(out_dir) -> dict | None:
 
 
 def finished(out_dir) -> dict | None:
-    """The summary of a complete result set in ``out_dir`` (written whole, not marked incomplete), else None."""
+    """The summary of a complete result set in ``out_dir`` (written whole, not marked incomplete, of a run
+    that was not stopped early), else None."""
     summary = _read_summary(out_dir)
-    return summary if summary is not None and INCOMPLETE not in summary and "digest" in summary else None
+    whole = summary is not None and INCOMPLETE not in summary and "partial" not in summary
+    return summary if whole and "digest" in summary else None
 
 
 def incomplete(out_dir) -> bool:

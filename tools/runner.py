@@ -224,22 +224,40 @@ def journalable(params: dict, ref: str) -> None:
 
 
 class _running:
-    """The fabric ``execute`` is running (for ``interrupt``), whether a stop was asked for, and whether one
-    came while no run was going (``stopping``: it stands until ``clear_interrupt``)."""
+    """The fabric ``execute`` is running (for ``interrupt``), whether a stop was asked for and by what, and
+    whether one came while no run was going (``stopping``: it stands until ``clear_interrupt``)."""
 
     fabric: Fabric | None = None
-    requested = False
+    requested: str | None = None
     stopping = False
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """A signal stopped a run at the end of a window: its results so far are written and marked partial,
+    its journal closed with a ``stopped early`` footer; ``result`` is what ``execute`` would have returned.
+    A KeyboardInterrupt still, so a sweep of runs stops with it."""
+
+    def __init__(self, result: "RunResult") -> None:
+        super().__init__(result.summary.get("partial", {}).get("by", "a signal"))
+        self.result = result
+
+
+@attrs.define
+class _Stop:
+    """What stopped a run early by a signal (``by``: None when nothing did)."""
+
+    by: str | None = None
+
+
 @contextlib.contextmanager
-def _interruptible(fabric: Fabric):
-    """While the fabric runs, ``interrupt`` stops it at the end of a window; leaving, an asked-for stop
-    becomes KeyboardInterrupt, raised here, outside trio. After a stop asked for between runs, no run
+def _interruptible(fabric: Fabric, stop: _Stop):
+    """While the fabric runs, ``interrupt`` stops it at the end of a window; leaving, ``stop.by`` says that a
+    signal did (the run then ends as the live view's q ends it: partial). A second signal that broke into
+    trio is KeyboardInterrupt, raised here, outside trio. After a stop asked for between runs, no run
     starts."""
     if _running.stopping:
         raise KeyboardInterrupt
-    _running.fabric, _running.requested = fabric, False
+    _running.fabric, _running.requested = fabric, None
     try:
         yield
     except Exception as exc:
@@ -247,23 +265,21 @@ def _interruptible(fabric: Fabric):
             raise KeyboardInterrupt from exc
         raise
     finally:
-        requested = _running.requested
-        _running.fabric, _running.requested = None, False
-    if requested:
-        raise KeyboardInterrupt
+        stop.by = _running.requested
+        _running.fabric, _running.requested = None, None
 
 
-def interrupt() -> None:
-    """For a SIGINT/SIGTERM handler: a running fabric is asked to stop once its current window is done
-    (trio is never broken into mid-step, so the journal's temporary file is always removed); with no
-    run, or when asked a second time, KeyboardInterrupt is raised at once. That raise can be lost (a
-    handler that runs inside a ``__del__``, as trio's nurseries have, is silenced), so the stop also
-    stands: no later run starts until ``clear_interrupt``."""
+def interrupt(by: str = "a signal") -> None:
+    """For a SIGINT/SIGTERM handler (``by`` names it): a running fabric is asked to stop once its current
+    window is done (trio is never broken into mid-step), and the run then writes its results so far, marked
+    partial (``RunInterrupted``); with no run, or when asked a second time, KeyboardInterrupt is raised at
+    once. That raise can be lost (a handler that runs inside a ``__del__``, as trio's nurseries have, is
+    silenced), so the stop also stands: no later run starts until ``clear_interrupt``."""
     fabric = _running.fabric
     if fabric is None or _running.requested:
         _running.stopping = True
         raise KeyboardInterrupt
-    _running.requested = True
+    _running.requested = by
     fabric.stop()
 
 
@@ -325,7 +341,8 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
         fabric.progress = progress and (lambda f: progress(f, run))
         fabric.progress_every = getattr(progress, "every", fabric.progress_every)  # e.g. the live view's
         t0 = time.perf_counter()
-        with _interruptible(fabric):
+        stop = _Stop()
+        with _interruptible(fabric, stop):
             fabric.run_blocking()
         wall = time.perf_counter() - t0
         stats = fabric.statistics()
@@ -338,8 +355,10 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
         if late:  # the run ended before them: said, not silently dropped
             info["faults_never_applied"] = [list(f.as_data()) for f in late]
         partial = getattr(progress, "partial", None)  # the live view's q stopped the run early
+        if stop.by is not None and not partial:  # so did a signal
+            partial = {"stopped_at_s": stats.now_us / 1e6, "by": stop.by}
         if partial:
-            info["partial"] = partial
+            info["partial"] = partial = {**partial, **_jobs_asked(run)}
         summary = run.finish(fabric, info) if hasattr(run, "finish") else info
         if not isinstance(summary, dict):
             raise TypeError(f"finish returned {type(summary).__name__}, expected the summary as a dict")
@@ -378,7 +397,17 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
         more = f" (and {len(broken) - 1} more invariant(s) broken; see summary.json)" if len(broken) > 1 else ""
         kept = f"; the journal is kept in {journal.path}" if journal.path else ""
         raise RunViolation(f"{broken[0]}{more}{kept}")
+    if stop.by is not None:
+        raise RunInterrupted(RunResult(fabric, summary, digest, wall))
     return RunResult(fabric, summary, digest, wall)
+
+
+def _jobs_asked(run) -> dict:
+    """``{"jobs_asked": N}``: the jobs the workload holds, for a run stopped early (its summary's ``jobs``
+    counts those submitted by then); empty for a scenario that does not say (no ``progress()``)."""
+    progress = getattr(run, "progress", None)
+    asked = getattr(run, "total_jobs", None) or (progress()[1] if callable(progress) else None)
+    return {} if asked is None else {"jobs_asked": asked}
 
 
 def recorded_faults(header: dict):
