@@ -607,3 +607,61 @@ def test_a_fifo_given_as_an_input_is_refused_not_waited_on(tmp_path, argv, says)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith("fedemu: error: ") and _fill(says, names) in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["input", "input.py"]
+
+
+# ---- no output path may destroy an input (issue 45) ----------------------------------------------------
+
+PLAN_TEXT = '[[fault]]\nat_s = 1\nkind = "crash"\ntarget = "gm-0"\nfor_s = 1\n'
+SAME_FILE = [
+    ("journal-is-the-plan", ["run", "default", "--quiet", "--set", "jobs=5", "--faults", "{tmp}/p.toml", "--journal",
+                             "{tmp}/p.toml"], "--journal {tmp}/p.toml is the fault plan {tmp}/p.toml"),
+    ("journal-is-the-plan-by-another-name", ["run", "default", "--quiet", "--set", "jobs=5", "--faults", "{tmp}/p.toml",
+                                             "--journal", "{tmp}/sub/../p.toml"], "is the fault plan {tmp}/p.toml"),
+    ("log-is-a-hard-link-of-the-plan", ["run", "default", "--quiet", "--set", "jobs=5", "--faults", "{tmp}/p.toml",
+                                        "--log", "{tmp}/hard.toml"], "--log {tmp}/hard.toml is the fault plan"),
+    ("out-holds-the-plan", ["run", "default", "--quiet", "--set", "jobs=5", "--faults", "{tmp}/o/summary.json", "--out",
+                            "{tmp}/o"], "--out {tmp}/o (its summary.json) is the fault plan {tmp}/o/summary.json"),
+    ("journal-is-the-trace", ["run", "default", "--quiet", "--set", "workload=trace", "--set", "trace={tmp}/t.tr",
+                              "--journal", "{tmp}/t.tr"], "is the file of parameter trace ({tmp}/t.tr)"),
+    ("journal-is-the-scenario", ["run", "{tmp}/s.py", "--quiet", "--set", "jobs=5", "--journal", "{tmp}/s.py"],
+     "--journal {tmp}/s.py is the scenario file {tmp}/s.py"),
+    ("replay-trace-is-the-journal", ["replay", "{tmp}/J.json", "--trace", "{tmp}/J.json"],
+     "--trace {tmp}/J.json is the journal {tmp}/J.json, which this command reads"),
+    ("replay-diagram-is-the-journal", ["replay", "{tmp}/J.svg", "--diagram", "{tmp}/J.svg"],
+     "--diagram {tmp}/J.svg is the journal {tmp}/J.svg"),
+    ("replay-diagram-is-a-hard-link-of-the-journal", ["replay", "{tmp}/J.json", "--diagram", "{tmp}/J.md"],
+     "--diagram {tmp}/J.md is the journal {tmp}/J.json"),
+    ("replay-trace-is-the-scenario", ["replay", "{tmp}/J.json", "--trace", "{tmp}/s.json", "--scenario", "{tmp}/s.json"],
+     "--trace {tmp}/s.json is the scenario file {tmp}/s.json"),
+]
+
+
+@pytest.fixture(scope="module")
+def small_journal(tmp_path_factory):
+    log = tmp_path_factory.mktemp("journal") / "j.fjl"
+    assert main(["run", "default", "--quiet", "--set", "jobs=5", "--journal", str(log)]) == 0
+    return log.read_bytes()
+
+
+@pytest.mark.parametrize("argv, says", [c[1:] for c in SAME_FILE], ids=[c[0] for c in SAME_FILE])
+def test_an_output_that_is_an_input_is_refused_and_the_input_kept(capsys, tmp_path, small_journal, argv, says):
+    """Finding: `replay J --trace J` and `--diagram J` wrote over the journal they read (a name ending in .json,
+    .md, .svg or .html); `run --faults P --journal P` wrote over the plan. Refused, comparing where paths
+    lead (links, ``..``) and hard links, and every input is as it was."""
+    import os
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "o").mkdir()
+    inputs = {"p.toml": PLAN_TEXT.encode(), "o/summary.json": b'{"fault": []}\n', "t.tr": b"0 1 1 1\n",
+              "s.py": b"from fedemu.scenarios.default import PARAMS, build  # noqa: F401\n",
+              "s.json": b"{}\n", "J.json": small_journal, "J.svg": small_journal}
+    for name, data in inputs.items():
+        (tmp_path / name).write_bytes(data)
+    os.link(tmp_path / "p.toml", tmp_path / "hard.toml")
+    os.link(tmp_path / "J.json", tmp_path / "J.md")
+    code = main([a.format(tmp=tmp_path) for a in argv])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.startswith("fedemu: error: ") and err.count("\n") == 1, err
+    assert says.format(tmp=tmp_path) in err and "writing there would destroy it" in err
+    assert {name: (tmp_path / name).read_bytes() for name in inputs} == inputs
+    assert not list(tmp_path.glob("**/*.tmp"))

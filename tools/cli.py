@@ -241,6 +241,8 @@ def _draw(args) -> int:
     given = dict(t_from=args.t_from, t_to=args.t_to, actor=args.actor, job=args.job, kind=args.kind)
     outdir.check_file(args.diagram, "--diagram")
     outdir.check_file(args.trace, "--trace")
+    outdir.check_inputs(None, {"--diagram": args.diagram, "--trace": args.trace},
+                        {f"the journal {args.log}": args.log, f"the scenario file {args.scenario}": args.scenario})
     if args.diagram is not None:
         print(diagram.write(args.log, args.diagram, **given))
     if args.trace is not None:

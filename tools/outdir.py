@@ -106,6 +106,32 @@ def check_outputs(out, files: dict, *, probe: bool = True) -> None:
             check_file(path, option)
 
 
+def _identity(path):
+    """(device, inode) of an existing file (following links: what would be read), else None."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def check_inputs(out, files: dict, inputs: dict) -> None:
+    """Refuse, before a run, an output that is one of its inputs: ``files`` as for ``check_outputs`` (and,
+    with ``out``, each run file written there), ``inputs`` ``{what: path}`` (None: none). Two paths are one
+    file when they lead to the same place (links and ``..`` resolved) or are hard links of one file."""
+    outputs = {option: path for option, path in files.items() if path is not None and path != STDOUT}
+    if out:
+        outputs.update({f"--out {out} (its {name})": os.path.join(out, name) for name in sorted(RUN_FILES)})
+    given = {what: (os.path.realpath(path), _identity(path)) for what, path in inputs.items() if path is not None}
+    for option, path in outputs.items():
+        spot, ident = os.path.realpath(path), _identity(path)
+        for what, (their_spot, their_ident) in given.items():
+            if spot == their_spot or (ident is not None and ident == their_ident):
+                shown = option if option.startswith("--out") else f"{option} {path}"
+                raise ConfigError(f"{shown} is {what}, which this command reads: writing there would destroy it; "
+                                  "choose another path")
+
+
 def compare_plan(path: Path):
     """The runs an earlier compare in ``path`` planned (its ``compare.json``), or None when there is none
     or it cannot be read."""

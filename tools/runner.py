@@ -31,6 +31,7 @@ from fedemu.fabric.kernel import Fabric, gc_paused
 from fedemu.fabric.log import EventLog
 from fedemu.fabric.replay import STOPPED_EARLY
 
+from . import outdir
 from . import params as params_mod
 from .results import summarize_run, write_results, write_summary
 
@@ -320,6 +321,7 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
     module = load(ref)
     params = params_mod.resolve_scenario(module, overrides or {})
     journalable(params, ref)
+    outdir.check_inputs(out_dir, {"--journal": journal_path, "--log": log_path}, _inputs(ref, params, faults))
     journal = Journal(journal_path)
     fabric = events = None
     try:
@@ -400,6 +402,18 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
     if stop.by is not None:
         raise RunInterrupted(RunResult(fabric, summary, digest, wall))
     return RunResult(fabric, summary, digest, wall)
+
+
+def _inputs(ref: str, params: dict, faults) -> dict:
+    """The files a run reads, named for an error: its scenario file, fault plan, and every parameter that
+    names an existing file (a trace, a constraint table, a cost model ...); no output may be one of them."""
+    found = {f"the scenario file {ref}": ref} if not ref.startswith("scenarios.") else {}
+    if faults is not None and os.path.isfile(faults.source):
+        found[f"the fault plan {faults.source}"] = faults.source
+    for key, value in params.items():
+        if isinstance(value, str) and value and os.path.isfile(value):
+            found[f"the file of parameter {key} ({value})"] = value
+    return found
 
 
 def _jobs_asked(run) -> dict:
