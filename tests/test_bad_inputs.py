@@ -665,3 +665,17 @@ def test_an_output_that_is_an_input_is_refused_and_the_input_kept(capsys, tmp_pa
     assert says.format(tmp=tmp_path) in err and "writing there would destroy it" in err
     assert {name: (tmp_path / name).read_bytes() for name in inputs} == inputs
     assert not list(tmp_path.glob("**/*.tmp"))
+
+
+@pytest.mark.parametrize("argv", [["run", "default", "--quiet", "--set", "jobs=5", "--out", "{tmp}/o"],
+                                  ["compare", "default", "--schedulers", "megha", "--set", "jobs=5", "--out", "{tmp}/o"]])
+def test_a_closed_stdout_is_one_line_and_exit_2_not_a_lost_summary(tmp_path, argv):
+    """Finding: `fedemu run default >&-` exited 0 and the summary was lost."""
+    import os
+
+    proc = subprocess.run([sys.executable, "-m", "fedemu", *(a.format(tmp=tmp_path) for a in argv)],
+                          stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(1), timeout=120)
+    assert proc.returncode == 2 and proc.stderr == (f"fedemu: error: standard output is closed, so what {argv[0]} "
+                                                    "prints (the summary, the table) would be lost; redirect it to a "
+                                                    "file, or to /dev/null to drop it\n")
+    assert not (tmp_path / "o").exists()

@@ -566,11 +566,32 @@ def _cut_short(out) -> str:
     return f"; the results in {out} are incomplete (summary.json says so)" if incomplete(out) else ""
 
 
+def _stdout_closed() -> bool:
+    """Whether standard output is closed (``fedemu run default >&-``): Python then drops every print, and the
+    first file opened would take its descriptor. A stream without a descriptor (captured) is open."""
+    if sys.stdout is None:
+        return True
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):
+        return False
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
 def main(argv=None) -> int:
+    closed = _stdout_closed()  # before anything opens a file, which would take its descriptor
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, or a usage error already printed as one line
         return e.code if isinstance(e.code, int) else 2
+    if closed:
+        print(f"fedemu: error: standard output is closed, so what {args.command} prints (the summary, the table) "
+              "would be lost; redirect it to a file, or to /dev/null to drop it", file=sys.stderr)
+        return 2
     _Signals.got = None
     previous = _install_signals()
     hook = sys.unraisablehook
