@@ -203,6 +203,11 @@ CASES = [
     ("parameter-not-journalable", ["run", "{s_set_param.py}", "--record", "--out", "{out}"],
      "parameter 'when' is 1j (complex); a parameter is a number, text"),
     ("replay-from-after-to", ["replay", "no.log", "--from", "5", "--to", "1"], "--to 1 is before --from 5"),
+    # issue 45: --record with --journal wrote only --journal, and OUT/messages.log silently not
+    ("record-and-journal", [*RUN, "--record", "--journal", "{tmp}/j.fjl"],
+     "--record writes the journal to {out}/messages.log and --journal to {tmp}/j.fjl: give one of them"),
+    ("record-and-journal-no-out", ["run", "default", "--record", "--journal", "{tmp}/j.fjl"],
+     "--record writes the journal to OUT/messages.log and --journal to {tmp}/j.fjl"),
 ]
 
 

@@ -34,7 +34,11 @@ def _cmd_run(args) -> int:
         raise FedemuError("run needs a scenario name (e.g. default) or a scenario .py file")
     if args.log_level is not None and not args.log:
         raise ConfigError(f"--log-level {args.log_level} filters the event log: add --log FILE")
-    if args.record and not args.out and not args.journal:
+    if args.record and args.journal:  # one journal per run, in one place: say which
+        where = os.path.join(args.out, "messages.log") if args.out else "OUT/messages.log"
+        raise ConfigError(f"--record writes the journal to {where} and --journal to {args.journal}: give one of "
+                          "them (--journal alone, or --record with --out)")
+    if args.record and not args.out:
         args.out = outdir.default_run_dir(args.scenario, args.seed)
     journal = args.journal or (os.path.join(args.out, "messages.log") if args.record else None)
     faults = _fault_plan(args.faults)
