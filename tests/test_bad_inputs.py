@@ -196,7 +196,7 @@ CASES = [
     ("self-link", [*RUN, "--faults", "{p_self_link.toml}"], "fault loss on the link from lm-1 to itself"),
     ("self-partition", [*RUN, "--faults", "{p_self_partition.toml}"], "gm-0 on both sides"),
     ("restart-running", [*RUN, "--faults", "{p_restart_running.toml}"],
-     "restart of gm-1 at 1 s: nothing crashed gm-1 before then, so the restart would do nothing"),
+     ":1: fault 1 (restart at 1 s): restart of gm-1: nothing crashed gm-1 before then, so the restart would do nothing"),
     ("scenario-exit-import", ["run", "{s_exit_import.py}", "--out", "{out}"],
      "{s_exit_import.py}:2: importing the scenario called sys.exit(3)"),
     ("scenario-exit-build", ["run", "{s_exit_build.py}", "--out", "{out}"], "{s_exit_build.py}:4: build called sys.exit(0)"),

@@ -335,8 +335,9 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
         if faults is not None:  # checked against the built actors before anything runs
             from fedemu.scenarios import fault_plan
 
-            planned = faults.faults(fabric.names, seed)
-            fault_plan.check_restarts(fabric.faults, planned, faults.source)
+            placed = faults.placed(fabric.names, seed)
+            fault_plan.check_no_ops(fabric.faults, placed)
+            planned = [fault for _, fault in placed]
             fabric.add_faults(planned)
             plan = {"fault_plan": faults.source, "faults": [list(f.as_data()) for f in planned]}
         journal.write_header({"seed": seed, "scenario": ref, "params": params, "actors": fabric.names, **plan})
