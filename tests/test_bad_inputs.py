@@ -684,3 +684,48 @@ def test_a_closed_stdout_is_one_line_and_exit_2_not_a_lost_summary(tmp_path, arg
                                                     "prints (the summary, the table) would be lost; redirect it to a "
                                                     "file, or to /dev/null to drop it\n")
     assert not (tmp_path / "o").exists()
+
+
+def _tamper(path: Path, **changes) -> None:
+    summary = json.loads(path.read_text())
+    path.write_text(json.dumps({**summary, **changes}))
+
+
+@pytest.mark.parametrize("how, says", [
+    ("jobs_completed", "says 999 of 5 jobs completed"),
+    ("fewer_completed", "says 4 of 5 jobs completed, its jobs.csv 5 of 5"),
+    ("seed", "says seed 7, the plan 1"),
+    ("param", "says jobs=6, the plan jobs=5"),
+    ("journal", "says digest"),
+])
+def test_a_compare_resume_runs_again_a_run_whose_summary_disagrees_with_the_plan(capsys, tmp_path, how, says):
+    """Finding: a resumed compare reused a run whose summary.json said 999 of 20 jobs done. A reused summary is
+    checked against the plan (scenario, scheduler, policy, seed, parameters), its job counts against its
+    jobs.csv, and its digest against its journal where it kept one; a run that disagrees runs again."""
+    out = tmp_path / "cmp"
+    argv = ["compare", "default", "--schedulers", "megha", "--seeds", "1,2", "--jobs", "1", "--out", str(out),
+            "--set", "jobs=5"]
+    code, _, _ = _run(capsys, *argv)
+    assert code == 0
+    run = out / "megha-random-s1"
+    honest = json.loads((run / "summary.json").read_text())
+    if how == "jobs_completed":
+        _tamper(run / "summary.json", jobs_completed=999)
+    elif how == "fewer_completed":
+        _tamper(run / "summary.json", jobs_completed=honest["jobs_completed"] - 1)
+    elif how == "seed":
+        _tamper(run / "summary.json", seed=7)
+    elif how == "param":
+        _tamper(run / "summary.json", params={**honest["params"], "jobs": 6})
+    else:  # another run's journal beside it
+        assert main(["run", "default", "--quiet", "--set", "jobs=5", "--seed", "3", "--journal",
+                     str(run / "messages.log")]) == 0
+    capsys.readouterr()
+    code, _, err = _run(capsys, *argv)
+    assert code == 0, err
+    assert f"fedemu: note: run megha-random-s1 runs again: its summary.json {says}" in err, err
+    assert "1 of 2 runs finished earlier are reused" in err
+    assert json.loads((run / "summary.json").read_text())["digest"] == honest["digest"]
+    assert not (run / "messages.log").exists()
+    code, _, err = _run(capsys, *argv)  # and now it is reused, as is the other
+    assert code == 0 and "2 of 2 runs finished earlier are reused" in err and "runs again" not in err
