@@ -199,10 +199,7 @@ def _floats(path: Path, columns: tuple[str, ...]) -> dict[str, list[float]]:
 def plot_allocation(specs: list[dict], results: dict, out: Path) -> bool:
     """allocation_cdf.png (each task's allocation time, seeds pooled) and allocation_parts.png (the mean of
     each part, Fig. 7 of the workshop paper) for one experiment's runs; False when no run has tasks."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    from .results import plot_cdfs
+    from .results import agg_figure, plot_cdfs
 
     cdf: dict[str, list[float]] = {}
     per_run: dict[str, list[list[float]]] = {}
@@ -218,8 +215,7 @@ def plot_allocation(specs: list[dict], results: dict, out: Path) -> bool:
         return False
     plot_cdfs(out / "allocation_cdf.png", cdf, "allocation time of a task (s)", log=True,
               title="Allocation time, all seeds pooled")
-    fig = Figure(figsize=(6, 4))
-    FigureCanvasAgg(fig)
+    fig = agg_figure(figsize=(6, 4))
     ax = fig.add_subplot()
     labels = list(parts)
     bottom = np.zeros(len(labels))
