@@ -208,6 +208,11 @@ CASES = [
      "--record writes the journal to {out}/messages.log and --journal to {tmp}/j.fjl: give one of them"),
     ("record-and-journal-no-out", ["run", "default", "--record", "--journal", "{tmp}/j.fjl"],
      "--record writes the journal to OUT/messages.log and --journal to {tmp}/j.fjl"),
+    # issue 45: --check-determinism ignored --tui in silence
+    ("check-determinism-tui", [*RUN, "--check-determinism", "--tui"],
+     "--check-determinism runs the scenario twice, the second in another process, with no live view; --tui shows "
+     "one run: give one of them"),
+    ("check-determinism-pace", [*RUN, "--check-determinism", "--pace", "10"], "; --pace shows one run"),
 ]
 
 

@@ -41,6 +41,10 @@ def _cmd_run(args) -> int:
     if args.record and not args.out:
         args.out = outdir.default_run_dir(args.scenario, args.seed)
     journal = args.journal or (os.path.join(args.out, "messages.log") if args.record else None)
+    view = [opt for opt, on in (("--tui", args.tui), ("--paused", args.paused), ("--pace", args.pace)) if on]
+    if args.check_determinism and view:  # two runs, one in a child process: no live view to show them in
+        raise ConfigError(f"--check-determinism runs the scenario twice, the second in another process, with no "
+                          f"live view; {view[0]} shows one run: give one of them")
     faults = _fault_plan(args.faults)
     if args.check_determinism:
         return _check_determinism(args, overrides, journal, faults)
