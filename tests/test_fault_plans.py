@@ -95,7 +95,7 @@ BAD = [
     ('[[fault]]\nat_s = 1\nkind = "crash"\nlink = ["a", "b"]',
      r"unexpected key\(s\) link; crash takes at_s, for_s, kind, target"),
     ('[[fault]]\nat_s = 1\nkind = "crash"\ntarget = {role = "robot"}',
-     "unknown role 'robot'; known: worker, gm, lm, master, dist, sparrow, manager"),
+     "unknown role 'robot'; known: worker, gm, lm, master, dist, sparrow, hawk, hawk-long, eagle, eagle-long, manager"),
     ('[[fault]]\nat_s = 1\nkind = "crash"\ntarget = {role = "worker", count = 0}',
      'count must be a whole number >= 1 or "all", got 0'),
     ('[[fault]]\nat_s = 1\nkind = "crash"\ntarget = {role = "worker", size = 2}', "takes role and count, not size"),

@@ -27,7 +27,11 @@ PRESETS = {
     "scenarios/fairness.py": "the 2022 Megha paper's fairness experiment: a Megha run by definition",
     "tools/bench_megha.py": "Megha's own benchmark, and one fixed case per scheduler",
     "tools/digests.py": "a fixed list of runs, one or more per scheduler",
-    "tools/experiments.py": "the papers' experiments: the schedulers each one compares",
+    "tools/experiments/megha_2022.py": "the papers' experiments: the schedulers each one compares",
+    "tools/experiments/megha_2023.py": "the papers' experiments: the schedulers each one compares",
+    "tools/experiments/pigeon_2019.py": "the papers' experiments: the schedulers each one compares",
+    "tools/experiments/base.py": "the papers' experiments: their sensitivity cases name a scheduler's knob",
+    "tools/experiments/__init__.py": "the papers' experiments: the registry of papers",
     "tools/reproduce.py": "the papers' reports: their tables name the schedulers they compare",
     "tools/repro_report.py": "the papers' reports: their tables name the schedulers they compare",
 }

@@ -425,14 +425,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     rr = sub.add_parser("reproduce", help="run a paper's experiments and write a report with a verdict per claim")
     rr.add_argument("paper", help=f"which paper: {', '.join(PAPERS)}")
-    rr.add_argument("--quick", action="store_true", help="scaled down (fewer workers and jobs, one seed): minutes")
-    rr.add_argument("--seeds", help="comma-separated seeds (default 1,2,3; --quick: 1)")
+    rr.add_argument("--quick", action="store_true", help="scaled down (fewer workers and jobs, two seeds): minutes")
+    rr.add_argument("--seeds", help="comma-separated seeds (default 1,2,3; --quick: 1,2); a claim needs two measured "
+                    "seeds for a verdict")
     rr.add_argument("--out", help="folder for report.md, plots and the runs (default out/reproduce/PAPER[-quick]); an "
                     "earlier reproduction of the same paper there is resumed (finished runs are reused)")
     rr.add_argument("--only", metavar="EXP,...", help="run only these experiments (their names are in the report)")
     rr.add_argument("--jobs", type=_non_negative, default=1, help="parallel processes (default 1: the machine is shared)")
     rr.add_argument("--cluster", metavar="ADDRESS", help="run on the Dask distributed scheduler at ADDRESS instead "
                     "of local processes; needs pip install 'fedemu[dask]'")
+    rr.add_argument("--report-only", action="store_true", help="run nothing: judge the claims again from the runs.csv "
+                    "an earlier reproduction left in --out (after a change of claims or rules)")
     rr.set_defaults(func=_cmd_reproduce)
 
     rp = sub.add_parser("replay", help="verify or show a recorded journal")

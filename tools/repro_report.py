@@ -1,50 +1,38 @@
-"""The report of `fedemu reproduce`: report.md (claims, verdicts, root causes, sensitivity cases, experiments
-with their tables and plots) and verdicts.json, from the per-seed rows of the runs.
-
-The report holds no wall-clock figure, so the same runs give the same report whichever executor ran
-them (``runs.csv`` has the wall times)."""
+"""The report of `fedemu reproduce`: report.md (provenance, the headline, the rules, every claim with each
+seed's value and verdict, root causes, sensitivity cases, per-seed experiment tables and plots) and
+verdicts.json, from the per-seed rows of the runs."""
 
 from __future__ import annotations
 
-import csv
 import json
+import re
 from pathlib import Path
 
-import numpy as np
-
-from . import compare, verdict
-from .atomic import atomic_write, write_text
+from . import verdict
+from .atomic import write_text
 from .evaluate import evaluate_all, num, terms
 from .experiments import DATA, VARIANTS, Experiment
 
 PACKAGE = Path(__file__).resolve().parents[1]
 
-EXP_COLUMNS = (("scheduler", "scheduler"), ("policy", "policy"), ("done", None), ("unschedulable", "unschedulable"),
-               ("tasks dropped", "tasks_dropped"),
+EXP_COLUMNS = (("scheduler", "scheduler"), ("policy", "policy"), ("seed", "seed"), ("done", None),
+               ("unschedulable", "unschedulable"), ("tasks dropped", "tasks_dropped"),
                ("p50 s", "delay_p50_s"), ("p90 s", "delay_p90_s"), ("p99 s", "delay_p99_s"),
                ("max s", "delay_max_s"), ("short p99 s", "short_p99_s"), ("long p99 s", "long_p99_s"),
                ("util", "utilization_mean"), ("invalid launches", "invalid_requests"),
                ("alloc mean s", "alloc_allocation_s"), ("alloc p99 s", "alloc_allocation_p99_s"))
+# per-seed figures shown when a run has them: the busiest worker's offered load (why a PigeonC master backs up)
+DIAGNOSTICS = (("busiest worker", "busiest_worker"), ("its group", "busiest_group"),
+               ("its offered load", "busiest_rho"), ("fluid wait of the middle job s", "busiest_fluid_s"),
+               ("offered load p50", "offered_load_p50"), ("mean", "offered_load_mean"), ("p99", "offered_load_p99"))
 TALLIED = (verdict.REPRODUCES, verdict.WRONG_REASON, verdict.SAME, verdict.SAME_ORDER, verdict.DIFFERS)
-PARTS = (("framework queueing", "framework_queueing_s"), ("processing", "processing_s"),
-         ("worker queueing", "worker_queueing_s"), ("communication", "communication_s"))
+PLACEHOLDER = re.compile(r"\{([\w.-]+)(?:@([\w-]+))?(?::(\w+))?\}")
 
 
 def md_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c).replace("|", "/") for c in r) + " |" for r in rows]
     return "\n".join(lines)
-
-
-def _exp_table(means: list[dict]) -> str:
-    rows = []
-    for m in means:
-        cells = []
-        for _, key in EXP_COLUMNS:
-            cells.append(f"{num(m['jobs_completed'])}/{num(m['jobs'])}" if key is None else
-                         (m[key] if key in ("scheduler", "policy") else num(m.get(key))))
-        rows.append(cells)
-    return md_table([t for t, _ in EXP_COLUMNS], rows)
 
 
 def shown(value) -> str:
@@ -59,19 +47,38 @@ def shown(value) -> str:
 def paper_cell(c: dict) -> str:
     if "paper" not in c:
         return "-"
+    p = c["paper"]
     if c["kind"] == "range":
-        return f"{num(float(c['paper'][0]))} to {num(float(c['paper'][1]))}"
+        return f"{num(float(p[0]))} to {num(float(p[1]))}"
+    if c["kind"] == "exceeds":
+        return f"> 1 (by ≥ {c.get('margin', verdict.MARGIN) - 1:.2g})"
+    if isinstance(p, list):
+        return f"{num(float(p[0]))} or {num(float(p[1]))}"
     prefix = {"at_least": "≥ ", "at_most": "≤ ", "occurs": "one outcome: "}.get(c["kind"], "")
-    return prefix + num(c["paper"])
+    return prefix + num(p)
 
 
-def verdict_cell(r: dict) -> str:
-    out = f"**{r['verdict']}**"
+def seeds_cell(r: dict) -> str:
+    """Every seed's value and verdict, and their mean."""
+    if not r.get("values"):
+        return "-"
+    parts = [f"s{s} {num(v)} ({r['seeds'].get(s, '-')}{': ' + r['reasons'][s] if r['reasons'].get(s) else ''})"
+             for s, v in sorted(r["values"].items())]
+    return "; ".join(parts) + f"; mean {num(r['mean'])}"
+
+
+def verdict_cell(r: dict, flag: str = "") -> str:
+    out = f"**{r['verdict']}**" + flag
+    n = [v for v in r.get("seeds", {}).values() if v in verdict.RANK]
+    if n and r["verdict"] in verdict.RANK:
+        out += f" ({sum(verdict.RANK[v] >= verdict.RANK[r['verdict']] for v in n)} of {len(n)} seeds)"
+    if r.get("why_wrong"):
+        out += f" (mechanism differs: {', '.join(r['why_wrong'])})"
     return out + (f" (measured: {r['measured']})" if r.get("measured") else "")
 
 
 def tally(claims: list[dict], evaluated: dict) -> str:
-    """``reproduces N, ..., differs N in K root causes; not testable N (not counted)``."""
+    """``reproduces N, ..., differs N in K root causes; not counted: ...``."""
     counts: dict[str, int] = {}
     for c in claims:
         v = evaluated[c["id"]]["verdict"]
@@ -81,202 +88,193 @@ def tally(claims: list[dict], evaluated: dict) -> str:
     if counts.get(verdict.DIFFERS):
         parts[-1] += f" (in {len(causes)} root cause{'s' if len(causes) != 1 else ''})"
     rest = [f"{v} {n}" for v, n in sorted(counts.items()) if v not in TALLIED]
-    return ", ".join(parts) + (f"; not counted: {', '.join(rest)}" if rest else "")
+    return (", ".join(parts) or "no claim judged") + (f"; not counted: {', '.join(rest)}" if rest else "")
 
 
-RULES = f"""Verdict rules (`tools/verdict.py`; numbers below {verdict.FLOOR:g} count as {verdict.FLOOR:g}):
+def variant_results(claims: dict, rows: dict, experiments: list[Experiment]) -> dict[str, dict]:
+    """Per sensitivity variant: every claim whose experiments all have the variant, evaluated on it."""
+    names = {e.name for e in experiments}
+    out: dict[str, dict] = {}
+    for name in VARIANTS:
+        if not any(e.variant == name for e in experiments):
+            continue
+        other = evaluate_all(claims["claims"], rows, rename=lambda x, v=name: f"{x}-{v}")
+        out[name] = {c["id"]: other[c["id"]] for c in claims["claims"] if "needs" not in c and "ours" in c
+                     and all(f"{t[2]}-{name}" in names for t in terms(c))}
+    return out
 
-- **ratio** (the paper gives A/B): a ratio goes up (> {verdict.TIE}), down (< 1/{verdict.TIE}) or neither (the tie
-  band). Ours in another direction than the paper's: *differs*; same direction and within a factor
-  {verdict.TOL:g} of the paper's number: *reproduces*; same direction otherwise: *same direction*.
-- **at_least** (the paper gives a lower bound, or only says A exceeds B: bound = baseline = 1): ours at least
-  the bound and beyond the tie band above the baseline: *reproduces*; beyond the tie band only: *same
-  direction*; else *differs*. **at_most** is the mirror image.
-- **value** (a single number): within a factor {verdict.TOL:g} (or the claim's `tol`): *reproduces*; within a
-  factor {verdict.ORDER:g} (or the claim's `order`): *same order*; else *differs*. **range** (the paper gives
-  lo to hi): inside: *reproduces*; within a factor {verdict.ORDER:g} of the nearer end: *same order*; else *differs*.
-- **occurs** (a randomised worked example): the paper's outcome is among the seeds' outcomes: *reproduces*.
-- Options: `exact` (a worked example: equal or *differs*); `abs_tol` (probabilities and shares: within that
-  much, else *differs*); `offset` (a slowdown is judged by its queueing part, slowdown - 1).
-- Seeds: each seed gets its own verdict (a ratio divides one seed's terms); the claim's verdict is the best
-  one that at least two thirds of the seeds reach (two of three). "ours" is the mean over seeds (a ratio
-  of means), shown for reading; the evidence lists every seed's value and verdict.
-- *reproduces for the wrong reason*: it reproduces while every claim naming its mechanism differs.
-- *not testable* (not counted): the paper contradicts the claim, or its effect sits below the paper's own
-  seed noise; the measured verdict is shown beside it. *not measured*: a run it needs failed or was not
-  part of this reproduction."""
+
+def flags(evaluated: dict, variants: dict[str, dict]) -> dict[str, str]:
+    """Claims that reproduce on the main set-up but not under a variant that VARIANTS flags (the paper's own
+    description of a set-up the main runs take from the authors' code): {claim: the variant's name}."""
+    out: dict[str, str] = {}
+    for name, results in variants.items():
+        if not VARIANTS[name].get("flag"):
+            continue
+        for cid, r in results.items():
+            main = evaluated[cid]["verdict"]
+            if main in (verdict.REPRODUCES, verdict.WRONG_REASON) and r["verdict"] in verdict.RANK and \
+                    r["verdict"] != verdict.REPRODUCES:
+                out.setdefault(cid, name)
+    return out
+
+
+def headline(claims: dict, evaluated: dict, variants: dict[str, dict]) -> list[str]:
+    """The claims file's ``headline`` with its placeholders filled from the runs: {id} the median seed's
+    value, {id:seeds} every seed's, {id:verdict}; {id@variant...} the same on a sensitivity variant."""
+    text = claims.get("headline")
+    if not text:
+        return []
+
+    def fill(m: re.Match) -> str:
+        cid, var, what = m.groups()
+        r = (variants.get(var) or {}).get(cid) if var else evaluated.get(cid)
+        if r is None:
+            raise ValueError(f"headline: {m.group(0)} names no evaluated claim")
+        if what == "verdict":
+            return r["verdict"]
+        if what == "seeds":
+            return " / ".join(num(v) for _, v in sorted(r["values"].items())) or "-"
+        return num(r["ours"])
+
+    return ["## Headline", "", PLACEHOLDER.sub(fill, " ".join(text) if isinstance(text, list) else text), ""]
 
 
 def causes_section(claims: dict, evaluated: dict) -> list[str]:
-    """The claims not reproduced, grouped by root cause (each cause counted once), with its evidence."""
+    """Every claim not reproduced (or for the wrong reason), grouped by root cause (each cause once), with
+    the experiment, run or source line the cause names."""
     causes = claims.get("causes", {})
     groups: dict[str, list[dict]] = {}
     for c in claims["claims"]:
-        if evaluated[c["id"]]["verdict"] in (verdict.REPRODUCES, verdict.NOT_MEASURED, verdict.NOT_TESTABLE):
+        if evaluated[c["id"]]["verdict"] in (verdict.REPRODUCES, verdict.NOT_MEASURED, verdict.NOT_TESTABLE) or \
+                evaluated[c["id"]]["verdict"].startswith("needs"):
             continue
         groups.setdefault(c.get("cause") or "", []).append(c)
     if not groups:
         return []
     md = ["## Not reproduced, by root cause", "",
-          "Each cause once, with the claims it accounts for and the experiment in this report that shows it:", ""]
+          "Each cause once, with the claims it accounts for and the run, knob or source that shows it:", ""]
     for key in sorted(groups, key=lambda k: (k == "", -len(groups[k]), k)):
-        members = groups[key]
         cause = causes.get(key)
-        head = f"### {cause['title']}" if cause else "### Claims with their own reason"
-        md += [head, ""]
+        md += [f"### {cause['title']}" if cause else "### Claims with their own reason", ""]
         if cause:
             md += [cause["text"], ""]
-        for c in members:
+        for c in groups[key]:
             why = f": {c['why']}" if c.get("why") else ""
             md.append(f"- **{c['id']}** ({evaluated[c['id']]['verdict']}){why}")
         md.append("")
     return md
 
 
-def sensitivity_section(claims: dict, evaluated: dict, rows: dict, experiments: list[Experiment]) -> list[str]:
-    """Per sensitivity variant (experiments named ``NAME-VARIANT``): every claim evaluated on it beside the
-    main set-up, and which claims move."""
-    names = {e.name for e in experiments}
+def sensitivity_section(claims: dict, evaluated: dict, variants: dict[str, dict]) -> list[str]:
+    """Per sensitivity variant: every claim evaluated on it beside the main set-up, and which claims move."""
     md: list[str] = []
-    for variant, text in VARIANTS.items():
-        mine = {e.name for e in experiments if e.variant == variant}
-        if not mine:
-            continue
-        other = evaluate_all(claims["claims"], rows, rename=lambda x, v=variant: f"{x}-{v}")
+    for name, results in variants.items():
         table, moved = [], 0
         for c in claims["claims"]:
-            if "needs" in c or c.get("not_testable"):
+            if c["id"] not in results or c.get("not_testable"):
                 continue
-            exps = {t[2] for t in terms(c)}
-            if not all(f"{x}-{variant}" in names for x in exps):
-                continue
-            a, b = evaluated[c["id"]], other[c["id"]]
+            a, b = evaluated[c["id"]], results[c["id"]]
             change = a["verdict"] != b["verdict"]
             moved += change
             table.append([c["id"], num(a["ours"]), a["verdict"], num(b["ours"]), b["verdict"],
                           "**moves**" if change else ""])
-        md += [f"## Sensitivity: {variant}", "", text, "",
+        md += [f"## Sensitivity: {name}", "", VARIANTS[name]["text"], "",
                f"{moved} of {len(table)} claims change verdict:", "",
-               md_table(["claim", "ours (main set-up)", "verdict", f"ours ({variant})", "verdict", ""], table), ""]
+               md_table(["claim", "ours (main set-up)", "verdict", f"ours ({name})", "verdict", ""], table), ""]
     return md
 
 
-def ratio_table(rows: dict, experiments: list[Experiment]) -> str:
-    """Megha against PigeonC per workload and policy: p50 and p99 delays (seed means) and their ratios."""
+def _exp_table(rows: list[dict]) -> str:
+    """One line per run (scheduler, policy, seed), each seed apart; the busiest-worker columns when runs
+    have them."""
+    extra = [(t, k) for t, k in DIAGNOSTICS if any(r.get(k) is not None for r in rows)]
     out = []
-    for e in experiments:
-        if e.group != "main" or e.schedulers != "megha,pigeonc":
-            continue
-        for pol in e.policies.split(","):
-            mg, pc = rows.get((e.name, "megha", pol)), rows.get((e.name, "pigeonc", pol))
-            if not mg or not pc:
-                continue
-            m = {k: [sum(r[k] for r in rs) / len(rs) if all(r.get(k) is not None for r in rs) else None
-                     for rs in (mg, pc)] for k in ("delay_p50_s", "delay_p99_s")}
-            cells = [e.name, pol]
-            for k in ("delay_p50_s", "delay_p99_s"):
-                a, b = m[k]
-                cells += [num(a), num(b), num(b / max(a, verdict.FLOOR)) if None not in (a, b) else "-"]
-            out.append(cells)
-    if not out:
-        return ""
-    return md_table(["workload", "policy", "Megha p50 s", "PigeonC p50 s", "p50 ratio", "Megha p99 s", "PigeonC p99 s",
-                     "p99 ratio (PigeonC/Megha)"], out)
+    for r in sorted(rows, key=lambda r: (r["scheduler"], r["policy"], r["seed"])):
+        cells = []
+        for _, key in EXP_COLUMNS + tuple(extra):
+            cells.append(f"{num(r.get('jobs_completed'))}/{num(r.get('jobs'))}" if key is None else
+                         (r[key] if key in ("scheduler", "policy") else num(r.get(key))))
+        out.append(cells)
+    return md_table([t for t, _ in EXP_COLUMNS + tuple(extra)], out)
 
 
-def _floats(path: Path, columns: tuple[str, ...]) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {c: [] for c in columns}
-    if not path.exists():
-        return out
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            if all(r.get(c, "") != "" for c in columns):
-                for c in columns:
-                    out[c].append(float(r[c]))
-    return out
-
-
-def plot_allocation(specs: list[dict], results: dict, out: Path) -> bool:
-    """allocation_cdf.png (each task's allocation time, seeds pooled) and allocation_parts.png (the mean of
-    each part, Fig. 7 of the workshop paper) for one experiment's runs; False when no run has tasks."""
-    from .results import agg_figure, plot_cdfs
-
-    cdf: dict[str, list[float]] = {}
-    per_run: dict[str, list[list[float]]] = {}
-    for s in specs:
-        if "summary" not in results[s["key"]]:
-            continue
-        label = s["scheduler"] if s["policy"] == "-" else f"{s['scheduler']}/{s['policy']}"
-        cols = _floats(Path(s["out_dir"]) / "tasks.csv", ("allocation_s",) + tuple(k for _, k in PARTS))
-        cdf.setdefault(label, []).extend(cols["allocation_s"])
-        per_run.setdefault(label, []).append([float(np.mean(cols[k])) if cols[k] else 0.0 for _, k in PARTS])
-    parts = {label: np.mean(np.array(runs), axis=0) for label, runs in per_run.items()}
-    if not any(cdf.values()):
-        return False
-    plot_cdfs(out / "allocation_cdf.png", cdf, "allocation time of a task (s)", log=True,
-              title="Allocation time, all seeds pooled")
-    fig = agg_figure(figsize=(6, 4))
-    ax = fig.add_subplot()
-    labels = list(parts)
-    bottom = np.zeros(len(labels))
-    for i, (name, _) in enumerate(PARTS):
-        vals = np.array([parts[lb][i] for lb in labels])
-        ax.bar(labels, vals, bottom=bottom, label=name)
-        bottom += vals
-    ax.set_ylabel("mean per task (s)")
-    ax.set_title("Allocation time by part (mean over tasks and seeds)")
-    ax.legend()
-    fig.tight_layout()
-    with atomic_write(out / "allocation_parts.png", "wb") as f:
-        fig.savefig(f, format="png", dpi=100)
-    return True
+def provenance(info: dict) -> list[str]:
+    """Where the report came from: the commit, the command, the date and the wall time."""
+    if not info:
+        return []
+    return [f"Produced by `{info['command']}` ({info['scale']}; seeds {info['seeds']}) at commit "
+            f"`{info['commit']}` on {info['date']} in {info['wall']} of wall time; {info['runs']}. Every run's "
+            "figures are in `runs.csv` beside this report (one row per run and seed, with the commit it ran at).", ""]
 
 
 def write_report(out: Path, paper: str, title: str, claims: dict, experiments: list[Experiment], specs: list[dict],
-                 rows: dict, results: dict, command: str, quick: bool, seeds: str) -> str:
+                 rows: dict, results: dict, info: dict) -> str:
     evaluated = evaluate_all(claims["claims"], rows)
     main = claims["claims"]
-    md = [f"# Reproducing {paper}: {title}", "",
-          f"Produced by `{command}` ({'--quick: scaled down, see each experiment' if quick else 'paper scale'}; "
-          f"seeds {seeds}).", "",
-          "Verdicts: " + tally(main, evaluated), "",
-          "## Claims", "",
-          md_table(["claim", "section", "the paper says", "paper", "ours", "verdict", "evidence"],
-                   [[c["id"], c["section"], c["text"], paper_cell(c), num(evaluated[c["id"]]["ours"]),
-                     verdict_cell(evaluated[c["id"]]), evaluated[c["id"]]["evidence"]] for c in main]), "",
-          RULES, ""]
+    variants = variant_results(claims, rows, experiments)
+    flagged = flags(evaluated, variants)
+    md = [f"# Reproducing {paper}: {title}", ""] + provenance(info)
+    md += headline(claims, evaluated, variants)
+    md += ["Verdicts: " + tally(main, evaluated), ""]
+    for name in {v for v in flagged.values()}:
+        both = {cid: (variants[name][cid] if variants[name].get(cid, {}).get("verdict") in verdict.RANK else r)
+                for cid, r in evaluated.items()}
+        mine = sorted(c for c, v in flagged.items() if v == name)
+        md += [f"With the set-up of the sensitivity case {name} ({VARIANTS[name]['flag']}) in place of the main "
+               f"one where a claim has it: " + tally(main, both) + ".", "",
+               f"† {len(mine)} claim(s) reproduce only on the main set-up, not under {name}: {', '.join(mine)}.", ""]
+    md += [verdict.RULES, "", "## Claims", "",
+           md_table(["claim", "section", "the paper says", "paper", "ours (median seed)", "seeds", "verdict",
+                     "evidence"],
+                    [[c["id"], c["section"], c["text"], paper_cell(c), num(evaluated[c["id"]]["ours"]),
+                      seeds_cell(evaluated[c["id"]]), verdict_cell(evaluated[c["id"]], " †" if c["id"] in flagged
+                                                                   else ""),
+                      evaluated[c["id"]]["evidence"]] for c in main]), ""]
     md += causes_section(claims, evaluated)
-    untestable = [c for c in main if evaluated[c["id"]]["verdict"] == verdict.NOT_TESTABLE]
-    if untestable:
-        md += ["## Not testable", ""] + [f"- **{c['id']}**: {c['not_testable']}" for c in untestable] + [""]
-    md += sensitivity_section(claims, evaluated, rows, experiments)
-    ratios = ratio_table(rows, experiments)
-    if ratios:
-        md += ["## Megha against PigeonC: delay ratios", "", "Above 1: Megha's delay is the lower.", "", ratios, ""]
+    parked = [c for c in main if evaluated[c["id"]]["verdict"] == verdict.NOT_TESTABLE or "needs" in c]
+    if parked:
+        md += ["## Not testable, or needing a scheduler fedemu lacks", ""] + \
+              [f"- **{c['id']}** ({evaluated[c['id']]['verdict']}): {c.get('not_testable') or c.get('why', '')}"
+               for c in parked] + [""]
+    md += sensitivity_section(claims, evaluated, variants)
     if claims.get("notes"):
         md += ["## Notes on the set-up", ""] + [f"- {n}" for n in claims["notes"]] + [""]
-    md += ["## Experiments", ""]
+    md += ["## Experiments", "", "Each run on a line of its own (seeds apart); the plots have a panel per seed, "
+           "with the paper's numbers marked (a star: a percentile the paper gives; a dotted line: a bound).", ""]
     for e in experiments:
-        means = compare.mean_rows([r for key, rs in rows.items() if key[0] == e.name for r in rs])
+        mine = [r for key, rs in rows.items() if key[0] == e.name for r in rs]
         md += [f"### {e.name}: {e.title}", ""]
         if e.note:
             md += [f"{e.note}.", ""]
         md += ["Overrides: `" + " ".join(f"--set {k}={shown(v)}" for k, v in e.overrides.items()) + "`", ""]
-        if means:
-            md += [_exp_table(means), ""]
-            if (out / e.name / "delay_cdf.png").exists():
-                md += [f"![delay CDF]({e.name}/delay_cdf.png) ![utilization CDF]({e.name}/utilization_cdf.png)", ""]
-            if (out / e.name / "allocation_cdf.png").exists():
-                md += [f"![allocation CDF]({e.name}/allocation_cdf.png) "
-                       f"![allocation parts]({e.name}/allocation_parts.png)", ""]
+        if mine:
+            md += [_exp_table(mine), ""]
+            pics = [(f, t) for f, t in (("delay_cdf.png", "delay CDF"), ("utilization_cdf.png", "utilization CDF"),
+                                        ("allocation_cdf.png", "allocation CDF"),
+                                        ("allocation_parts.png", "allocation parts")) if (out / e.name / f).exists()]
+            if pics:
+                md += [" ".join(f"![{t}]({e.name}/{f})" for f, t in pics), ""]
+            parts = (results.get("_parts") or {}).get(e.name)
+            if parts:
+                rows_ = []
+                for n, v in parts.items():
+                    total = sum(v["median"]) or 1.0
+                    rows_ += [[n, "median"] + [f"{x:.3g}" for x in v["median"]],
+                              [n, "share of the medians' sum"] + [f"{x / total:.3f}" for x in v["median"]],
+                              [n, "mean"] + [f"{x:.3g}" for x in v["mean"]]]
+                md += ["Allocation time by part (s; over the tasks that started, then the mean over seeds):", "",
+                       md_table(["scheduler", "statistic", "framework queueing", "processing", "worker queueing",
+                                 "communication"], rows_), ""]
         else:
             md += ["No run of this experiment completed.", ""]
-        failed = [s["name"] for s in specs if s["experiment"] == e.name and "summary" not in results[s["key"]]]
+        failed = [s["name"] for s in specs if s["experiment"] == e.name and "summary" not in results.get(s["key"], {})]
         if failed:
             md += [f"Failed runs: {', '.join(failed)} (see the command's stderr).", ""]
     report = "\n".join(md)
     write_text(out / "report.md", report)
     write_text(out / "verdicts.json", json.dumps(
         [{"id": c["id"], "section": c["section"], "kind": c["kind"], "paper": c.get("paper"),
-          **{k: v for k, v in evaluated[c["id"]].items()}} for c in main], indent=1, default=str) + "\n")
+          "flag": flagged.get(c["id"]), **{k: v for k, v in evaluated[c["id"]].items()}} for c in main],
+        indent=1, default=str) + "\n")
     return report

@@ -10,18 +10,21 @@ Choices made here:
 - A claim's verdict combines its seeds' own verdicts (``tools/evaluate.py``); the number shown is the
   mean over seeds of each run's figure (the 2023 paper reports "the average values of the delays that
   were reported in the three runs"), and the evidence lists every seed's value.
-- report.md (``tools/repro_report.py``) holds no wall-clock figure, so the same runs give the same report
-  whichever executor ran them (``runs.csv`` has the wall times).
+- report.md (``tools/repro_report.py``) records where it came from: the commit, the command, the date and
+  the wall time; ``runs.csv`` beside it holds every run's figures with the commit it ran at, so
+  ``--report-only`` can judge the claims again from it without running anything.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime
 import hashlib
 import json
+import subprocess
+import time
 from pathlib import Path
 
-import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -32,20 +35,21 @@ from .atomic import write_text
 from .evaluate import load_claims, num
 from .results import finished
 from .experiments import PAPERS, Experiment
-from .repro_report import paper_cell, plot_allocation, write_report
+from .repro_derived import derived
+from .repro_plots import paper_marks, plot_allocation_parts, plot_cdf_by_seed
+from .repro_report import paper_cell, write_report
 
 PACKAGE = Path(__file__).resolve().parents[1]
 LAYER_DIRS = ("actors", "fabric", "policies", "scenarios", "tools")
 # the folders of fedemu's own code and data: the root, each layer and every folder in it (a scheduler's
-# package, the cost models), but not the claims, the report side's data
+# package, the cost models), but not the report side's (the claims, the experiments' plans)
 SOURCE_DIRS = ("",) + tuple(sorted(
     str(d.relative_to(PACKAGE)) for layer in LAYER_DIRS for d in (PACKAGE / layer, *(PACKAGE / layer).rglob("*"))
-    if d.is_dir() and d.name not in ("claims", "__pycache__")))
+    if d.is_dir() and d.name not in ("claims", "experiments", "__pycache__")))
 # the modules that only plan runs and read their results (the overrides they choose are part of each key)
-REPORT_SIDE = frozenset({"tools/reproduce.py", "tools/verdict.py", "tools/experiments.py", "tools/pool.py",
-                         "tools/evaluate.py", "tools/repro_report.py"})
+REPORT_SIDE = frozenset({"tools/reproduce.py", "tools/verdict.py", "tools/pool.py", "tools/evaluate.py",
+                         "tools/repro_report.py", "tools/repro_plots.py", "tools/repro_derived.py"})
 MARKER = "reproduce.json"
-ZERO_QUEUE_S = 1e-5  # a job "did not queue" when its delay is within 10 us of the run's smallest (rounding)
 
 
 # ---- runs -----------------------------------------------------------------------------------------
@@ -84,69 +88,6 @@ def run_cached(spec: dict) -> dict:
     return res
 
 
-def derived(run_dir: Path, summary: dict) -> dict:
-    """Figures the claims need beyond compare's row: slowdowns and completion times of short and long jobs,
-    the share of jobs that did not queue, the sum of completion times, the parts of the allocation time as
-    shares, and the offered load (Megha 2023, 2.3)."""
-    out: dict = {}
-    path = run_dir / "jobs.csv"
-    if path.exists():
-        with open(path, newline="") as f:
-            done = [r for r in csv.DictReader(f) if r["jrt_s"] != ""]
-        jrt = np.array([float(r["jrt_s"]) for r in done])
-        ideal = np.array([float(r["ideal_jrt_s"]) for r in done])
-        delay = np.array([float(r["delay_s"]) for r in done])
-        short = np.array([r["short"] == "1" for r in done], dtype=bool)
-        out["jrt_sum_s"] = float(jrt.sum()) if len(jrt) else None
-        # Pigeon (3): a job did not queue when it took its longest task plus communication only: the run's
-        # smallest delay (every such job crosses the same hops)
-        out["zero_queue_share"] = float((delay <= delay.min() + ZERO_QUEUE_S).mean()) if len(delay) else None
-        for name, mask in (("short", short), ("long", ~short)):
-            for p in (50, 90, 99):  # the Pigeon paper's slowdown: percentile of JRT over percentile of ideal JRT
-                ok = mask.any() and np.percentile(ideal[mask], p) > 0
-                out[f"{name}_slowdown_p{p}"] = float(np.percentile(jrt[mask], p) / np.percentile(ideal[mask], p)) \
-                    if ok else None
-                out[f"{name}_jrt_p{p}_s"] = float(np.percentile(jrt[mask], p)) if mask.any() else None
-    out.update(offered_load(run_dir / "tasks.csv", summary.get("total_units") or 0))
-    alloc = summary.get("allocation_s") or {}
-    total = alloc.get("allocation")
-    for part, key in (("fq", "framework_queueing"), ("proc", "processing"), ("comm", "communication")):
-        out[f"alloc_{part}_share"] = alloc[key] / total if total and alloc.get(key) is not None else None
-    counters = summary.get("counters") or {}
-    for name in ("preemptions", "preemption_attempts", "repartitions"):  # fairness (megha-2022, Fig. 11)
-        out[name] = counters.get(name, 0)
-    jobs = summary.get("jobs") or 0
-    out["unschedulable_share"] = (summary.get("unschedulable") or 0) / jobs if jobs else None
-    return out
-
-
-def offered_load(path: Path, units: int) -> dict:
-    """Megha 2023 (2.3, Table 1): per second, the slots the active tasks need over the slots there are, each
-    task active from its job's arrival for its run time (as if it never waited): p50, mean and p99."""
-    keys = ("offered_load_p50", "offered_load_mean", "offered_load_p99")
-    if not path.exists() or not units:
-        return dict.fromkeys(keys)
-    with open(path, newline="") as f:
-        rows = [(float(r["arrival_s"]), float(r["end_s"]) - float(r["start_s"])) for r in csv.DictReader(f)
-                if r["end_s"] != "" and r["start_s"] != ""]
-    if not rows:
-        return dict.fromkeys(keys)
-    arrival = np.array([a for a, _ in rows])
-    run = np.array([d for _, d in rows])
-    t0 = arrival.min()
-    seconds = int(np.ceil((arrival + run).max() - t0)) + 1
-    busy = np.zeros(seconds + 1)
-    # exact overlap of [a, a + d) with each 1-s bucket, from the cumulative of starts and ends
-    for edge, sign in ((arrival - t0, 1.0), (arrival + run - t0, -1.0)):
-        whole = np.floor(edge).astype(int)
-        frac = edge - whole
-        np.add.at(busy, whole, sign * (1 - frac))
-        np.add.at(busy, np.minimum(whole + 1, seconds), sign * frac)
-    load = np.cumsum(busy)[:seconds] / units
-    return {"offered_load_p50": float(np.percentile(load, 50)), "offered_load_mean": float(load.mean()),
-            "offered_load_p99": float(np.percentile(load, 99))}
-
-
 def plan(experiments: list[Experiment], seeds: str, out: Path, code: str) -> list[dict]:
     """Every run of every experiment, each tagged with its experiment and its content key."""
     specs = []
@@ -180,7 +121,7 @@ def main(args) -> int:
     if args.paper not in PAPERS:
         raise unknown_name("paper", args.paper, PAPERS)
     _, build = PAPERS[args.paper]
-    given = args.seeds if args.seeds is not None else ("1" if args.quick else "1,2,3")  # '' is refused, as by compare
+    given = args.seeds if args.seeds is not None else ("1,2" if args.quick else "1,2,3")  # '' is refused, as by compare
     seeds = ",".join(str(s) for s in compare._seeds(given))
     experiments = build(args.quick)
     if args.only:
@@ -193,11 +134,15 @@ def main(args) -> int:
     out = Path(args.out or f"out/reproduce/{args.paper}{'-quick' if args.quick else ''}")
     command = "fedemu reproduce " + args.paper + (" --quick" if args.quick else "") + f" --seeds {seeds}" + \
         (f" --only {args.only}" if args.only else "")
-    jobs = args.jobs if args.jobs and args.jobs > 0 else 1
-    evaluated, failures = reproduce(args.paper, experiments, seeds, out, jobs=jobs, cluster=args.cluster,
-                                    quick=args.quick, command=command)
+    if getattr(args, "report_only", False):
+        evaluated = report_only(args.paper, experiments, seeds, out, quick=args.quick, command=command)
+        failures: list[dict] = []
+    else:
+        jobs = args.jobs if args.jobs and args.jobs > 0 else 1
+        evaluated, failures = reproduce(args.paper, experiments, seeds, out, jobs=jobs, cluster=args.cluster,
+                                        quick=args.quick, command=command)
     table = Table(title=f"{args.paper}: claims", header_style="bold")
-    for c in ("claim", "paper", "ours", "verdict"):
+    for c in ("claim", "paper", "ours (median seed)", "verdict"):
         table.add_column(c, overflow="fold")
     for v in evaluated:
         table.add_row(v["id"], paper_cell(v), num(v["ours"]), v["verdict"])
@@ -206,10 +151,35 @@ def main(args) -> int:
     return compare.failed_status(failures, f"{len(failures)} runs failed (see above)")
 
 
+def commit() -> str:
+    """The commit of the checkout fedemu runs from, with "+changes" when its code differs from it."""
+    try:
+        head = subprocess.run(["git", "-C", str(PACKAGE), "rev-parse", "--short=10", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(PACKAGE), "status", "--porcelain", "--untracked-files=no", "--",
+                                *LAYER_DIRS, "*.py"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (not a git checkout)"
+    return head + ("+changes" if dirty else "")
+
+
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h} h {m:02d} min" if h else f"{m} min {s:02d} s"
+
+
+def _info(command: str, seeds: str, quick: bool, wall: float, runs: str) -> dict:
+    return {"command": command, "seeds": seeds, "scale": "--quick: scaled down, see each experiment" if quick else
+            "paper scale", "commit": commit(), "date": datetime.datetime.now(datetime.timezone.utc).strftime(
+                "%Y-%m-%d %H:%M UTC"), "wall": _duration(wall), "runs": runs}
+
+
 def reproduce(paper: str, experiments: list[Experiment], seeds: str, out: Path, *, jobs: int = 1,
               cluster: str | None = None, quick: bool = False, command: str = "") -> tuple[list[dict], list[dict]]:
     """Run ``experiments`` (finished runs reused), write OUT/report.md, verdicts.json, runs.csv and the plots;
     returns (the verdicts, the failed runs)."""
+    started = time.monotonic()
     title = PAPERS[paper][0]
     claims = load_claims(paper)
     missing = sorted({e.overrides["trace"] for e in experiments if e.overrides.get("trace") and
@@ -235,22 +205,100 @@ def reproduce(paper: str, experiments: list[Experiment], seeds: str, out: Path, 
     if cached:
         console.print(f"{cached} of {len(unique)} runs reused from {out / 'runs'} (same scenario, parameters, seed "
                       "and code)")
+    here = commit()
     rows: dict[tuple, list[dict]] = {}
     for s in specs:
         res = results[s["key"]]
         if "summary" in res:
             row = compare.row_of(s, res["summary"])
             row.update(derived(Path(s["out_dir"]), res["summary"]))
+            row["commit"] = _ran_at(Path(s["out_dir"]), here, res.get("cached"))
+            row["run_dir"] = Path(s["out_dir"]).relative_to(out).as_posix()  # runs.csv reads the same anywhere
             rows.setdefault((s["experiment"], s["scheduler"], s["policy"]), []).append(row)
     if rows:
         compare.write_csv(out / "runs.csv", [{"experiment": e, **r} for (e, _, _), rs in rows.items() for r in rs])
+    results["_parts"] = draw(claims, experiments, specs, results, out)
+    ran = f"{len(unique)} runs ({cached} reused from an earlier invocation)" if cached else f"{len(unique)} runs"
+    write_report(out, paper, title, claims, experiments, specs, rows, results,
+                 _info(command or f"fedemu reproduce {paper}", seeds, quick, time.monotonic() - started, ran))
+    return json.loads((out / "verdicts.json").read_text()), [r for r in done if "error" in r]
+
+
+def _ran_at(folder: Path, here: str, cached: bool | None) -> str:
+    """The commit a run ran at: written beside it when it runs, read back when it is reused."""
+    path = folder / "commit"
+    if cached and path.exists():
+        return path.read_text().strip()
+    write_text(path, here + "\n")
+    return here
+
+
+def draw(claims: dict, experiments: list[Experiment], specs: list[dict], results: dict, out: Path) -> dict:
+    """Each experiment's plots, a panel per seed, the paper's numbers marked; returns the allocation parts'
+    means per experiment that draws them."""
+    parts = {}
     for e in experiments:
         mine = [s for s in specs if s["experiment"] == e.name]
-        if any("summary" in results[s["key"]] for s in mine):
-            (out / e.name).mkdir(exist_ok=True)
-            compare.plot(mine, {s["name"]: results[s["key"]] for s in mine}, out / e.name)
-            if "allocation" in e.plots:
-                plot_allocation(mine, results, out / e.name)
-    write_report(out, paper, title, claims, experiments, specs, rows, results, command or f"fedemu reproduce {paper}",
-                 quick, seeds)
-    return json.loads((out / "verdicts.json").read_text()), [r for r in done if "error" in r]
+        finished = {s["name"] for s in mine if "summary" in results[s["key"]]}
+        if not finished:
+            continue
+        (out / e.name).mkdir(exist_ok=True)
+        plot_cdf_by_seed(out / e.name / "delay_cdf.png", mine, finished, ("jobs.csv", "delay_s"),
+                         "delay in job response time (s)", log=True, title=f"{e.name}: job delay",
+                         marks=paper_marks(claims["claims"], e.name))
+        plot_cdf_by_seed(out / e.name / "utilization_cdf.png", mine, finished, ("utilization.csv", "utilization"),
+                         "utilization (1 s buckets)", log=False, title=f"{e.name}: utilization")
+        if "allocation" in e.plots:
+            plot_cdf_by_seed(out / e.name / "allocation_cdf.png", mine, finished, ("tasks.csv", "allocation_s"),
+                             "allocation time of a task (s)", log=True, title=f"{e.name}: allocation time",
+                             marks=paper_marks(claims["claims"], e.name, prefix="alloc_allocation_"))
+            parts[e.name] = plot_allocation_parts(out / e.name / "allocation_parts.png", mine, finished)
+    return parts
+
+
+def read_runs(path: Path) -> dict[tuple, list[dict]]:
+    """runs.csv back as the per-seed rows the claims read: numbers as numbers, empty cells as None."""
+    rows: dict[tuple, list[dict]] = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            row: dict = {"counters": {}, "fairness": {}}
+            for k, v in r.items():
+                value = None if v == "" else _number(v)
+                if k.startswith("counter:"):
+                    row["counters"][k[8:]] = value
+                elif k.startswith("fair:"):
+                    row["fairness"][k[5:]] = value
+                else:
+                    row[k] = value
+            row["seed"] = int(row["seed"])
+            rows.setdefault((r["experiment"], r["scheduler"], r["policy"]), []).append(row)
+    return rows
+
+
+def _number(text: str):
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+def report_only(paper: str, experiments: list[Experiment], seeds: str, out: Path, *, quick: bool = False,
+                command: str = "") -> list[dict]:
+    """Judge the claims again from OUT/runs.csv (the runs an earlier reproduction recorded), running nothing;
+    the plots already in OUT stay."""
+    path = out / "runs.csv"
+    if not path.is_file():
+        raise ConfigError(f"--report-only: {path} is not there; run the reproduction first (or give its --out)")
+    rows = read_runs(path)
+    names = {e.name for e in experiments}
+    rows = {k: [r for r in v if str(r["seed"]) in seeds.split(",")] for k, v in rows.items() if k[0] in names}
+    specs = plan(experiments, seeds, out, code_version())
+    at = sorted({str(r.get("commit")) for rs in rows.values() for r in rs})
+    info = _info(command + " --report-only", seeds, quick, 0.0, f"judged again from runs.csv without running "
+                 f"(the runs ran at {', '.join(at)})")
+    write_report(out, paper, PAPERS[paper][0], load_claims(paper), experiments, specs, rows,
+                 {s["key"]: {"summary": True} for s in specs}, info)
+    return json.loads((out / "verdicts.json").read_text())

@@ -1,33 +1,32 @@
-"""The verdict of one reproduced claim: the paper's number against ours, by fixed, documented rules.
+"""The verdict of one reproduced claim: the paper's number against ours, by fixed rules a strict reader can
+check. Every report states them (``RULES``); ``judge`` gives a verdict and the reason in words.
 
-Verdicts of one number (``verdict``), by kind of claim:
+Kinds of claim, and their rules:
 
-- ``ratio`` (the paper says A/B = p, e.g. "Megha cuts p99 by 5.61x"): a ratio's *direction* is up
-  (> tie), down (< 1/tie) or none (within the tie band; tie = TIE unless the claim sets it). Directions
-  differ: ``differs``. Same direction and ours within a factor TOL of p: ``reproduces``; same direction
-  otherwise: ``same direction``.
-- ``at_least`` (the paper says the quantity is at least p, or only that A exceeds B: p = baseline = 1):
-  ours > baseline * tie and ours >= p: ``reproduces``; ours > baseline * tie only: ``same direction``;
-  else ``differs``. ``baseline`` separates the two directions (1 for a ratio, 0.5 for "the largest part").
-- ``at_most``: the mirror image (ours < baseline / tie and ours <= p; ours < baseline / tie only).
-- ``value`` (a single number, e.g. "the median delay was 1.5 ms"): ours within a factor ``tol`` (default
-  TOL) of p: ``reproduces``; within a factor ``order`` (default ORDER = 10): ``same order`` (a single
-  value has no direction); else ``differs``.
-- ``range`` (the paper gives [lo, hi], e.g. "3 to 6 orders of magnitude"): ours in the range:
-  ``reproduces``; within a factor ``order`` of the nearer end: ``same order``; else ``differs``.
-- ``occurs`` (a randomised example: the paper's outcome is one of several, e.g. Pigeon's shuffle of
-  masters): the paper's number is among the seeds' values (``occurs``): ``reproduces``; else ``differs``.
+- **Bounds** (``at_least``, ``at_most``): the paper says the quantity is at least (at most) p. The bound
+  holds (*reproduces*) or it does not (*differs*, with the factor by which it misses).
+- **Bare comparisons** (``exceeds``): the paper says only that A exceeds B; ours is A/B. A bound with a
+  margin: A must exceed B by at least ``margin`` (default MARGIN, 1%; a claim may set the paper's own,
+  such as section 6's 0.5% for utilization), so a 0.01% edge is a tie, not "exceeds".
+- **Ratios** (``ratio``): the paper says A/B = p (or gives two figures [lo, hi] for it). Ours must point
+  the same way as the paper's (above or below 1); its effect (the ratio minus 1; below 1, its inverse
+  minus 1: "x times more") within a factor ``tol`` (default TOL = 2) of the paper's effect: *reproduces*;
+  within ``limit`` (default LIMIT = 10): *same direction*; further off, or pointing the other way:
+  *differs*. The effect, not the ratio, so that 1.012 is not "within 2x" of the paper's 1.1. A tie band (``tie``) applies only where the paper calls the difference similar or
+  insignificant (the claim quotes it in ``similar``): a paper effect inside the band needs ours inside it
+  too; outside the band, ours must be outside it, on the paper's side.
+- **Values** (``value``): within a factor ``tol`` (default 2): *reproduces*; within ``order`` (default
+  ORDER = 3): *same order*; else *differs*. ``abs_tol`` judges a probability or a share by its difference
+  (within abs_tol, else *differs*); ``offset`` judges a slowdown by its queueing part (slowdown - 1);
+  ``exact`` (a worked example) needs equality up to rounding.
+- **Ranges** (``range``, the paper gives lo to hi): inside: *reproduces*; within ``order`` (3) of the nearer
+  end: *same order*; else *differs*. A range stays a range and a bound stays a bound.
+- **Occurs** (``occurs``, a randomised worked example): the paper's outcome is among the seeds' outcomes.
 
-Options any claim may set: ``exact`` (a worked example: equal up to rounding, else ``differs``);
-``abs_tol`` (probabilities and shares: ours within abs_tol of p reproduces, else ``differs``; a factor
-says little about 0.91 against 0.7); ``offset`` (compare ours - offset with p - offset: a slowdown is
->= 1 by definition, so its queueing part, slowdown - 1, is what is judged).
-
-Several seeds (``combine``): each seed gets its own verdict (a ratio divides the same seed's terms); the
-claim's verdict is the best one that at least two thirds of the seeds reach (two of three), so one lucky
-seed decides nothing. Claims the paper contradicts, or whose effect sits below its own seed noise, are
-``not testable`` (kept out of the tallies, the measured verdict shown beside); a claim that reproduces
-while every claim naming its mechanism differs ``reproduces for the wrong reason``.
+Seeds (``combine``): each seed is judged on its own (a ratio divides one seed's terms); a claim takes the
+best verdict that at least two thirds of its measured seeds reach (two of three), and fewer than MIN_SEEDS
+measured seeds is *not measured*. A claim that reproduces while a claim stating its mechanism differs
+*reproduces for the wrong reason* (``wrong_reason``).
 
 Numbers below FLOOR (delays of 0 s, for instance) count as FLOOR, so every ratio is defined.
 """
@@ -37,32 +36,45 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-TIE = 1.1  # ratios within [1/1.1, 1.1] of the baseline show no difference either way
-TOL = 2.0  # "reproduces": within a factor of 2 of the paper's number
-ORDER = 10.0  # "same order" for a single value: within a factor of 10
+TOL = 2.0  # reproduces: within a factor 2 of the paper's number
+LIMIT = 10.0  # a ratio further off than TOL but within LIMIT, the right way: same direction
+ORDER = 3.0  # same order: within a factor 3 of a value, or of a range's nearer end
+MARGIN = 1.01  # a bare comparison needs a 1% effect
+MIN_SEEDS = 2
+AGREE = 2 / 3  # the share of the measured seeds that must reach a verdict
 FLOOR = 1e-6
 EXACT = 1e-9  # relative rounding margin of an exact number
 
 REPRODUCES, SAME, SAME_ORDER, DIFFERS = "reproduces", "same direction", "same order", "differs"
 NOT_MEASURED, NOT_TESTABLE, WRONG_REASON = "not measured", "not testable", "reproduces for the wrong reason"
 RANK = {DIFFERS: 0, SAME: 1, SAME_ORDER: 1, REPRODUCES: 2}
-KINDS = ("ratio", "at_least", "at_most", "value", "range", "occurs")
-AGREE = 2 / 3  # the share of seeds that must reach a verdict
+KINDS = ("ratio", "at_least", "at_most", "exceeds", "value", "range", "occurs")
 
 
 def _floor(x: float) -> float:
     return max(float(x), FLOOR)
 
 
-def direction(ratio: float, tie: float = TIE) -> int:
-    """+1 up, -1 down, 0 within the tie band around 1."""
+def factor(a: float, b: float) -> float:
+    """How many times a and b (both floored) are apart: at least 1."""
+    return math.exp(abs(math.log(_floor(a)) - math.log(_floor(b))))
+
+
+def within(a: float, b: float, f: float) -> bool:
+    """Whether a and b (both floored) are within a factor ``f`` of each other (a margin for rounding)."""
+    return abs(math.log(_floor(a)) - math.log(_floor(b))) <= math.log(f) + 1e-12
+
+
+def side(ratio: float, tie: float | None = None) -> int:
+    """+1 above 1, -1 below, 0 at 1 (or inside the tie band [1/tie, tie] when there is one)."""
+    r, band = _floor(ratio), tie or 1.0
+    return 1 if r > band * (1 + EXACT) else -1 if r < (1 - EXACT) / band else 0
+
+
+def effect(ratio: float) -> float:
+    """How much a ratio says one side exceeds the other: r - 1 above 1, 1/r - 1 below (floored)."""
     r = _floor(ratio)
-    return 1 if r > tie else -1 if r < 1 / tie else 0
-
-
-def within(a: float, b: float, factor: float) -> bool:
-    """Whether a and b (both floored) are within ``factor`` of each other (a small margin for rounding)."""
-    return abs(math.log(_floor(a)) - math.log(_floor(b))) <= math.log(factor) + 1e-12
+    return max(r - 1 if r >= 1 else 1 / r - 1, FLOOR)
 
 
 def same(a: float, b: float) -> bool:
@@ -74,47 +86,81 @@ def missing(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def verdict(kind: str, paper, ours, *, baseline: float = 1.0, tol: float = TOL, tie: float = TIE,
-            order: float = ORDER, exact: bool = False, abs_tol: float | None = None, offset: float = 0.0) -> str:
-    """The verdict of ``ours`` against the paper's ``paper`` for a claim of ``kind`` (see the module doc).
-    ``paper`` is [lo, hi] for a range; ``ours`` is the seeds' values for ``occurs``."""
+def times(f: float) -> str:
+    return f"x{f:.3g}" if f < 1e4 else f"x{f:.2e}"
+
+
+def judge(kind: str, paper, ours, *, tol: float = TOL, limit: float = LIMIT, order: float = ORDER,
+          tie: float | None = None, margin: float = MARGIN, exact: bool = False, abs_tol: float | None = None,
+          offset: float = 0.0) -> tuple[str, str]:
+    """(verdict, reason) of ``ours`` against the paper's ``paper`` for a claim of ``kind`` (the module doc).
+    ``paper`` is [lo, hi] for a range (and may be for a ratio); ``ours`` is the seeds' values for ``occurs``."""
     if kind not in KINDS:
         raise ValueError(f"unknown claim kind {kind!r}; known: {', '.join(KINDS)}")
     if kind == "occurs":
         values = [v for v in (ours or ()) if not missing(v)]
-        return NOT_MEASURED if not values else REPRODUCES if any(same(v, paper) for v in values) else DIFFERS
+        if not values:
+            return NOT_MEASURED, ""
+        return (REPRODUCES, "the paper's outcome occurs") if any(same(v, paper) for v in values) else \
+            (DIFFERS, "the paper's outcome never occurs")
     if missing(ours):
-        return NOT_MEASURED
+        return NOT_MEASURED, ""
+    if offset:
+        ours, paper = ours - offset, [p - offset for p in paper] if isinstance(paper, list) else paper - offset
+    if kind == "exceeds":
+        if ours >= margin * (1 - EXACT):
+            return REPRODUCES, f"exceeds by {ours - 1:.3g}"
+        return DIFFERS, "the other way" if ours < 1 - EXACT else f"by {ours - 1:.2g}, under the {margin - 1:.2g} margin"
+    if kind == "at_least" or kind == "at_most":
+        holds = ours >= paper * (1 - EXACT) if kind == "at_least" else ours <= paper * (1 + EXACT)
+        return (REPRODUCES, "the bound holds") if holds else \
+            (DIFFERS, f"misses the bound by {times(factor(ours, paper))}")
     if kind == "range":
         lo, hi = paper
         if lo - EXACT * abs(lo) <= ours <= hi + EXACT * abs(hi):
-            return REPRODUCES
-        return SAME_ORDER if within(ours, lo if ours < lo else hi, order) else DIFFERS
-    if offset:
-        ours, paper, baseline = ours - offset, paper - offset, baseline - offset if kind != "ratio" else baseline
+            return REPRODUCES, "inside the range"
+        f = factor(ours, lo if ours < lo else hi)
+        return (SAME_ORDER if f <= order * (1 + EXACT) else DIFFERS), f"{times(f)} {'below' if ours < lo else 'above'} it"
     if exact:
-        if kind == "value" or kind == "ratio":
-            return REPRODUCES if same(ours, paper) else DIFFERS
-    if abs_tol is not None and kind == "value":
-        return REPRODUCES if abs(ours - paper) <= abs_tol + EXACT else DIFFERS
-    if kind == "ratio":
-        if direction(ours, tie) != direction(paper, tie):
-            return DIFFERS
-        return REPRODUCES if within(ours, paper, tol) else SAME
+        return (REPRODUCES, "equal") if same(ours, paper) else (DIFFERS, "not equal")
+    if abs_tol is not None:
+        gap = abs(ours - paper)
+        return (REPRODUCES if gap <= abs_tol + EXACT else DIFFERS), f"{gap:.3g} apart (tolerance {abs_tol:g})"
     if kind == "value":
-        return REPRODUCES if within(ours, paper, tol) else SAME_ORDER if within(ours, paper, order) else DIFFERS
-    if kind == "at_least":
-        edge = baseline * tie if abs_tol is None else baseline + abs_tol
-        return (REPRODUCES if ours >= paper else SAME) if ours > edge else DIFFERS
-    edge = baseline / tie if abs_tol is None else baseline - abs_tol  # at_most
-    return (REPRODUCES if ours <= paper else SAME) if ours < edge else DIFFERS
+        f = factor(ours, paper)
+        return (REPRODUCES if f <= tol * (1 + EXACT) else SAME_ORDER if f <= order * (1 + EXACT) else DIFFERS), \
+            f"{times(f)} {'above' if ours > paper else 'below'}" if f > 1 + EXACT else "equal"
+    return _ratio(paper, ours, tol, limit, tie)
+
+
+def _ratio(paper, ours: float, tol: float, limit: float, tie: float | None) -> tuple[str, str]:
+    lo, hi = paper if isinstance(paper, list) else (paper, paper)
+    if tie and side(lo, tie) == 0 and side(hi, tie) == 0:  # the paper's effect is inside its own tie band
+        inside = side(ours, tie) == 0
+        return (REPRODUCES, "inside the tie band, as the paper's") if inside else \
+            (DIFFERS, f"outside the tie band ({times(factor(ours, 1))} from 1), where the paper's effect is inside it")
+    want = side(hi if side(hi, tie) else lo, tie)
+    got = side(ours, tie)
+    if got != want:
+        what = "no effect" + (" (inside the tie band)" if tie else "") if got == 0 else "the other way"
+        return DIFFERS, what
+    near = lo if ours < lo else hi
+    f = 1.0 if lo <= ours <= hi else factor(effect(ours), effect(near))
+    words = f"an effect {times(f)} {'larger' if effect(ours) > effect(near) else 'smaller'} than the paper's" \
+        if f > 1 + EXACT else "the paper's number"
+    return (REPRODUCES if f <= tol * (1 + EXACT) else SAME if f <= limit * (1 + EXACT) else DIFFERS), words
+
+
+def verdict(kind: str, paper, ours, **kw) -> str:
+    """The verdict alone (``judge`` without its reason)."""
+    return judge(kind, paper, ours, **kw)[0]
 
 
 def combine(per_seed: Sequence[str]) -> str:
     """The claim's verdict from its seeds' verdicts: the best verdict that at least two thirds of the
-    measured seeds reach or beat (one seed: its own). No measured seed: ``not measured``."""
+    measured seeds reach or beat; fewer than MIN_SEEDS measured seeds: ``not measured``."""
     ranked = [v for v in per_seed if v in RANK]
-    if not ranked:
+    if len(ranked) < MIN_SEEDS:
         return NOT_MEASURED
     need = math.ceil(AGREE * len(ranked) - 1e-9)
     for v in (REPRODUCES, SAME, SAME_ORDER):
@@ -127,9 +173,32 @@ def combine(per_seed: Sequence[str]) -> str:
 
 
 def wrong_reason(claim_verdict: str, mechanism_verdicts: Sequence[str]) -> str:
-    """``reproduces for the wrong reason`` when a claim reproduces while every measured claim that names its
-    mechanism differs; else the verdict unchanged."""
-    measured = [v for v in mechanism_verdicts if v in RANK]
-    if claim_verdict == REPRODUCES and measured and all(v == DIFFERS for v in measured):
+    """``reproduces for the wrong reason`` when a claim reproduces while any claim stating its mechanism
+    differs; else the verdict unchanged."""
+    if claim_verdict == REPRODUCES and any(v == DIFFERS for v in mechanism_verdicts):
         return WRONG_REASON
     return claim_verdict
+
+
+RULES = f"""Verdict rules (`tools/verdict.py`, property-tested in `tests/test_verdict.py`):
+
+- **Bounds** ("at least p", "at most p"): the bound holds (*reproduces*) or not (*differs*, with the factor
+  by which it misses). A bare comparison ("A exceeds B", no number) holds when A/B is at least 1 plus a
+  margin: {MARGIN - 1:.0%}, or the margin the paper itself gives (the claim says which); else *differs*.
+- **Ratios** (the paper gives A/B): ours must point the paper's way (above or below 1), and its effect (the
+  ratio minus 1; below 1, its inverse minus 1) is compared with the paper's: within a factor {TOL:g}:
+  *reproduces*; within {LIMIT:g}: *same direction*; further, or the other way: *differs* (so 1.012 does
+  not reproduce 1.1: an effect 8x smaller). A tie band applies only where the paper calls the difference similar or
+  insignificant (the claim quotes it): a paper effect inside the band needs ours inside it too.
+- **Values**: within a factor {TOL:g}: *reproduces*; within {ORDER:g}: *same order*; else *differs*.
+  Probabilities and shares: within the claim's absolute tolerance, else *differs*. A slowdown is judged
+  by its queueing part (slowdown - 1). A worked example is exact.
+- **Ranges** (lo to hi): inside: *reproduces*; within a factor {ORDER:g} of the nearer end: *same order*;
+  else *differs*. A randomised worked example: the paper's outcome *occurs* among the seeds, or not.
+- **Seeds**: each seed is judged on its own; the claim takes the best verdict that at least two thirds
+  of its measured seeds reach (two of three). Fewer than {MIN_SEEDS} measured seeds: *not measured*. "ours" is
+  the median seed's value; the seeds column gives every seed's value and verdict, and their mean.
+- *reproduces for the wrong reason*: it reproduces while a claim stating the paper's mechanism for it
+  differs. *not testable* (not counted): the quantity is not modelled, or the input is not available;
+  never a result that goes against the paper. *needs X*: a scheduler fedemu does not have.
+- Numbers below {FLOOR:g} count as {FLOOR:g}."""

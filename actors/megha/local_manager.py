@@ -333,7 +333,7 @@ class LocalManager(Recovering, Actor):
         workers, frees = self.change_log.since(msg.gm, always=w)
         self.charge("change", len(workers))
         self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, msg.attempt, self.lm, workers, frees,
-                                                    self.holders(workers)))
+                                                    self.holders(workers), w in self.down))
 
     def start_task(self, key, w: int, gm: int, demand: tuple, duration_us: int, user: int = -1,
                     attempt: int = 0) -> None:

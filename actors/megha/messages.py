@@ -31,8 +31,8 @@ class Launch:
 @lean
 @message("megha.launch_failed")
 class LaunchFailed:
-    """LM -> GM: the requested resources are gone (launch ``attempt``); here is every change that GM
-    has not seen."""
+    """LM -> GM: the requested resources are gone (launch ``attempt``), or the worker is ``down``; here is
+    every change that GM has not seen."""
 
     job_id: int
     index: int
@@ -41,6 +41,7 @@ class LaunchFailed:
     workers: tuple
     frees: tuple
     holders: tuple = ()  # with users: per worker of ``workers``, its running tasks as (job, index, user, demand)
+    down: bool = False  # the worker is down, not busy: no end of a task there will be reported (gm_waiting)
 
 
 @lean

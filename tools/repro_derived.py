@@ -1,0 +1,134 @@
+"""The figures a paper's claims read beyond `fedemu compare`'s row, computed from a run's own files
+(jobs.csv, tasks.csv, summary.json): slowdowns, the share of jobs that did not queue, offered load, the
+busiest worker, the tail of the allocation time and its parts' medians. One function per figure, gathered
+by ``derived``."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+PARTS = (("fq", "framework_queueing"), ("proc", "processing"), ("wq", "worker_queueing"), ("comm", "communication"))
+ZERO_QUEUE_S = 1e-5  # a job "did not queue" when its delay is within 10 us of the run's smallest (rounding)
+
+
+def derived(run_dir: Path, summary: dict) -> dict:
+    """Figures the claims need beyond compare's row: slowdowns and completion times of short and long jobs,
+    the share of jobs that did not queue, the sum of completion times, the parts of the allocation time as
+    shares, its tail, and the offered load (Megha 2023, 2.3)."""
+    out: dict = {}
+    path = run_dir / "jobs.csv"
+    if path.exists():
+        with open(path, newline="") as f:
+            done = [r for r in csv.DictReader(f) if r["jrt_s"] != ""]
+        jrt = np.array([float(r["jrt_s"]) for r in done])
+        ideal = np.array([float(r["ideal_jrt_s"]) for r in done])
+        delay = np.array([float(r["delay_s"]) for r in done])
+        short = np.array([r["short"] == "1" for r in done], dtype=bool)
+        out["jrt_sum_s"] = float(jrt.sum()) if len(jrt) else None
+        # Pigeon (3): a job did not queue when it took its longest task plus communication only: the run's
+        # smallest delay (every such job crosses the same hops)
+        out["zero_queue_share"] = float((delay <= delay.min() + ZERO_QUEUE_S).mean()) if len(delay) else None
+        for name, mask in (("short", short), ("long", ~short)):
+            for p in (50, 90, 99):  # the Pigeon paper's slowdown: percentile of JRT over percentile of ideal JRT
+                ok = mask.any() and np.percentile(ideal[mask], p) > 0
+                out[f"{name}_slowdown_p{p}"] = float(np.percentile(jrt[mask], p) / np.percentile(ideal[mask], p)) \
+                    if ok else None
+                out[f"{name}_jrt_p{p}_s"] = float(np.percentile(jrt[mask], p)) if mask.any() else None
+    out.update(offered_load(run_dir / "tasks.csv", summary.get("total_units") or 0))
+    out.update(busiest_worker(run_dir / "tasks.csv", summary))
+    out.update(allocation_tail(run_dir / "tasks.csv"))
+    alloc = summary.get("allocation_s") or {}
+    total = alloc.get("allocation")
+    for part, key in PARTS:
+        out[f"alloc_{part}_share"] = alloc[key] / total if total and alloc.get(key) is not None else None
+    counters = summary.get("counters") or {}
+    for name in ("preemptions", "preemption_attempts", "repartitions"):  # fairness (megha-2022, Fig. 11)
+        out[name] = counters.get(name, 0)
+    jobs = summary.get("jobs") or 0
+    out["unschedulable_share"] = (summary.get("unschedulable") or 0) / jobs if jobs else None
+    return out
+
+
+def offered_load(path: Path, units: int) -> dict:
+    """Megha 2023 (2.3, Table 1): per second, the slots the active tasks need over the slots there are, each
+    task active from its job's arrival for its run time (as if it never waited): p50, mean, p99 and the
+    peak (Megha 2022, Fig. 5: the slots the workload requires over time)."""
+    keys = ("offered_load_p50", "offered_load_mean", "offered_load_p99", "offered_load_max")
+    if not path.exists() or not units:
+        return dict.fromkeys(keys)
+    with open(path, newline="") as f:
+        rows = [(float(r["arrival_s"]), float(r["end_s"]) - float(r["start_s"])) for r in csv.DictReader(f)
+                if r["end_s"] != "" and r["start_s"] != ""]
+    if not rows:
+        return dict.fromkeys(keys)
+    arrival = np.array([a for a, _ in rows])
+    run = np.array([d for _, d in rows])
+    t0 = arrival.min()
+    seconds = int(np.ceil((arrival + run).max() - t0)) + 1
+    busy = np.zeros(seconds + 1)
+    # exact overlap of [a, a + d) with each 1-s bucket, from the cumulative of starts and ends
+    for edge, sign in ((arrival - t0, 1.0), (arrival + run - t0, -1.0)):
+        whole = np.floor(edge).astype(int)
+        frac = edge - whole
+        np.add.at(busy, whole, sign * (1 - frac))
+        np.add.at(busy, np.minimum(whole + 1, seconds), sign * frac)
+    load = np.cumsum(busy)[:seconds] / units
+    return {"offered_load_p50": float(np.percentile(load, 50)), "offered_load_mean": float(load.mean()),
+            "offered_load_p99": float(np.percentile(load, 99)), "offered_load_max": float(load.max())}
+
+
+def busiest_worker(path: Path, summary: dict) -> dict:
+    """The worker with the most work for its time (why a group backs up): its index, its group (a Pigeon
+    master's contiguous slice, where the run has ``masters``) and its offered load, the run time of the tasks
+    it ran over the span of the arrivals (above 1: its queue grows as long as jobs arrive), and what a fluid
+    queue at that load would make the middle job wait."""
+    keys = ("busiest_worker", "busiest_group", "busiest_rho", "busiest_fluid_s")
+    if not path.exists():
+        return dict.fromkeys(keys)
+    busy: dict[int, float] = {}
+    first, last = float("inf"), float("-inf")
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["end_s"] == "" or r["start_s"] == "" or r["worker"] == "":
+                continue
+            w = int(r["worker"])
+            busy[w] = busy.get(w, 0.0) + float(r["end_s"]) - float(r["start_s"])
+            first, last = min(first, float(r["arrival_s"])), max(last, float(r["arrival_s"]))
+    if not busy or last <= first:
+        return dict.fromkeys(keys)
+    worker = max(sorted(busy), key=busy.__getitem__)
+    masters = int((summary.get("params") or {}).get("masters") or 0)
+    workers = int((summary.get("cluster") or {}).get("workers") or 0)
+    group = worker // (workers // masters) if masters and workers >= masters else None
+    rho = busy[worker] / (last - first)
+    # a fluid queue fed at rho for the arrival span: the job arriving halfway waits (rho - 1) x half the span
+    return {"busiest_worker": worker, "busiest_group": group, "busiest_rho": rho,
+            "busiest_fluid_s": max(0.0, rho - 1) * (last - first) / 2}
+
+
+def allocation_tail(path: Path) -> dict:
+    """Megha 2022 (VI-A, Figs. 3-4; VI-B, Fig. 7): the allocation time of the tasks that started, at p90,
+    p99.99 and its maximum ("consistently less than 1.5 s", "max: 100 s"), and each part's median, alone and
+    as a share of the four medians' sum (Fig. 7 takes "the median of the delays recorded")."""
+    columns = ("allocation_s",) + tuple(f"{key}_s" for _, key in PARTS)
+    keys = ("alloc_allocation_p90_s", "alloc_allocation_p9999_s", "alloc_allocation_max_s") + \
+        tuple(f"alloc_{key}_p50_s" for _, key in PARTS) + tuple(f"alloc_{part}_median_share" for part, _ in PARTS)
+    if not path.exists():
+        return dict.fromkeys(keys)
+    with open(path, newline="") as f:
+        rows = [[float(r[c]) for c in columns] for r in csv.DictReader(f) if r["start_s"] != ""]
+    if not rows:
+        return dict.fromkeys(keys)
+    values = np.array(rows)
+    alloc = values[:, 0]
+    out = {"alloc_allocation_p90_s": float(np.percentile(alloc, 90)),
+           "alloc_allocation_p9999_s": float(np.percentile(alloc, 99.99)), "alloc_allocation_max_s": float(alloc.max())}
+    medians = np.median(values[:, 1:], axis=0)
+    total = float(medians.sum())
+    for (part, key), m in zip(PARTS, medians):
+        out[f"alloc_{key}_p50_s"] = float(m)
+        out[f"alloc_{part}_median_share"] = float(m) / total if total > 0 else None
+    return out
