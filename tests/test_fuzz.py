@@ -746,3 +746,18 @@ def test_values_that_fit_no_drawn_shape_are_refused_in_one_line_naming_only_them
     assert str(caught.value) == (f"fuzz: --set task_s=0.5: none of the {strategies.Refusals.LIMIT} small clusters "
                                  "and workloads the search drew fits these values; the first said: no job can run: a "
                                  "stand-in refusal")
+
+
+@QUICK
+@given(st.data())
+def test_drawn_plans_hold_no_event_that_would_do_nothing(data):
+    """Issue 45: a plan refuses an event that would do nothing (``fault_plan.check_no_ops``); so the search
+    never draws one, in either phase's plans, and its failure folders' plan files always run."""
+    kinds = data.draw(st.lists(st.sampled_from(FAULT_KINDS), unique=True))
+    horizon = data.draw(st.integers(1, 10**6))
+    plan = data.draw(strategies.fault_plans(NAMES, horizon, kinds, max_events=12))
+    fp.check_no_ops([], plan.placed(NAMES, 0))
+    workers = [n for n in NAMES if n.startswith("w-")]
+    phased, _, _ = data.draw(strategies.phased_plans(NAMES, horizon, kinds, for_good=workers, most_died=2,
+                                                     max_events=12))
+    fp.check_no_ops([], phased.placed(NAMES, 0))

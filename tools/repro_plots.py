@@ -10,7 +10,7 @@ import numpy as np
 
 from .atomic import atomic_write
 from .evaluate import Expression
-from .results import DELAY_FLOOR_S, LINE_STYLES, _ecdf_points
+from .results import DELAY_FLOOR_S, LINE_STYLES, _ecdf_points, agg_figure
 
 PARTS = (("framework queueing", "framework_queueing_s"), ("processing", "processing_s"),
          ("worker queueing", "worker_queueing_s"), ("communication", "communication_s"))
@@ -62,11 +62,7 @@ def paper_marks(claims: list[dict], experiment: str, prefix: str = "delay_") -> 
 
 
 def _panels(n: int, title: str):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(4.2 * n + 0.6, 4.4))
-    FigureCanvasAgg(fig)
+    fig = agg_figure(figsize=(4.2 * n + 0.6, 4.4))
     axes = fig.subplots(1, n, sharey=True, squeeze=False)[0]
     fig.suptitle(title)
     return fig, axes

@@ -164,7 +164,38 @@ def fault_tables(draw, names, horizon_us: int, kinds=FAULT_KINDS, *, max_events:
     # each event is drawn whole (family and details), so the shrinker deletes events, not their parts
     events = draw(st.lists(_event(names, crashable, horizon_us, swarm), min_size=1, max_size=max_events))
     events = draw(_cascades(events, horizon_us))
-    return [table for event in events for table in event]
+    return [table for event in _without_no_ops(events) for table in event]
+
+
+def _without_no_ops(events):
+    """The drawn events (each its tables, or ``(tables, open)``) less those that would make a plan event
+    do nothing, which a plan refuses (``fault_plan.check_no_ops``): a crash of an actor while an earlier
+    kept crash of it may still hold it down, and a partition that overlaps another while either ends by
+    itself (a heal ends every partition, so the other's end would heal nothing). Partitions that last
+    until the heal may overlap: the one heal ends them all. Kept in drawn order, so the shrinker's
+    deletions act as before."""
+    kept, down, cut = [], {}, []  # down: actor -> its kept crash windows; cut: kept partition windows
+    for event in events:
+        tables = event[0] if isinstance(event, tuple) else event
+        first = tables[0]
+        start = _us(first["at_s"])
+        end = start + _us(first["for_s"]) if "for_s" in first else None  # None: until the heal
+        if first["kind"] == "crash":
+            windows = down.setdefault(first["target"], [])
+            if any(_overlap(start, end, a, b) for a, b in windows):
+                continue
+            windows.append((start, end))
+        elif first["kind"] == "partition":
+            if any(_overlap(start, end, a, b) and not (end is None and b is None) for a, b in cut):
+                continue
+            cut.append((start, end))
+        kept.append(event)
+    return kept
+
+
+def _overlap(a: int, b: int | None, c: int, d: int | None) -> bool:
+    """Whether closed windows [a, b] and [c, d] share an instant (None: open to the end)."""
+    return (d is None or a <= d) and (b is None or c <= b)
 
 
 def _s(us: int) -> float:
@@ -258,7 +289,7 @@ def phased_plans(draw, names, horizon_us: int, kinds=FAULT_KINDS, *, for_good=()
     crashable = [n for n in names if n not in HARNESS] or names
     drawn = draw(st.lists(_event(names, crashable, horizon_us, swarm, until_heal=True), min_size=1,
                           max_size=max_events))
-    drawn = draw(_cascades(drawn, horizon_us))
+    drawn = _without_no_ops(draw(_cascades(drawn, horizon_us)))
     tables = [t for ts, _ in drawn for t in ts]
     last = max([horizon_us] + [_end_us(t) for t in tables])
     heal = last + draw(st.one_of(st.just(0), _durations(horizon_us), st.integers(LONG_CUT_US, LONG_HEAL_US)))
