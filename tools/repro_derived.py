@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import group_queueing as gq
+
 ZERO_QUEUE_S = 1e-5  # a job "did not queue" when its delay is within 10 us of the run's smallest (rounding)
 
 
@@ -29,6 +31,8 @@ def derived(run_dir: Path, summary: dict) -> dict:
         # Pigeon (3): a job did not queue when it took its longest task plus communication only: the run's
         # smallest delay (every such job crosses the same hops)
         out["zero_queue_share"] = float((delay <= delay.min() + ZERO_QUEUE_S).mean()) if len(delay) else None
+        # Pigeon (3): the mean wait's queueing part, a job's delay less the run's no-queueing floor
+        out["queue_mean_s"] = float(delay.mean() - delay.min()) if len(delay) else None
         for name, mask in (("short", short), ("long", ~short)):
             for p in (50, 90, 99):  # the Pigeon paper's slowdown: percentile of JRT over percentile of ideal JRT
                 ok = mask.any() and np.percentile(ideal[mask], p) > 0
@@ -36,6 +40,8 @@ def derived(run_dir: Path, summary: dict) -> dict:
                     if ok else None
                 out[f"{name}_jrt_p{p}_s"] = float(np.percentile(jrt[mask], p)) if mask.any() else None
     out.update(offered_load(run_dir / "tasks.csv", summary.get("total_units") or 0))
+    out.update(trace_stats(run_dir, summary))
+    out.update(group_model(summary, out.get("arrival_load")))
     out.update(busiest_worker(run_dir / "tasks.csv", summary))
     alloc = summary.get("allocation_s") or {}
     total = alloc.get("allocation")
@@ -99,3 +105,63 @@ def busiest_worker(path: Path, summary: dict) -> dict:
     workers = int((summary.get("cluster") or {}).get("workers") or 0)
     group = worker // (workers // masters) if masters and workers >= masters else None
     return {"busiest_worker": worker, "busiest_group": group, "busiest_rho": busy[worker] / (last - first)}
+
+
+def trace_stats(run_dir: Path, summary: dict) -> dict:
+    """The workload as it ran (Pigeon, Table 1): fan-out (max, min, mean over jobs), task run time (max,
+    min, mean over tasks, and the mean over jobs of a job's mean task time, the trace's third column), the
+    share of the run time in short jobs (Pigeon 2.2 and 4.2: under 20%), and ``arrival_load``, the run time
+    over the slots and the span of the arrivals (the load the model of section 3 sees)."""
+    keys = ("fanout_max", "fanout_min", "fanout_mean", "task_max_s", "task_min_s", "task_mean_s", "job_task_mean_s",
+            "short_work_share", "arrival_load")
+    jobs_path, tasks_path = run_dir / "jobs.csv", run_dir / "tasks.csv"
+    if not jobs_path.exists() or not tasks_path.exists():
+        return dict.fromkeys(keys)
+    with open(jobs_path, newline="") as f:
+        jobs = {r["job_id"]: (int(r["num_tasks"]), r["short"] == "1", float(r["arrival_s"])) for r in csv.DictReader(f)}
+    run: dict[str, list[float]] = {}
+    with open(tasks_path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["end_s"] != "" and r["start_s"] != "":
+                run.setdefault(r["job_id"], []).append(float(r["end_s"]) - float(r["start_s"]))
+    if not jobs or not run:
+        return dict.fromkeys(keys)
+    fanout = np.array([n for n, _, _ in jobs.values()])
+    times = np.concatenate([np.array(v) for v in run.values()])
+    short = sum(sum(v) for j, v in run.items() if jobs.get(j, (0, False))[1])
+    arrivals = [a for _, _, a in jobs.values()]
+    span, units = max(arrivals) - min(arrivals), summary.get("total_units") or 0
+    return {"fanout_max": int(fanout.max()), "fanout_min": int(fanout.min()), "fanout_mean": float(fanout.mean()),
+            "task_max_s": float(times.max()), "task_min_s": float(times.min()), "task_mean_s": float(times.mean()),
+            "job_task_mean_s": float(np.mean([np.mean(v) for v in run.values()])),
+            "short_work_share": float(short / times.sum()) if times.sum() > 0 else None,
+            "arrival_load": float(times.sum() / (units * span)) if units and span > 0 else None}
+
+
+def group_size(summary: dict) -> int | None:
+    """Workers per group: the run's ``masters`` cut every worker into equal groups, else a group is a cluster."""
+    cluster, params = summary.get("cluster") or {}, summary.get("params") or {}
+    masters = int(params.get("masters") or 0)
+    if masters:
+        return int(cluster.get("workers") or 0) // masters or None
+    return int(cluster.get("workers_per_cluster") or 0) or None
+
+
+def group_model(summary: dict, arrival_load: float | None) -> dict:
+    """Section 3's analytic model (``group_queueing``) for a poisson run of exponential tasks, each group an
+    M/M/Nw queue: the job-zero-queuing probability (Eq. 6) and the mean queueing time (Eq. 2) at the load the
+    run's arrivals offered (``arrival_load``: a run of a few seconds offers its nominal load only to about a
+    percent, which moves Eq. 6 by several points at 90%), and Eq. 6 at the nominal load."""
+    keys = ("model_job_zero_queue", "model_wait_s", "model_job_zero_queue_nominal")
+    params = summary.get("params") or {}
+    nw = group_size(summary)
+    if params.get("workload") != "poisson" or params.get("task_dist") != "exp" or not nw:
+        return dict.fromkeys(keys)
+    out = dict.fromkeys(keys)
+    nominal = float(params.get("load") or 0)
+    if 0 < nominal < 1:
+        out["model_job_zero_queue_nominal"] = gq.job_zero_queue_exp(nw, nominal)
+    if arrival_load is not None and 0 < arrival_load < 1:
+        out["model_job_zero_queue"] = gq.job_zero_queue_exp(nw, arrival_load)
+        out["model_wait_s"] = gq.task_wait(nw, arrival_load, float(params.get("task_s") or 0))
+    return out
