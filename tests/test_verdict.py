@@ -57,25 +57,29 @@ def test_a_ratio_and_its_inverse_get_the_same_verdict(p, o):
 
 
 @given(pos, pos)
-def test_a_ratio_reproduces_within_2x_is_same_direction_within_10x_and_differs_beyond(p, o):
+def test_a_ratios_effect_reproduces_within_2x_is_same_direction_within_10x_and_differs_beyond(p, o):
     got = verdict("ratio", p, o)
     if V.side(p) != V.side(o):
         assert got == DIFFERS
         return
-    f = V.factor(p, o)
+    f = V.factor(V.effect(p), V.effect(o))
     assert got == (REPRODUCES if f <= 2 * (1 + V.EXACT) else SAME if f <= 10 * (1 + V.EXACT) else DIFFERS)
 
 
 @pytest.mark.parametrize("paper,ours,expected", [
     (1.25, 20950.0, DIFFERS),  # s22-sparrow-yahoo: the right sign, 16,760x too big
     (12.89, 830.0, DIFFERS),  # s22-sparrow-google: 64x
-    (5.61, 35.44, SAME),  # short-p99-yahoo: 6.3x
+    (5.61, 35.44, SAME),  # short-p99-yahoo: an effect of 34.4 against 4.61, 7.5x
     (5.61, 6.0, REPRODUCES),
     (1.05, 0.92, DIFFERS),  # opposite signs, with no tie band
     (1.1, 1.0, DIFFERS),  # no effect where the paper has one
+    (1.1, 1.012, SAME),  # f5-pigeonc-min-yahoo: within 2x as a ratio, but an effect 8x smaller
+    (1.29, 1.5, REPRODUCES),  # an effect of 0.5 against 0.29
+    (1.29, 1.6, SAME),  # 0.6 against 0.29: 2.07x
+    (0.87, 0.80, REPRODUCES),  # below 1: 1/0.8 - 1 = 0.25 against 0.149
     ([1.05, 1.1], 1.08, REPRODUCES),  # the paper's two figures for one quantity
-    ([1.05, 1.1], 2.1, REPRODUCES),  # 1.9x the nearer
-    ([1.05, 1.1], 2.5, SAME),  # 2.27x
+    ([1.05, 1.1], 1.15, REPRODUCES),  # an effect 1.5x the nearer
+    ([1.05, 1.1], 2.1, DIFFERS),  # an effect 11x the nearer
     ([1.05, 1.1], 0.99, DIFFERS),
 ])
 def test_ratio_examples(paper, ours, expected):

@@ -85,8 +85,9 @@ def offered_load(path: Path, units: int) -> dict:
 def busiest_worker(path: Path, summary: dict) -> dict:
     """The worker with the most work for its time (why a group backs up): its index, its group (a Pigeon
     master's contiguous slice, where the run has ``masters``) and its offered load, the run time of the tasks
-    it ran over the span of the arrivals (above 1: its queue grows as long as jobs arrive)."""
-    keys = ("busiest_worker", "busiest_group", "busiest_rho")
+    it ran over the span of the arrivals (above 1: its queue grows as long as jobs arrive), and what a fluid
+    queue at that load would make the middle job wait."""
+    keys = ("busiest_worker", "busiest_group", "busiest_rho", "busiest_fluid_s")
     if not path.exists():
         return dict.fromkeys(keys)
     busy: dict[int, float] = {}
@@ -104,7 +105,10 @@ def busiest_worker(path: Path, summary: dict) -> dict:
     masters = int((summary.get("params") or {}).get("masters") or 0)
     workers = int((summary.get("cluster") or {}).get("workers") or 0)
     group = worker // (workers // masters) if masters and workers >= masters else None
-    return {"busiest_worker": worker, "busiest_group": group, "busiest_rho": busy[worker] / (last - first)}
+    rho = busy[worker] / (last - first)
+    # a fluid queue fed at rho for the arrival span: the job arriving halfway waits (rho - 1) x half the span
+    return {"busiest_worker": worker, "busiest_group": group, "busiest_rho": rho,
+            "busiest_fluid_s": max(0.0, rho - 1) * (last - first) / 2}
 
 
 def trace_stats(run_dir: Path, summary: dict) -> dict:

@@ -23,7 +23,8 @@ EXP_COLUMNS = (("scheduler", "scheduler"), ("policy", "policy"), ("seed", "seed"
                ("alloc mean s", "alloc_allocation_s"), ("alloc p99 s", "alloc_allocation_p99_s"))
 # per-seed figures shown when a run has them: the busiest worker's offered load (why a PigeonC master backs up)
 DIAGNOSTICS = (("busiest worker", "busiest_worker"), ("its group", "busiest_group"),
-               ("its offered load", "busiest_rho"))
+               ("its offered load", "busiest_rho"), ("fluid wait of the middle job s", "busiest_fluid_s"),
+               ("offered load p50", "offered_load_p50"), ("mean", "offered_load_mean"), ("p99", "offered_load_p99"))
 TALLIED = (verdict.REPRODUCES, verdict.WRONG_REASON, verdict.SAME, verdict.SAME_ORDER, verdict.DIFFERS)
 PLACEHOLDER = re.compile(r"\{([\w.-]+)(?:@([\w-]+))?(?::(\w+))?\}")
 

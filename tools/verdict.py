@@ -9,9 +9,10 @@ Kinds of claim, and their rules:
   margin: A must exceed B by at least ``margin`` (default MARGIN, 1%; a claim may set the paper's own,
   such as section 6's 0.5% for utilization), so a 0.01% edge is a tie, not "exceeds".
 - **Ratios** (``ratio``): the paper says A/B = p (or gives two figures [lo, hi] for it). Ours must point
-  the same way as the paper's (above or below 1); within a factor ``tol`` (default TOL = 2) of p:
-  *reproduces*; within ``limit`` (default LIMIT = 10): *same direction*; further off, or pointing the other
-  way: *differs*. A tie band (``tie``) applies only where the paper calls the difference similar or
+  the same way as the paper's (above or below 1); its effect (the ratio minus 1; below 1, its inverse
+  minus 1: "x times more") within a factor ``tol`` (default TOL = 2) of the paper's effect: *reproduces*;
+  within ``limit`` (default LIMIT = 10): *same direction*; further off, or pointing the other way:
+  *differs*. The effect, not the ratio, so that 1.012 is not "within 2x" of the paper's 1.1. A tie band (``tie``) applies only where the paper calls the difference similar or
   insignificant (the claim quotes it in ``similar``): a paper effect inside the band needs ours inside it
   too; outside the band, ours must be outside it, on the paper's side.
 - **Values** (``value``): within a factor ``tol`` (default 2): *reproduces*; within ``order`` (default
@@ -68,6 +69,12 @@ def side(ratio: float, tie: float | None = None) -> int:
     """+1 above 1, -1 below, 0 at 1 (or inside the tie band [1/tie, tie] when there is one)."""
     r, band = _floor(ratio), tie or 1.0
     return 1 if r > band * (1 + EXACT) else -1 if r < (1 - EXACT) / band else 0
+
+
+def effect(ratio: float) -> float:
+    """How much a ratio says one side exceeds the other: r - 1 above 1, 1/r - 1 below (floored)."""
+    r = _floor(ratio)
+    return max(r - 1 if r >= 1 else 1 / r - 1, FLOOR)
 
 
 def same(a: float, b: float) -> bool:
@@ -137,8 +144,10 @@ def _ratio(paper, ours: float, tol: float, limit: float, tie: float | None) -> t
     if got != want:
         what = "no effect" + (" (inside the tie band)" if tie else "") if got == 0 else "the other way"
         return DIFFERS, what
-    f = 1.0 if lo <= ours <= hi else factor(ours, lo if ours < lo else hi)
-    words = f"{times(f)} from the paper's" if f > 1 + EXACT else "the paper's number"
+    near = lo if ours < lo else hi
+    f = 1.0 if lo <= ours <= hi else factor(effect(ours), effect(near))
+    words = f"an effect {times(f)} {'larger' if effect(ours) > effect(near) else 'smaller'} than the paper's" \
+        if f > 1 + EXACT else "the paper's number"
     return (REPRODUCES if f <= tol * (1 + EXACT) else SAME if f <= limit * (1 + EXACT) else DIFFERS), words
 
 
@@ -176,9 +185,10 @@ RULES = f"""Verdict rules (`tools/verdict.py`, property-tested in `tests/test_ve
 - **Bounds** ("at least p", "at most p"): the bound holds (*reproduces*) or not (*differs*, with the factor
   by which it misses). A bare comparison ("A exceeds B", no number) holds when A/B is at least 1 plus a
   margin: {MARGIN - 1:.0%}, or the margin the paper itself gives (the claim says which); else *differs*.
-- **Ratios** (the paper gives A/B): ours must point the paper's way (above or below 1); within a factor
-  {TOL:g} of the paper's number: *reproduces*; within a factor {LIMIT:g}: *same direction*; further, or the
-  other way: *differs*. A tie band applies only where the paper calls the difference similar or
+- **Ratios** (the paper gives A/B): ours must point the paper's way (above or below 1), and its effect (the
+  ratio minus 1; below 1, its inverse minus 1) is compared with the paper's: within a factor {TOL:g}:
+  *reproduces*; within {LIMIT:g}: *same direction*; further, or the other way: *differs* (so 1.012 does
+  not reproduce 1.1: an effect 8x smaller). A tie band applies only where the paper calls the difference similar or
   insignificant (the claim quotes it): a paper effect inside the band needs ours inside it too.
 - **Values**: within a factor {TOL:g}: *reproduces*; within {ORDER:g}: *same order*; else *differs*.
   Probabilities and shares: within the claim's absolute tolerance, else *differs*. A slowdown is judged

@@ -32,6 +32,11 @@ VARIANTS = {
                 "scenarios/constraint_table.json: invented before the authors' inputs were known, three machine "
                 "profiles cycled over the clusters) in place of the authors' table; everything else as above.",
         "flag": ""},
+    "yh2": {
+        "text": "The Yahoo experiment on the other Yahoo sub-trace of the authors' repository, YH2_sub.tr (3,363 jobs, "
+                "137,029 tasks), in place of YH1_sub.tr: how much a claim on Yahoo depends on which part of the "
+                "trace stands in for the whole one the paper ran.",
+        "flag": ""},
 }
 
 

@@ -69,4 +69,5 @@ def megha_2023(quick: bool) -> list[Experiment]:
         out.append(variant(e, "cs-paper", cs_counts="paper"))
     for e in out[:3]:
         out.append(variant(e, "standin", constraint_table="standin"))
+    out.append(variant(out[3], "yh2", trace=trace("YH2_sub.tr")))
     return out
