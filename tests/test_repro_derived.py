@@ -70,3 +70,11 @@ def test_a_group_is_a_cluster_or_an_equal_slice():
     assert rd.group_size(summary()) == 2
     assert rd.group_size({"cluster": {"workers": 3000, "workers_per_cluster": 100}, "params": {"masters": 60}}) == 50
     assert rd.group_size({"cluster": {}, "params": {}}) is None
+
+
+def test_the_steady_state_leaves_out_the_first_fifth_of_the_arrivals(run):
+    # arrivals at 0, 1 and 4 s: the first fifth ends at 0.8 s, so jobs 1 and 2 count (delays 6 and 2 ms)
+    got = rd.steady_state(run, summary())
+    assert got["zero_queue_steady"] == pytest.approx(1 / 2)
+    assert got["queue_mean_steady_s"] == pytest.approx((0.006 + 0.002) / 2 - 0.002)  # the floor is the whole run's
+    assert got["arrival_load_steady"] == pytest.approx((0.5 + 9.0) / (2 * 3.0))  # their tasks over 3 s of arrivals

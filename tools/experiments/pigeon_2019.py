@@ -7,7 +7,7 @@ import math
 
 from fedemu.actors.registry import SCHEDULERS
 
-from .base import CLAIMS, EC2_TRACES, Experiment, trace
+from .base import CLAIMS, EC2_TRACES, Experiment, trace, variant
 
 # ---- pigeon-2019 (file 001, sections 3, 4 and 5) ---------------------------------------------------
 # The Pigeon simulator: no processing time (section 4.1: "without knowing the exact processing overhead ...
@@ -33,8 +33,8 @@ def _model(workers: int, group: int, load: float, jobs: int, fanout: int) -> dic
 
 
 def _section3(quick: bool) -> list[Experiment]:
-    """Figs. 3-4: groups of 50, 100 and 200 at 90% load, of 100 and 200 at 80%, of 100 at 70%; the same
-    model-100-90 with instant messages; Fig. 2's pairs of loads for Pigeon and Sparrow."""
+    """Figs. 3-4: groups of 50, 100 and 200 at 90% load, of 100 and 200 at 80%, of 100 at 70% (and 60% at paper
+    scale, for Fig. 2); the same model-100-90 with instant messages; Sparrow at Fig. 2's loads."""
     # Paper scale: the paper's Nc = 30,000 and F = 100, 10,000 jobs (a few seconds of simulated time).
     # Quick: F = 5 on 1,000 workers: Eq. 6 does not depend on F (the longest task and the gap to the second
     # longest decide), the model asks only F <= Ng (200-worker groups: 5), and the same number of tasks
@@ -42,7 +42,8 @@ def _section3(quick: bool) -> list[Experiment]:
     nc, fanout = (1_000, 5) if quick else (30_000, 100)
     jobs = (lambda load: 3_000 if load >= 0.9 else 1_500) if quick else (lambda load: 10_000)
     out = []
-    for group, load in ((100, 0.7), (100, 0.8), (100, 0.9), (50, 0.9), (200, 0.8), (200, 0.9)):
+    grid = ((100, 0.7), (100, 0.8), (100, 0.9), (50, 0.9), (200, 0.8), (200, 0.9)) + (() if quick else ((100, 0.6),))
+    for group, load in grid:
         n = jobs(load)
         out.append(Experiment(f"model-{group}-{round(load * 100)}",
                               f"section 3's simulation: {nc:,} workers in groups of {group}, F = {fanout} tasks of "
@@ -60,15 +61,11 @@ def _section3(quick: bool) -> list[Experiment]:
                                "ends, where a 0.5-ms link keeps it from the next task for a round trip (its idle "
                                "notice, then the launch)"))
     # Fig. 2 compares Pigeon (groups of 100) and Sparrow at loads 0.2 and 0.4 apart, F = 50 (a) and 100 (b).
-    # Sparrow needs its own F; quick runs Fig. 2(a)'s F = 50 on 5,000 workers (50 groups of 100), paper scale
-    # Fig. 2(b)'s F = 100 on 30,000 (its Pigeon runs are the model runs above, the same runs).
+    # Pigeon's side is the model runs above (its zero-queuing probability hardly depends on F, Eq. 6);
+    # Sparrow's needs the paper's F: quick runs Fig. 2(a)'s F = 50 on 5,000 workers, paper scale Fig. 2(b)'s
+    # F = 100 on 30,000, as the model runs.
     nc2, f2, n2 = (5_000, 50, 500) if quick else (30_000, 100, 10_000)
-    pig, spa = ((70, 90), (50,)) if quick else ((60, 70, 80, 90), (40, 50, 60))
-    for load in pig:
-        out.append(Experiment(f"fig2-pigeon-{load}", f"Pigeon, {nc2:,} workers in groups of 100, F = {f2}, "
-                              f"exponential tasks, load {load}%, {n2:,} jobs (Fig. 2's comparison)",
-                              _model(nc2, 100, load / 100, n2, f2), "pigeon", group="fig2"))
-    for load in spa:
+    for load in (50,) if quick else (40, 50, 60):
         sparrow = {k: v for k, v in _model(nc2, 100, load / 100, n2, f2).items() if k != "reserved_fraction"}
         out.append(Experiment(f"fig2-sparrow-{load}", f"Sparrow, {nc2:,} workers, F = {f2} (2F probes), exponential "
                               f"tasks, load {load}%, {n2:,} jobs (Fig. 2's comparison)", sparrow, "sparrow",
@@ -167,6 +164,12 @@ def pigeon_2019(quick: bool) -> list[Experiment]:
     traces = _traces(quick)
     ec2 = _ec2()
     out += traces + ec2
+    # how much the Yahoo claims depend on which window of the trace stands in for it: YH2_sub.tr
+    out += [variant(e, "yh2", trace=trace("YH2_sub.tr")) for e in traces if e.name in ("yahoo-3k", "yahoo-6k")]
+    if quick:  # and on the load: the same 300 jobs on a third of the workers (W's effect needs a backlog)
+        out += [variant(e, "third-workers", lms=e.overrides["lms"] // 3,
+                        **({"masters": e.overrides["masters"] // 3} if e.overrides.get("masters", 0) > 1 else {}))
+                for e in traces if e.name.startswith(("yahoo-3k", "fig5-high"))]
     if EAGLE:
         out += _eagle([e for e in traces if e.name in ("yahoo-3k", "yahoo-6k", "google-11k")] + ec2)
     return out
