@@ -82,3 +82,9 @@ def test_drop_load_finds_the_crossing():
     assert gq.drop_load(lambda r: 1 - r, 0.25) == pytest.approx(0.75, abs=1e-5)
     assert gq.drop_load(lambda r: 0.1, 0.5) == 0.0  # already below
     assert gq.drop_load(lambda r: 1.0, 0.5) == 0.999  # never below
+
+
+def test_the_curves_table_has_a_row_per_load():
+    table = gq.curves((0.4, 0.9)).splitlines()
+    assert len(table) == 4 and table[0].startswith("| load | Eq. 6, Nw=50")
+    assert table[3].startswith("| 0.9 | 0.591 | 0.766 | 0.901 | 7.277 | 2.169 | 0.472 |")

@@ -77,3 +77,20 @@ def drop_load(curve, level: float, lo: float = 0.0, hi: float = 0.999, tol: floa
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if curve(mid) >= level else (lo, mid)
     return (lo + hi) / 2
+
+
+def curves(loads=(0.4, 0.45, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)) -> str:
+    """The analysis over a load range as a Markdown table: Figs. 3-4's Eq. 6 and Eq. 2 (groups of 50, 100
+    and 200, T_e = 100 ms) and Fig. 2's Eq. 3 (groups of 100 and 200) and Eq. 4 (F = 100)."""
+    head = ["load"] + [f"Eq. 6, Nw={n}" for n in (50, 100, 200)] + [f"Eq. 2 ms, Nw={n}" for n in (50, 100, 200)] \
+        + ["Eq. 3, Nw=100, F=100", "Eq. 3, Nw=200, F=100", "Eq. 4, F=100"]
+    rows = [[f"{r:g}"] + [f"{job_zero_queue_exp(n, r):.3f}" for n in (50, 100, 200)]
+            + [f"{task_wait(n, r, 0.1) * 1000:.3f}" for n in (50, 100, 200)]
+            + [f"{job_zero_queue_equal(n, r, 100):.3f}" for n in (100, 200)] + [f"{probe_job_zero_queue(r, 100):.3f}"]
+            for r in loads]
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |"
+                                                                                   for r in rows])
+
+
+if __name__ == "__main__":
+    print(curves())
