@@ -77,7 +77,9 @@ class Size:
 class Submission:
     """How the submitter hands jobs to the front ends (``actors.common.submitter``)."""
 
-    choice: str = "round-robin"  # "round-robin", or "task-count": its number of tasks modulo the front ends
+    # "round-robin"; "task-count": its number of tasks modulo the front ends; "by-length": a long job (mean task
+    # above short_cutoff_s) to the last front end, a short one round robin to the others
+    choice: str = "round-robin"
     resubmit_us: int = 0  # > 0: the front ends report JobDone, and the submitter pings them this often
     route: tuple | None = None  # per user: the index of the front end its jobs go to
 

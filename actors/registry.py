@@ -10,12 +10,14 @@ from fedemu.fabric.errors import unknown_name
 from fedemu.fabric.log import Event
 
 from .common.events import COMMON_EVENTS
+from .eagle.plugin import EAGLE
+from .hawk.plugin import HAWK
 from .megha.plugin import CENTRALIZED, MEGHA
 from .pigeon.plugin import PIGEON, PIGEONC
 from .plugin import WORKER, Scheduler
 from .sparrow.plugin import SPARROW
 
-SCHEDULERS: dict[str, Scheduler] = {s.name: s for s in (CENTRALIZED, MEGHA, PIGEON, PIGEONC, SPARROW)}
+SCHEDULERS: dict[str, Scheduler] = {s.name: s for s in (CENTRALIZED, MEGHA, PIGEON, PIGEONC, SPARROW, HAWK, EAGLE)}
 DEFAULT = MEGHA.name  # the scheduler a run has unless it sets one
 
 

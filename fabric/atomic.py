@@ -26,7 +26,8 @@ _KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S
           (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
 
 
-def _what(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file of ``mode`` is, in words: "a FIFO", "a folder" ..."""
     return next((text for test, text in _KINDS if test(mode)), "not a regular file")
 
 
@@ -42,7 +43,7 @@ def check_target(path, option: str | None = None, *, stdout_ok: bool = False) ->
     if stat.S_ISREG(mode):
         return
     hint = f"; {STDOUT} writes to standard output" if stdout_ok else ""
-    raise ConfigError(f"{option + ' ' if option else ''}{path} exists and is {_what(mode)}; fedemu writes only "
+    raise ConfigError(f"{option + ' ' if option else ''}{path} exists and is {kind_of(mode)}; fedemu writes only "
                       f"to a new path or over a regular file{hint}")
 
 

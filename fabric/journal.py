@@ -28,6 +28,7 @@ import msgpack
 from . import messages
 from .atomic import PendingFile
 from .errors import JournalError
+from .inputs import open_regular
 
 FORMAT = "fedemu-journal"
 VERSION = 2
@@ -163,11 +164,19 @@ class JournalReader:
     def __init__(self, path) -> None:
         self.path = os.fspath(path)
         try:
-            self._file = open(self.path, "rb")
-            self.size = os.fstat(self._file.fileno()).st_size
+            self._file = open_regular(self.path, "a fedemu journal", error=JournalError)
         except OSError as e:
             raise JournalError(f"{self.path}: cannot open journal: {e.strerror}") from None
+        self.size = os.fstat(self._file.fileno()).st_size
         self.header = self._read_header()
+        actors = self.header.get("actors")
+        if not isinstance(actors, (list, tuple)) or not all(isinstance(a, str) for a in actors):
+            raise self._error("journal corrupted at byte 0 (header): its 'actors' is not a list of actor names")
+        self.actors = len(actors)  # records name actors by index into this list: one past it is damage
+        seed = self.header.get("seed", 0)
+        if type(seed) is not int or not 0 <= seed < 2**64:  # as run --seed: no run can have been recorded so
+            raise self._error(f"journal header's seed {seed!r} is not a seed a run can have (a whole number from "
+                              "0 to 2^64-1)")
         self.records_start = self._file.tell()
         self.footer: dict | None = None
         self.records_end: int | None = None
@@ -223,6 +232,7 @@ class JournalReader:
         JournalError on truncation, corruption or a digest mismatch."""
         index = 0
         read = self._file.read
+        actors = self.actors
         while True:
             at = self._file.tell()
             head = read(HEAD_BYTES)
@@ -265,8 +275,20 @@ class JournalReader:
                 if not well_formed(item):
                     raise self._error(f"journal corrupted at byte {offset} (record {index}): record {index} "
                                       f"is {item!r}")
+                code = item[0]  # actor indices (integers, well_formed said): inline, a reader's hot loop
+                if code != FAULT and not (-1 <= item[2] < actors and (code > DROP or -1 <= item[4] < actors)):
+                    self.check_actor(item[2], offset, index)
+                    self.check_actor(item[4], offset, index)
                 yield index, offset, item
                 index += 1
+
+    def check_actor(self, idx: int, offset: int, index: int) -> None:
+        """Raise "journal corrupted at byte N" unless ``idx`` names an actor of the header's list (or is
+        -1, outside): an edited list, shortened or emptied with its checksum recomputed, must not reach a
+        reader as an index past its end (nor wrap round from the end, as a negative one would)."""
+        if type(idx) is not int or not -1 <= idx < self.actors:
+            raise self._error(f"journal corrupted at byte {offset} (record {index}): actor index {idx!r} is not in "
+                              f"the header's list of {self.actors} actors")
 
     def _read_footer(self, payload: bytes, at: int) -> None:
         try:

@@ -48,7 +48,7 @@ from .connections import Connections
 from .errors import ConfigError
 from .faults import Resolved, plan as make_plan
 from .journal import DELIVER, FAULT, TIMER_FIRE, Journal
-from .network import Network
+from .network import Network, listed
 from .routing import OUTSIDE, Routing
 
 __all__ = ["OUTSIDE", "WINDOW_CAP", "Fabric", "FabricStatistics", "gc_paused"]
@@ -125,6 +125,10 @@ class Fabric(Routing):
         self._driver_waiting = False
         self._woken = ()
         self._until = None
+        self._limit = None  # ``_until``, or the horizon when that comes first
+        self.horizon_us: int | None = None  # see ``run``: set by the runner, from the workload
+        self.stopped_at_horizon = False
+        self._down_since: dict[int, int] = {}  # crashed actor -> when, until it restarts
         self._current = None
         self._nursery = None
         self._stop = False
@@ -248,7 +252,10 @@ class Fabric(Routing):
         trio.run(self.run, until_us)
 
     async def run(self, until_us: int | None = None) -> None:
-        """Run until the queue is empty, ``stop()`` is called, or the next event is after ``until_us``.
+        """Run until the queue is empty, ``stop()`` is called, or the next event is after ``until_us``; or
+        after ``horizon_us``, if a fault is still in force then (``faults_in_force``: it never healed, so the
+        run would go on for ever, its retries backing off; ``stopped_at_horizon`` says so). A run with none
+        in force at its horizon goes on: the horizon comes after the last fault event, so none ever will be.
 
         The driver task only starts the actors and waits for the end: whichever actor goes idle last
         runs the fabric's next step (``_advance``) itself, so a window costs one trio scheduling pass.
@@ -259,6 +266,8 @@ class Fabric(Routing):
         if self._queue.width != self._bucket_width():  # the network may have changed since __init__
             self._queue.rebucket(self._bucket_width())
         self._until = until_us
+        horizon = self.horizon_us
+        self._limit = horizon if horizon is not None and (until_us is None or horizon < until_us) else until_us
         self._closing = False
         conns = self.connections
         if conns.out is None and any(f.kind == "crash" for f in self._faults):
@@ -324,7 +333,8 @@ class Fabric(Routing):
         queue = self._queue
         net = self.network
         journal = self.journal
-        until_us = self._until
+        until_us = self._limit  # (the caller's ``until``, or the horizon)
+        clip_us = self._until
         progress = self.progress
         reschedule = trio.lowlevel.reschedule
         wake = parking.WAKE
@@ -333,12 +343,15 @@ class Fabric(Routing):
                 journal.maybe_drain()
             first = queue.first()
             if first is None or self._stop or self._error is not None or (until_us is not None and first[0] > until_us):
+                if first is not None and until_us is not None and first[0] > until_us and self._past_horizon():
+                    until_us = self._limit
+                    continue
                 self._end(first)
                 return False
             t = self.now = first[0]
             end = t + net.window
-            if until_us is not None and end > until_us + 1:
-                end = until_us + 1
+            if clip_us is not None and end > clip_us + 1:
+                end = clip_us + 1
             self._window_end = end
             self._current = current
             woken = self._deliver(t, end)
@@ -367,9 +380,29 @@ class Fabric(Routing):
             self._flush(woken)
             self._woken = ()
 
+    def _past_horizon(self) -> bool:
+        """The next event is past ``_limit``. When that is the horizon and nothing is in force, the run goes
+        on (True: ``_limit`` is the caller's ``until`` again); with a fault in force it stops there."""
+        horizon = self.horizon_us
+        if horizon is None or self._limit != horizon or self._stop or self._error is not None:
+            return False
+        if self.faults_in_force():
+            self.stopped_at_horizon = True
+            return False
+        self._limit = self._until
+        return True
+
+    def faults_in_force(self) -> list[str]:
+        """What faults leave in force now, one line each: actors down, then the network's (``Network.in_force``)."""
+        since: dict[int, list[str]] = {}
+        for idx, at_us in self._down_since.items():
+            since.setdefault(at_us, []).append(self._names[idx])
+        down = [f"{listed(names)} down since {at_us / 1e6:g} s" for at_us, names in sorted(since.items())]
+        return down + self.network.in_force(self.name_of)
+
     def _end(self, first) -> None:
         """No window is left to deliver: set the end time and let the driver finish the run."""
-        until_us = self._until
+        until_us = self.horizon_us if self.stopped_at_horizon else self._until
         self.now = self._last_event
         if until_us is not None and not self._stop and (first is None or first[0] > until_us):
             self.now = max(self.now, until_us)
@@ -577,6 +610,7 @@ class Fabric(Routing):
         if not self._up[idx]:
             return
         self._up[idx] = False
+        self._down_since[idx] = at_us
         self.crashes += 1
         actor = self._actors[idx]
         if actor is None:  # crashed before the start
@@ -601,6 +635,7 @@ class Fabric(Routing):
         if self._up[idx]:
             return
         self._up[idx] = True
+        self._down_since.pop(idx, None)
         self._incarnations[idx] += 1
         self.restarts += 1
         self._epoch[idx] = self._seq[idx]

@@ -127,6 +127,13 @@ class SenderFifo:
         return at
 
 
+def listed(names, shown: int = 5) -> str:
+    """Names in order, comma-separated, the first ``shown`` of them and how many more."""
+    names = sorted(names)
+    more = f", … ({len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 class Network:
     """Default link, per-link overrides, and the live fault state the fabric consults per message."""
 
@@ -201,6 +208,21 @@ class Network:
                 else:
                     self.loss[pair] = fault.value
         self.changed()
+
+    def in_force(self, name_of) -> list[str]:
+        """The network faults in force now, one line each (``name_of``: actor index -> name): partitions,
+        loss (a fault's, or the run's own links'), slowed links. Empty for a plain network."""
+        out = [f"partition {{{listed(map(name_of, a))}}} | {{{listed(map(name_of, b))}}}" for a, b in self.partitions]
+        if self.default_loss is None and self.default.loss:
+            out.append(f"loss {self.default.loss:g} on every link, from the start")
+        elif self.default_loss:
+            out.append(f"loss {self.default_loss:g} on every link")
+        if self.default_loss is None:
+            out += [f"loss {link.loss:g} on {name_of(a)}->{name_of(b)}, from the start"
+                    for (a, b), link in sorted(self.links.items()) if link.loss and (a, b) not in self.loss]
+        out += [f"loss {p:g} on {name_of(a)}<->{name_of(b)}" for (a, b), p in sorted(self.loss.items()) if p and a < b]
+        out += [f"slow x{f:g} on {name_of(a)}<->{name_of(b)}" for (a, b), f in sorted(self.slow.items()) if a < b]
+        return out
 
     def changed(self) -> None:
         """Recompute the cached ``window`` (lookahead, at least one tick), ``fixed`` latency and

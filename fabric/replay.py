@@ -39,6 +39,9 @@ def compare(expected_path, got_path, formatter: "Formatter | None" = None) -> tu
     exp = JournalReader(expected_path)
     got = JournalReader(got_path)
     try:
+        differ = actors_differ(exp.header["actors"], got.header["actors"])
+        if differ:  # the records name actors by index: a list edited in the header renames them all
+            return Divergence(0, None, None, None, f"the header's actors differ from the re-run's: {differ}"), 0
         it_got = got.records()
         count = 0
         for index, _, rec in exp.records():
@@ -68,6 +71,18 @@ def compare(expected_path, got_path, formatter: "Formatter | None" = None) -> tu
     finally:
         exp.close()
         got.close()
+
+
+def actors_differ(recorded, rerun) -> str:
+    """Where a journal header's actor names differ from a re-run's, in words ("" when they are the same):
+    the first differing position, or the lengths."""
+    recorded, rerun = list(recorded), list(rerun)
+    if recorded == rerun:
+        return ""
+    for i, (a, b) in enumerate(zip(recorded, rerun)):
+        if a != b:
+            return f"actor {i} is {a!r} in the journal, {b!r} in the re-run"
+    return f"the journal lists {len(recorded)} actors, the re-run has {len(rerun)}"
 
 
 def _t(us) -> str:

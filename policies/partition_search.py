@@ -4,11 +4,15 @@ Algorithm 1 of the Megha 2023 paper (4.3) finds the suitable workers of one
 partition (``PartitionView.suitable``). This module decides which partitions a GM asks, in which
 order, and which it may skip without asking.
 
-Search order (the papers leave it open): the GM's own (internal) partition in every LM, round robin
-over LMs from the one after the last internal match; then the other GMs' (external) partitions,
-round robin over LMs from the one after the last external match, and within an LM in GM order after
-our own. A match in an external partition becomes a repartition request (Megha 2022 paper,
-Megha 2022, IV-B4).
+Search order (the papers leave it open; ``order``): ``rotate`` (ours) takes the GM's own (internal)
+partition in every LM, round robin over LMs from the one after the last internal match; then the other
+GMs' (external) partitions, round robin over LMs from the one after the last external match, and within
+an LM in GM order after our own. ``fixed`` is the 2023 authors' simulator (meghanat/megha-constraint-aware
+b503dbc, megha3.0/src/megha_sim/global_master/gm_constraints_rand.py: ``schedule_task`` l.221, LMs in
+order; ``batched_repartition`` l.252-253, LM by LM, each LM's partitions in GM order, skipping its own):
+internal partitions in LM order 0..n-1, then the external ones of LM 0, LM 1, ..., each in GM order,
+every search from the start. A match in an external partition becomes a repartition request (Megha 2022
+paper, IV-B4).
 
 The empty-search memo: per task signature (constraints, demand), the value of each partition's
 ``gains`` counter when that partition last had no suitable worker. A partition whose counter has not
@@ -22,6 +26,8 @@ costs O(1) until something anywhere changes.
 
 from __future__ import annotations
 
+ORDERS = ("rotate", "fixed")  # the search orders (above); the first is the default
+
 
 class PartitionSearch:
     """A GM's views of every (LM, partition), the free-worker total, the round-robin pointers and the memo.
@@ -30,8 +36,9 @@ class PartitionSearch:
     per-partition loop stays inside one Python call (the GM's matching is most of Megha's run time).
     """
 
-    def __init__(self, views, home: int, policy) -> None:
-        """``views[lm][p]``: the PartitionView of partition p (GM p's) in LM lm's cluster; ``home``: our p."""
+    def __init__(self, views, home: int, policy, order: str = "rotate") -> None:
+        """``views[lm][p]``: the PartitionView of partition p (GM p's) in LM lm's cluster; ``home``: our p;
+        ``order``: ``rotate`` or ``fixed`` (above)."""
         self.views = views
         self.home = home
         self.policy = policy
@@ -41,7 +48,11 @@ class PartitionSearch:
         self.per_partition = views[0][0].n
         self.rr_internal = 0
         self.rr_external = 0
-        self.external_order = [(home + j) % self.num_partitions for j in range(1, self.num_partitions)]
+        if order not in ORDERS:
+            raise ValueError(f"search order {order!r}; known: {', '.join(ORDERS)}")
+        self.rotate = order == "rotate"  # fixed: the pointers stay at LM 0 and external partitions go in GM order
+        self.external_order = [(home + j) % self.num_partitions for j in range(1, self.num_partitions)] \
+            if self.rotate else [p for p in range(self.num_partitions) if p != home]
         self.total_free = sum(view.free_count for row in views for view in row)
         self.gains = [[0] * self.num_partitions for _ in range(self.num_lms)]
         self.row_gains = [0] * self.num_lms
@@ -151,7 +162,8 @@ class PartitionSearch:
                 cand = view.suitable(constraints, demand)
                 self.scanned += view.n
                 if len(cand):
-                    self.rr_internal = (lm + 1) % n_lm
+                    if self.rotate:
+                        self.rr_internal = (lm + 1) % n_lm
                     return lm, g, self.policy.choose(view, cand, self.rng, demand)
             known[lm][g] = gains[lm][g]
         start = self.rr_external
@@ -167,7 +179,8 @@ class PartitionSearch:
                         cand = view.suitable(constraints, demand)
                         self.scanned += view.n
                         if len(cand):
-                            self.rr_external = (lm + 1) % n_lm
+                            if self.rotate:
+                                self.rr_external = (lm + 1) % n_lm
                             return lm, p, self.policy.choose(view, cand, self.rng, demand)
                     known_row[p] = gains_row[p]
             known_rows[lm] = row_gains[lm]  # every partition of this LM is known empty for the signature

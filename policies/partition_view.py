@@ -200,6 +200,20 @@ class PartitionView:
             return np.array([i for i in idx.tolist() if free0[i] >= first], dtype=np.intp)
         return idx[(self._free[idx] >= d.vec).all(axis=1)]
 
+    def fits(self, local: int, constraints: tuple[int, ...] = (), demand: tuple[int, ...] = (1,)) -> bool:
+        """Whether worker ``local`` has every constraint and free capacity >= demand (``suitable`` for one worker)."""
+        mask = self._masks.get(constraints, False)
+        if mask is False:
+            mask = self._build_mask(constraints)
+        if mask is not None and not (mask >> local) & 1:
+            return False
+        d = self._demands.get(demand)
+        if d is None:
+            d = self._parse_demand(demand)
+        if self._single:
+            return self._free0[local] >= d.first
+        return bool((self._free[local] >= d.vec).all())
+
     def any_suitable(self, constraints: tuple[int, ...] = (), demand: tuple[int, ...] = (1,)) -> bool:
         """Whether ``suitable`` would be non-empty (cheaper for the unit demand: no unpacking)."""
         if demand == self._unit_tuple:

@@ -36,6 +36,7 @@ ROLES = registry.roles()
 TARGET_KEY = {"crash": "target", "restart": "target", "partition": "sides", "heal": None,
               **{k: "link" for k in LINK_KINDS}}
 ENDS_WITH = {"crash": "restart", "slow": "restore", "partition": "heal"}  # what ``for_s`` adds
+WORKLOAD_OWNER = "submitter"  # the jobs' owner of record: linked to faults (slow, loss, partition), never crashed
 MAX_PROCESS_EVENTS = 1_000_000  # failure processes expected to make more events than this are refused
 
 
@@ -77,8 +78,13 @@ class Plan:
         """The plan as plain Fault events for a run with actors ``names``: picks drawn from
         ``Stream(seed, "faults/plan/<entry>/<pick>")``; an unknown name, a role with no actors here or
         a count above its size is a ConfigError naming the file and entry."""
+        return [fault for _, fault in self.placed(names, seed)]
+
+    def placed(self, names, seed: int) -> list[tuple[str, Fault]]:
+        """``faults``, each with the plan entry it came from (``plan.toml:7: fault 2 (crash at 1 s)``)."""
         index = set(names)
         out: list[Fault] = []
+        wheres: list[str] = []
         for n, entry in enumerate(self.entries, start=1):
             picks = itertools.count()
 
@@ -106,6 +112,7 @@ class Plan:
             kind, at = entry.kind, entry.at_us
             if kind in ("crash", "restart"):
                 targets = side(entry.target)
+                _check_crashable(entry.where, kind, targets, names)
                 out += [_fault(entry.where, at, kind, (a,)) for a in targets]
                 if entry.for_us is not None:
                     out += [_fault(entry.where, at + entry.for_us, "restart", (a,)) for a in targets]
@@ -120,7 +127,8 @@ class Plan:
             if entry.for_us is not None and kind != "crash":
                 end = out[-1]
                 out.append(_fault(entry.where, at + entry.for_us, ENDS_WITH[kind], () if kind == "partition" else end.target))
-        return out
+            wheres += [entry.where] * (len(out) - len(wheres))
+        return list(zip(wheres, out))
 
 
 def recorded(data, source: str = "the journal header") -> Plan:
@@ -142,13 +150,24 @@ def recorded(data, source: str = "the journal header") -> Plan:
 class _Recorded(Plan):
     """A plan whose entries are plain Faults already (a replay's)."""
 
-    def faults(self, names, seed: int) -> list[Fault]:
+    def placed(self, names, seed: int) -> list[tuple[str, Fault]]:
         known = set(names)
         for n, fault in enumerate(self.entries, start=1):
             for name in fault.names():
                 if name not in known:
                     raise ConfigError(f"{self.source}: fault {n} names actor {name!r}, which this run does not have")
-        return list(self.entries)
+            if fault.kind in ("crash", "restart"):
+                _check_crashable(f"{self.source}: fault {n}", fault.kind, fault.target, names)
+        return [(f"{self.source}: fault {n}", fault) for n, fault in enumerate(self.entries, start=1)]
+
+
+def _check_crashable(where: str, kind: str, targets, names) -> None:
+    """Refuse a crash or restart of the submitter, naming the roles that may crash."""
+    if WORKLOAD_OWNER in targets:
+        crashable = [r for r in ROLES if members(names, r)]
+        raise ConfigError(f"{where}: {WORKLOAD_OWNER} cannot {kind}: it is the workload's owner of record, not part "
+                          "of a scheduler, and a crash would lose the jobs it holds, which no scheduler could recover "
+                          f"(docs/faults.md); crash targets: the actors of roles {', '.join(crashable)}")
 
 
 def _fault(where: str, *args) -> Fault:
@@ -182,14 +201,26 @@ def parse(text: str, source: str, *, json_format: bool = False) -> Plan:
     if not isinstance(data, dict) or set(data) - {"fault"}:
         extra = sorted(set(data) - {"fault"}) if isinstance(data, dict) else type(data).__name__
         raise ConfigError(f"{source}: a plan holds only [[fault]] tables (a 'fault' list); found {extra}")
-    return from_tables(data.get("fault", []), source)
+    return from_tables(data.get("fault", []), source, lines=None if json_format else _table_lines(text))
 
 
-def from_tables(events, source: str) -> Plan:
-    """Check a plan given as its ``[[fault]]`` tables (dicts, as a plan file holds them)."""
+_TABLE = re.compile(r"\s*\[\[\s*fault\s*\]\]\s*(#.*)?")
+
+
+def _table_lines(text: str) -> list[int]:
+    """The line of each ``[[fault]]`` table header of a TOML plan, in order (an error names it)."""
+    return [n for n, line in enumerate(text.splitlines(), start=1) if _TABLE.fullmatch(line)]
+
+
+def from_tables(events, source: str, lines: list[int] | None = None) -> Plan:
+    """Check a plan given as its ``[[fault]]`` tables (dicts, as a plan file holds them); ``lines``: the line
+    of each table in its file, when known, for errors (``plan.toml:7: fault 2 (crash at 1 s): ...``)."""
     if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
         raise ConfigError(f"{source}: 'fault' must be a list of tables ([[fault]] in TOML)")
-    return Plan(source, tuple(_entry(f"{source}: fault {n}", ev) for n, ev in enumerate(events, start=1)))
+    if lines is None or len(lines) != len(events):  # (tables written inline: no line to name)
+        lines = [None] * len(events)
+    return Plan(source, tuple(_entry(f"{source}{'' if at is None else f':{at}'}: fault {n}", ev)
+                              for n, (ev, at) in enumerate(zip(events, lines), start=1)))
 
 
 # ---- writing a file -------------------------------------------------------------------------------
@@ -359,22 +390,79 @@ def processes(params: dict, names, seed: int, jobs) -> list[Fault]:
     return [f for role, mtbf, mttr in on for f in failure_process(names, seed, role, mtbf, mttr, horizon)]
 
 
-def check_restarts(existing, planned, source: str) -> None:
-    """Refuse a restart in ``planned`` (a plan's events, added after the scenario's own ``existing`` ones)
-    of an actor that no earlier fault crashed: it would do nothing (a running actor is not restarted)."""
-    crashed: set[str] = set()
-    events = sorted(enumerate([*existing, *planned]), key=lambda p: (p[1].at_us, p[0]))
-    for n, fault in events:
-        if fault.kind == "crash":
-            crashed.add(fault.target[0])
-        elif fault.kind == "restart" and n >= len(existing) and fault.target[0] not in crashed:
-            raise ConfigError(f"{source}: restart of {fault.target[0]} at {fault.at_us / 1e6:g} s: nothing crashed "
-                              f"{fault.target[0]} before then, so the restart would do nothing")
+def check_no_ops(existing, placed) -> None:
+    """Refuse a plan event that would do nothing (``placed``: the plan's ``(where, Fault)`` pairs, applied
+    after the scenario's own ``existing`` events at the same instant): a restart of an actor that is up
+    (nothing crashed it, or it is up again), a crash of an actor the plan already took down (two crashes at
+    one instant, or one while it is down), a heal with no partition in force. A no-op in a plan is most
+    often a mistake in it (a wrong time or name), and it would pass in silence."""
+    down: dict[str, tuple[int, bool]] = {}  # actor -> (when it went down, whether the plan took it down)
+    up_again: dict[str, int] = {}  # actor -> when it was last restarted
+    cut: list[int] = []  # when each partition in force began
+    events = sorted(enumerate([*((None, f) for f in existing), *placed]), key=lambda p: (p[1][1].at_us, p[0]))
+    for _, (where, fault) in events:
+        at, kind = fault.at_us, fault.kind
+        mine = where is not None
+        if kind == "crash":
+            name = fault.target[0]
+            if name in down and down[name][1] and mine:
+                raise ConfigError(f"{where}: {name} is already down (the plan crashed it at {down[name][0] / 1e6:g} "
+                                  "s), so the crash would do nothing")
+            down.setdefault(name, (at, mine))
+        elif kind == "restart":
+            name = fault.target[0]
+            if name not in down and mine:
+                why = f"it is up again since its restart at {up_again[name] / 1e6:g} s" if name in up_again else \
+                    f"nothing crashed {name} before then"
+                raise ConfigError(f"{where}: restart of {name}: {why}, so the restart would do nothing")
+            down.pop(name, None)
+            up_again[name] = at
+        elif kind == "partition":
+            cut.append(at)
+        elif kind == "heal":
+            if not cut and mine:
+                raise ConfigError(f"{where}: no partition is in force then, so the heal would do nothing")
+            cut.clear()
 
 
-def workload_horizon_us(jobs) -> int:
-    """The default end of the failure processes: the last arrival plus the longest task."""
-    last = 0
+def workload_horizon_us(jobs, total_units: int = 0) -> int:
+    """The workload's horizon: the last arrival plus the longest task (the default end of the failure
+    processes, and where the fault search draws faults). Given the cluster's ``total_units`` (of its first
+    resource), no earlier than the first arrival plus all the work spread over them plus the longest task:
+    the backlog of a workload that asks for more than the cluster has."""
+    last, first, longest, work = 0, None, 0, 0
     for job in jobs:
-        last = max(last, job.arrival_us + max(job.durations_us, default=0))
-    return last
+        end = max(job.durations_us, default=0)
+        last = max(last, job.arrival_us + end)
+        if total_units:
+            first = job.arrival_us if first is None else min(first, job.arrival_us)
+            longest = max(longest, end)
+            work += sum(job.durations_us) * (job.demand[0] if job.demand else 1)
+    if first is None:
+        return last
+    return max(last, first + work // total_units + longest)
+
+
+# The time a run is given after its last fault, whether its faults healed or not. The fault search's
+# liveness phase gives it after its heal (tools/strategies: every job must be done by then), and a run
+# whose faults never heal is stopped this long after its last fault event (``run_horizon_us``): the
+# grace, plus twice the workload's horizon.
+# - 60 s for a message stalled at the heal to be delivered, or its connection to break and both ends be
+#   told (conn_timeout_s: the last retransmission is made by then);
+# - 60 s for a retry backing off at its cap (common.recovery.RETRY_CAP_US) to be made;
+# - three minutes more for failure detection and takeovers to move the work of what died for good
+#   (the papers' own periods and timeouts are seconds);
+# - the workload's horizon twice: every job may have to run again from its start, and queue behind others.
+LIVENESS_GRACE_US = 300 * 10**6
+
+
+def liveness_bound_us(horizon_us: int) -> int:
+    """How long after its last fault (the fault search: its heal) every job of a run must be done."""
+    return LIVENESS_GRACE_US + 2 * horizon_us
+
+
+def run_horizon_us(workload_us: int, faults) -> int:
+    """Where a run with a fault still in force is stopped (``fabric.kernel.Fabric.horizon_us``): the
+    liveness bound after its last fault event, or after the workload's horizon ``workload_us`` if later."""
+    last = max((f.at_us for f in faults), default=0)
+    return max(last, workload_us) + liveness_bound_us(workload_us)

@@ -347,8 +347,8 @@ def build(fabric, params: dict):
     how = scheduler.submission(params)  # how jobs reach its front ends
     fabric.add("submitter", lambda: Submitter(jobs, targets, recorder, short_cutoff_us=cutoff, choice=how.choice,
                                               resubmit_us=how.resubmit_us, route=how.route))
-    fabric.add_faults(fault_plan.processes(params, fabric.names, fabric.seed,
-                                           lambda: build_workload(params, fabric.seed, total_units, table, feasible)))
-    result = FederationRun(params, cluster, recorder)
+    workload = lambda: build_workload(params, fabric.seed, total_units, table, feasible)  # noqa: E731 (made again)
+    fabric.add_faults(fault_plan.processes(params, fabric.names, fabric.seed, workload))
+    result = FederationRun(params, cluster, recorder, workload)
     result.total_jobs = estimate.jobs  # the progress bar's total, known before the jobs are submitted
     return result

@@ -9,6 +9,8 @@ from fedemu.actors.common.invariants import FEATURE_CHECKS, check_run
 from fedemu.model import US_PER_S
 from fedemu.policies import fair_measure
 
+from . import fault_plan
+
 
 def recovery_percentiles(durations_us: list[int]) -> dict:
     """Count, p50, p99 and max of recovery times in seconds (None when there were none). Percentiles are
@@ -20,23 +22,40 @@ def recovery_percentiles(durations_us: list[int]) -> dict:
     return {"count": len(d), "p50": float(p50), "p99": float(p99), "max": float(d[-1])}
 
 
+def horizon_line(line: str, horizon: dict) -> str:
+    """``jobs_closed``'s ``line`` for a run stopped at its horizon, with why (the faults still in force) and where."""
+    return (f"{line}; a fault never healed ({'; '.join(horizon['in_force'])}), so the run was stopped at its "
+            f"horizon, {horizon['at_s']:g} s ({horizon['derived']})")
+
+
 class FederationRun:
     """Holds what ``build`` made; ``finish`` checks the run's invariants and returns the summary."""
 
-    def __init__(self, params: dict, cluster, recorder) -> None:
+    def __init__(self, params: dict, cluster, recorder, workload=None) -> None:
+        """``workload()`` makes the run's jobs again (read only for its horizon, by a run with faults)."""
         self.params = params
         self.cluster = cluster
         self.recorder = recorder
+        self.workload = workload
+
+    def workload_horizon_us(self) -> int | None:
+        """The workload's horizon, its backlog on this cluster counted (``fault_plan.workload_horizon_us``):
+        a run whose faults never heal is stopped past it (``fault_plan.run_horizon_us``)."""
+        if self.workload is None:
+            return None
+        return fault_plan.workload_horizon_us(self.workload(), self.recorder.total_units)
 
     def progress(self) -> tuple[int, int | None]:
         rec = self.recorder
         return rec.closed, rec.expected if rec.expected is not None else len(rec.jobs)
 
-    def verdict(self, end_us: int, *, partial: bool = False, fabric=None) -> dict[str, str]:
+    def verdict(self, end_us: int, *, partial: bool = False, fabric=None, horizon: dict | None = None) -> dict[str, str]:
         """Each end-of-run invariant: "ok", or its first violation as one line ("(+N more)" after it).
         Constraints are checked only for constraint-aware schedulers, and a check of a feature only in a
         run that uses it (no gangs: every gang is whole); a run stopped early (the live view's q) is not
-        expected to have closed every job, nor its actors' live state to agree."""
+        expected to have closed every job, nor its actors' live state to agree. A run stopped at its
+        ``horizon`` with a fault in force is not expected to have settled either: its jobs not done are the
+        verdict, with the faults that never healed, after any safety invariant it broke."""
         plugin = registry.get(self.params["scheduler"])
         used = plugin.features(self.params)
         skip = {check for feature, check in FEATURE_CHECKS.items() if feature not in used}
@@ -45,12 +64,16 @@ class FederationRun:
         if partial:
             skip.add("jobs_closed")
         found = check_run(self.recorder, self.cluster, end_us, skip=skip)
-        if fabric is not None and not partial:  # the plug-in's checks of its live, settled actors (views, LM
-            # state); a run stopped early has messages in flight, so its live state is not expected to agree
+        if fabric is not None and not partial and horizon is None:  # the plug-in's checks of its live, settled
+            # actors (views, LM state); a run stopped early has messages in flight: its live state may disagree
             for check in plugin.checks:
                 found[check.__name__] = check(fabric)
-        return {name: "ok" if not v else v[0].line() + (f" (+{len(v) - 1} more)" if len(v) > 1 else "")
-                for name, v in found.items()}
+        lines = {name: "ok" if not v else v[0].line() + (f" (+{len(v) - 1} more)" if len(v) > 1 else "")
+                 for name, v in found.items()}
+        if horizon is not None and found.get("jobs_closed"):
+            lines["jobs_closed"] = horizon_line(lines["jobs_closed"], horizon)
+            lines = {**{k: v for k, v in lines.items() if k != "jobs_closed"}, "jobs_closed": lines["jobs_closed"]}
+        return lines
 
     def describe(self) -> dict:
         p = self.params
@@ -105,7 +128,8 @@ class FederationRun:
     def finish(self, fabric, info: dict) -> dict:
         """Check the run; returns what the summary says besides the recorder's measurements, with
         ``invariants`` (the runner turns a broken one into the run's verdict)."""
-        invariants = self.verdict(fabric.now, partial=bool(info.get("partial")), fabric=fabric)
+        invariants = self.verdict(fabric.now, partial=bool(info.get("partial")), fabric=fabric,
+                                  horizon=info.get("horizon"))
         fairness = self.fairness(fabric.now)
         extra = {"fairness": fairness} if fairness is not None else {}
         return {**extra, "invariants": invariants, "faults": self.fault_report(fabric), "scheduler": self.params["scheduler"], "policy": self.params.get("policy", "-"), "seed": info["seed"],

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from fedemu.fabric.errors import ConfigError, FedemuError
+from fedemu.fabric.inputs import open_regular
 from fedemu.model import Job, seconds_to_us
 
 from . import machines
@@ -64,7 +65,7 @@ def _check_file(path: str | os.PathLike) -> None:
 def _open(path):
     """Open a trace for reading text; undecodable bytes become U+FFFD so they fail as bad numbers."""
     try:
-        return open(path, encoding="utf-8", errors="replace")
+        return open_regular(path, "a trace file", "r", TraceError, encoding="utf-8", errors="replace")
     except OSError as exc:
         raise TraceError(f"{path}: cannot read trace: {exc.strerror}") from None
 

@@ -196,13 +196,23 @@ CASES = [
     ("self-link", [*RUN, "--faults", "{p_self_link.toml}"], "fault loss on the link from lm-1 to itself"),
     ("self-partition", [*RUN, "--faults", "{p_self_partition.toml}"], "gm-0 on both sides"),
     ("restart-running", [*RUN, "--faults", "{p_restart_running.toml}"],
-     "restart of gm-1 at 1 s: nothing crashed gm-1 before then, so the restart would do nothing"),
+     ":1: fault 1 (restart at 1 s): restart of gm-1: nothing crashed gm-1 before then, so the restart would do nothing"),
     ("scenario-exit-import", ["run", "{s_exit_import.py}", "--out", "{out}"],
      "{s_exit_import.py}:2: importing the scenario called sys.exit(3)"),
     ("scenario-exit-build", ["run", "{s_exit_build.py}", "--out", "{out}"], "{s_exit_build.py}:4: build called sys.exit(0)"),
     ("parameter-not-journalable", ["run", "{s_set_param.py}", "--record", "--out", "{out}"],
      "parameter 'when' is 1j (complex); a parameter is a number, text"),
     ("replay-from-after-to", ["replay", "no.log", "--from", "5", "--to", "1"], "--to 1 is before --from 5"),
+    # issue 45: --record with --journal wrote only --journal, and OUT/messages.log silently not
+    ("record-and-journal", [*RUN, "--record", "--journal", "{tmp}/j.fjl"],
+     "--record writes the journal to {out}/messages.log and --journal to {tmp}/j.fjl: give one of them"),
+    ("record-and-journal-no-out", ["run", "default", "--record", "--journal", "{tmp}/j.fjl"],
+     "--record writes the journal to OUT/messages.log and --journal to {tmp}/j.fjl"),
+    # issue 45: --check-determinism ignored --tui in silence
+    ("check-determinism-tui", [*RUN, "--check-determinism", "--tui"],
+     "--check-determinism runs the scenario twice, the second in another process, with no live view; --tui shows "
+     "one run: give one of them"),
+    ("check-determinism-pace", [*RUN, "--check-determinism", "--pace", "10"], "; --pace shows one run"),
 ]
 
 
@@ -567,3 +577,160 @@ def test_a_run_refused_before_its_header_leaves_no_journal(capsys, tmp_path):
         journal.write_header({"params": {"when": object()}})
     assert journal.header is None  # so a failure here leaves no journal (see tools.runner.keep_failed_journal)
     journal.abort()
+
+
+# ---- inputs that are not regular files (issue 45) ------------------------------------------------------
+
+FIFO_CASES = [
+    ("constraint-table", ["run", "default", "--quiet", "--set", "jobs=5", "--set", "constraint_table={fifo}"],
+     "{fifo}: is a FIFO, not a regular file; expected a constraint table JSON file"),
+    ("trace", ["run", "default", "--quiet", "--set", "workload=trace", "--set", "trace={fifo}"],
+     "{fifo}: is not a regular file"),
+    ("cost-model", ["run", "default", "--quiet", "--set", "jobs=5", "--set", "cost_model={fifo}"],
+     "cost_model '{fifo}' is neither a known model nor a JSON file"),
+    ("fault-plan", ["run", "default", "--quiet", "--set", "jobs=5", "--faults", "{fifo}"],
+     "{fifo}: is a FIFO, not a regular file; expected a fault plan (.toml or .json)"),
+    ("journal-show", ["replay", "{fifo}"], "{fifo}: is a FIFO, not a regular file; expected a fedemu journal"),
+    ("journal-verify", ["replay", "{fifo}", "--verify"], "{fifo}: is a FIFO, not a regular file; expected a fedemu "
+     "journal"),
+    ("journal-diagram", ["replay", "{fifo}", "--diagram", "{tmp}/d.md"], "{fifo}: is a FIFO, not a regular file"),
+    ("journal-trace", ["replay", "{fifo}", "--trace", "{tmp}/t.json"], "{fifo}: is a FIFO, not a regular file"),
+    ("scenario", ["run", "{fifo}.py"], "scenario '{fifo}.py' is not a regular file; expected a scenario .py file"),
+]
+
+
+@pytest.mark.parametrize("argv, says", [c[1:] for c in FIFO_CASES], ids=[c[0] for c in FIFO_CASES])
+def test_a_fifo_given_as_an_input_is_refused_not_waited_on(tmp_path, argv, says):
+    """Finding: a FIFO as constraint_table, fault plan or journal blocked for ever with no writer. In a real
+    process with a time limit, so that a read that waits fails the test instead of hanging it."""
+    import os
+
+    fifo = tmp_path / "input"
+    os.mkfifo(fifo)
+    os.mkfifo(f"{fifo}.py")
+    names = {"fifo": str(fifo), "tmp": str(tmp_path)}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "fedemu", *(_fill(a, names) for a in argv)], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"fedemu {' '.join(argv)} waited on the FIFO")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("fedemu: error: ") and _fill(says, names) in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["input", "input.py"]
+
+
+# ---- no output path may destroy an input (issue 45) ----------------------------------------------------
+
+PLAN_TEXT = '[[fault]]\nat_s = 1\nkind = "crash"\ntarget = "gm-0"\nfor_s = 1\n'
+SAME_FILE = [
+    ("journal-is-the-plan", ["run", "default", "--quiet", "--set", "jobs=5", "--faults", "{tmp}/p.toml", "--journal",
+                             "{tmp}/p.toml"], "--journal {tmp}/p.toml is the fault plan {tmp}/p.toml"),
+    ("journal-is-the-plan-by-another-name", ["run", "default", "--quiet", "--set", "jobs=5", "--faults", "{tmp}/p.toml",
+                                             "--journal", "{tmp}/sub/../p.toml"], "is the fault plan {tmp}/p.toml"),
+    ("log-is-a-hard-link-of-the-plan", ["run", "default", "--quiet", "--set", "jobs=5", "--faults", "{tmp}/p.toml",
+                                        "--log", "{tmp}/hard.toml"], "--log {tmp}/hard.toml is the fault plan"),
+    ("out-holds-the-plan", ["run", "default", "--quiet", "--set", "jobs=5", "--faults", "{tmp}/o/summary.json", "--out",
+                            "{tmp}/o"], "--out {tmp}/o (its summary.json) is the fault plan {tmp}/o/summary.json"),
+    ("journal-is-the-trace", ["run", "default", "--quiet", "--set", "workload=trace", "--set", "trace={tmp}/t.tr",
+                              "--journal", "{tmp}/t.tr"], "is the file of parameter trace ({tmp}/t.tr)"),
+    ("journal-is-the-scenario", ["run", "{tmp}/s.py", "--quiet", "--set", "jobs=5", "--journal", "{tmp}/s.py"],
+     "--journal {tmp}/s.py is the scenario file {tmp}/s.py"),
+    ("replay-trace-is-the-journal", ["replay", "{tmp}/J.json", "--trace", "{tmp}/J.json"],
+     "--trace {tmp}/J.json is the journal {tmp}/J.json, which this command reads"),
+    ("replay-diagram-is-the-journal", ["replay", "{tmp}/J.svg", "--diagram", "{tmp}/J.svg"],
+     "--diagram {tmp}/J.svg is the journal {tmp}/J.svg"),
+    ("replay-diagram-is-a-hard-link-of-the-journal", ["replay", "{tmp}/J.json", "--diagram", "{tmp}/J.md"],
+     "--diagram {tmp}/J.md is the journal {tmp}/J.json"),
+    ("replay-trace-is-the-scenario", ["replay", "{tmp}/J.json", "--trace", "{tmp}/s.json", "--scenario", "{tmp}/s.json"],
+     "--trace {tmp}/s.json is the scenario file {tmp}/s.json"),
+]
+
+
+@pytest.fixture(scope="module")
+def small_journal(tmp_path_factory):
+    log = tmp_path_factory.mktemp("journal") / "j.fjl"
+    assert main(["run", "default", "--quiet", "--set", "jobs=5", "--journal", str(log)]) == 0
+    return log.read_bytes()
+
+
+@pytest.mark.parametrize("argv, says", [c[1:] for c in SAME_FILE], ids=[c[0] for c in SAME_FILE])
+def test_an_output_that_is_an_input_is_refused_and_the_input_kept(capsys, tmp_path, small_journal, argv, says):
+    """Finding: `replay J --trace J` and `--diagram J` wrote over the journal they read (a name ending in .json,
+    .md, .svg or .html); `run --faults P --journal P` wrote over the plan. Refused, comparing where paths
+    lead (links, ``..``) and hard links, and every input is as it was."""
+    import os
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "o").mkdir()
+    inputs = {"p.toml": PLAN_TEXT.encode(), "o/summary.json": b'{"fault": []}\n', "t.tr": b"0 1 1 1\n",
+              "s.py": b"from fedemu.scenarios.default import PARAMS, build  # noqa: F401\n",
+              "s.json": b"{}\n", "J.json": small_journal, "J.svg": small_journal}
+    for name, data in inputs.items():
+        (tmp_path / name).write_bytes(data)
+    os.link(tmp_path / "p.toml", tmp_path / "hard.toml")
+    os.link(tmp_path / "J.json", tmp_path / "J.md")
+    code = main([a.format(tmp=tmp_path) for a in argv])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.startswith("fedemu: error: ") and err.count("\n") == 1, err
+    assert says.format(tmp=tmp_path) in err and "writing there would destroy it" in err
+    assert {name: (tmp_path / name).read_bytes() for name in inputs} == inputs
+    assert not list(tmp_path.glob("**/*.tmp"))
+
+
+@pytest.mark.parametrize("argv", [["run", "default", "--quiet", "--set", "jobs=5", "--out", "{tmp}/o"],
+                                  ["compare", "default", "--schedulers", "megha", "--set", "jobs=5", "--out", "{tmp}/o"]])
+def test_a_closed_stdout_is_one_line_and_exit_2_not_a_lost_summary(tmp_path, argv):
+    """Finding: `fedemu run default >&-` exited 0 and the summary was lost."""
+    import os
+
+    proc = subprocess.run([sys.executable, "-m", "fedemu", *(a.format(tmp=tmp_path) for a in argv)],
+                          stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(1), timeout=120)
+    assert proc.returncode == 2 and proc.stderr == (f"fedemu: error: standard output is closed, so what {argv[0]} "
+                                                    "prints (the summary, the table) would be lost; redirect it to a "
+                                                    "file, or to /dev/null to drop it\n")
+    assert not (tmp_path / "o").exists()
+
+
+def _tamper(path: Path, **changes) -> None:
+    summary = json.loads(path.read_text())
+    path.write_text(json.dumps({**summary, **changes}))
+
+
+@pytest.mark.parametrize("how, says", [
+    ("jobs_completed", "says 999 of 5 jobs completed"),
+    ("fewer_completed", "says 4 of 5 jobs completed, its jobs.csv 5 of 5"),
+    ("seed", "says seed 7, the plan 1"),
+    ("param", "says jobs=6, the plan jobs=5"),
+    ("journal", "says digest"),
+])
+def test_a_compare_resume_runs_again_a_run_whose_summary_disagrees_with_the_plan(capsys, tmp_path, how, says):
+    """Finding: a resumed compare reused a run whose summary.json said 999 of 20 jobs done. A reused summary is
+    checked against the plan (scenario, scheduler, policy, seed, parameters), its job counts against its
+    jobs.csv, and its digest against its journal where it kept one; a run that disagrees runs again."""
+    out = tmp_path / "cmp"
+    argv = ["compare", "default", "--schedulers", "megha", "--seeds", "1,2", "--jobs", "1", "--out", str(out),
+            "--set", "jobs=5"]
+    code, _, _ = _run(capsys, *argv)
+    assert code == 0
+    run = out / "megha-random-s1"
+    honest = json.loads((run / "summary.json").read_text())
+    if how == "jobs_completed":
+        _tamper(run / "summary.json", jobs_completed=999)
+    elif how == "fewer_completed":
+        _tamper(run / "summary.json", jobs_completed=honest["jobs_completed"] - 1)
+    elif how == "seed":
+        _tamper(run / "summary.json", seed=7)
+    elif how == "param":
+        _tamper(run / "summary.json", params={**honest["params"], "jobs": 6})
+    else:  # another run's journal beside it
+        assert main(["run", "default", "--quiet", "--set", "jobs=5", "--seed", "3", "--journal",
+                     str(run / "messages.log")]) == 0
+    capsys.readouterr()
+    code, _, err = _run(capsys, *argv)
+    assert code == 0, err
+    assert f"fedemu: note: run megha-random-s1 runs again: its summary.json {says}" in err, err
+    assert "1 of 2 runs finished earlier are reused" in err
+    assert json.loads((run / "summary.json").read_text())["digest"] == honest["digest"]
+    assert not (run / "messages.log").exists()
+    code, _, err = _run(capsys, *argv)  # and now it is reused, as is the other
+    assert code == 0 and "2 of 2 runs finished earlier are reused" in err and "runs again" not in err

@@ -150,7 +150,7 @@ def test_unwritable_output_paths_are_errors_not_tracebacks(capsys, tmp_path):
 def test_malformed_numbers_on_the_command_line_are_usage_errors(capsys):
     for argv, why in ((["replay", "x.fjl", "--from", "abc"], "not a number of seconds"),
                       (["bench", "fabric", "--sizes", "a,b"], "not a list of actor counts"),
-                      (["bench", "fabric", "--repeat", "0"], "expected a whole number >= 1, got '0'")):
+                      (["bench", "fabric", "--repeat", "0"], "expected a whole number from 1 to 100, got '0'")):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith("fedemu: error: fedemu ") and why in err

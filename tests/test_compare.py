@@ -51,10 +51,10 @@ def test_a_schedulers_own_key_goes_to_its_runs_only(tmp_path):
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"overrides": {"probe_ratio": 3}}, "--set probe_ratio=... applies to none of the schedulers compared (megha)"),
-    ({"schedulers": "megha,yarn"}, "unknown scheduler 'yarn'; known: centralized, megha, pigeon, pigeonc, sparrow"),
+    ({"schedulers": "megha,yarn"}, "unknown scheduler 'yarn'; known: centralized, eagle, hawk, megha, pigeon, pigeonc, sparrow"),
     ({"policies": "best"}, "unknown policy 'best'; known: binpack, d-choices, min-constraints, random, spread, tebas"),
     ({"seeds": "1,x"}, "--seeds '1,x': 'x' is not a whole number; expected e.g. 1,2,3"),
-    ({"schedulers": " , "}, "--schedulers is empty; known: centralized, megha, pigeon, pigeonc, sparrow"),
+    ({"schedulers": " , "}, "--schedulers is empty; known: centralized, eagle, hawk, megha, pigeon, pigeonc, sparrow"),
     ({"overrides": {"scheduler": "megha"}}, "--set scheduler=... is chosen by compare; use --schedulers instead"),
     ({"overrides": {"lod": 1}}, "unknown parameter 'lod'"),
     ({"scenario": "nosuch"}, "unknown scenario 'nosuch'"),

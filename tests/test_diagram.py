@@ -302,7 +302,7 @@ def test_the_docs_hold_a_real_failover_diagram():
         assert any(want in line for line in lines), want
     # the submitter acts on gm-1's crash notice: job 52 goes to a live GM, is never refused nor handed again
     assert not any(bad in line for line in lines for bad in ("DROPPED", "submit.resubmit", "submit.ping"))
-    assert "fedemu replay failover.log --diagram failover.md --job 52 --to 3.04" in text
+    assert "fedemu replay out/failover/messages.log --diagram out/failover/job52.md --job 52 --to 3.04" in text
     svg = ElementTree.parse(Path(__file__).resolve().parent.parent / "docs" / "diagrams-failover.svg").getroot()
     assert "filters: --to 3.04 --job 52" in "".join(svg.itertext())
 

@@ -94,3 +94,41 @@ def test_the_readme_fault_table_is_what_the_plugins_declare():
     table = {m.group(1): m.groups()[1:] for m in FAULT_ROW.finditer(README.read_text())}
     assert table == {s.name: tuple("yes" if set(kinds) <= set(s.survives) else "no" for kinds in FAMILIES.values())
                      for s in SCHEDULERS.values()}
+
+
+PLAN_NAMED = re.compile(r"--faults ([\w./-]+\.(?:toml|json))|`(docs/[\w./-]+\.(?:toml|json))`")
+
+
+def _plans_named() -> list[tuple[str, str]]:
+    """(page, path) of every fault plan a page names by its path (``--faults docs/x.toml``, `docs/x.toml`)."""
+    return sorted({(str(page.relative_to(ROOT)), m.group(1) or m.group(2))
+                   for page in [README, *DOCS] if "reproductions" not in page.parts
+                   for m in PLAN_NAMED.finditer(page.read_text())})
+
+
+@pytest.mark.parametrize("page, plan", _plans_named(), ids=lambda x: str(x))
+def test_every_plan_a_doc_names_is_shipped_and_reads(page, plan):
+    """Issue 45: docs/faults.md ran `--faults gms.toml`, a plan the repository did not hold. Every plan a
+    page names is a file of the repository, reads, and resolves against the default scenario's actors
+    under some scheduler (a Pigeon plan names masters), with no event that would do nothing."""
+    from fedemu.actors.registry import SCHEDULERS
+    from fedemu.fabric.errors import ConfigError
+    from fedemu.scenarios import fault_plan
+    from fedemu.tools import strategies
+
+    path = ROOT / plan
+    assert path.is_file(), f"{page} names {plan}, which is not in the repository"
+    loaded, why = fault_plan.load(path), {}
+    for scheduler in SCHEDULERS:
+        names = strategies.Example("default", 1, {"scheduler": scheduler}, loaded, scheduler).names
+        try:
+            fault_plan.check_no_ops([], loaded.placed(names, 1))
+            return
+        except ConfigError as e:
+            why[scheduler] = str(e)
+    raise AssertionError(f"{page} names {plan}, which no scheduler's run can take: {why}")
+
+
+def test_the_docs_name_the_plans_they_ship():
+    assert {plan for _, plan in _plans_named()} >= {"docs/failover-plan.toml", "docs/failover-plan-pigeon.toml",
+                                                    "docs/all-gms-down-plan.toml", "docs/fault-plan-example.toml"}

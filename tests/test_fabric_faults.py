@@ -338,3 +338,53 @@ def test_the_network_leaves_crash_and_restart_to_the_kernel():
     for kind in ("crash", "restart"):
         with pytest.raises(ValueError, match=f"fault {kind} is the fabric's to apply"):
             Network().apply(Fault(1, kind, "a").resolve({"a": 0}))
+
+
+# ---- the horizon: a run whose faults never heal still ends --------------------------------------------
+def _horizon_run(faults, horizon_us=10_000):
+    """x ticks every 300 us for ever (a retry that never gives up), y listens; the run's horizon is 10 ms."""
+    trace = []
+
+    def build(f):
+        f.add("x", lambda: Ticker(trace, until=10**12))
+        f.add("y", lambda: Sink(trace))
+        f.add_faults(faults)
+        f.horizon_us = horizon_us
+
+    fabric, _ = run_fabric(0, build, until_us=100_000)  # (the test's own bound: without a horizon it ends here)
+    return fabric
+
+
+@pytest.mark.parametrize("faults, in_force", [
+    ([(1000, "partition", (["x"], ["y"]))], ["partition {x} | {y}"]),
+    ([(1000, "loss", ("*",), 1.0)], ["loss 1 on every link"]),
+    ([(1000, "crash", "y")], ["y down since 0.001 s"]),
+    ([(1000, "slow", ("x", "y"), 3.0), (2000, "loss", ("x", "y"), 0.5)], ["loss 0.5 on x<->y", "slow x3 on x<->y"]),
+])
+def test_a_run_with_a_fault_in_force_at_its_horizon_is_stopped_there_and_names_it(faults, in_force):
+    """Stopped at the first window past its horizon (within one window: as long as the shortest latency)."""
+    fabric = _horizon_run(faults)
+    assert fabric.stopped_at_horizon and 10_000 <= fabric.now < 10_000 + fabric.network.window
+    assert fabric.faults_in_force() == in_force
+
+
+def test_a_run_whose_faults_healed_goes_on_past_its_horizon():
+    """The horizon comes after the last fault event: with nothing in force by then the run is not stopped
+    (a fault-free run, or one whose faults healed, ends as it would have without a horizon)."""
+    faults = [(1000, "partition", (["x"], ["y"])), (2000, "heal", ()), (3000, "crash", "y"), (4000, "restart", "y")]
+    trace = []
+
+    def build(f):
+        f.add("x", lambda: Ticker(trace, until=30_000))
+        f.add("y", lambda: Sink(trace))
+        f.add_faults(faults)
+        f.horizon_us = 10_000
+
+    fabric, digest = run_fabric(0, build)
+    assert not fabric.stopped_at_horizon and fabric.now == 30_000 and fabric.faults_in_force() == []
+
+    def unbounded(f):
+        build(f)
+        f.horizon_us = None
+
+    assert run_fabric(0, unbounded)[1] == digest

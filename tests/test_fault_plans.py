@@ -85,17 +85,17 @@ def test_json_plans_are_read_by_extension(tmp_path):
 
 BAD = [
     ('[[fault]]\nat_s = 1\nkind = "explode"\ntarget = "w-1"',
-     "plan.toml: fault 1: unknown kind 'explode'; known: crash, restart, partition, heal, slow, restore, loss"),
-    ('[[fault]]\nkind = "crash"\ntarget = "w-1"', r"plan.toml: fault 1 \(crash\): needs at_s, the time in seconds"),
+     "plan.toml:1: fault 1: unknown kind 'explode'; known: crash, restart, partition, heal, slow, restore, loss"),
+    ('[[fault]]\nkind = "crash"\ntarget = "w-1"', r"plan.toml:1: fault 1 \(crash\): needs at_s, the time in seconds"),
     ('[[fault]]\nat_s = -1\nkind = "crash"\ntarget = "w-1"',
-     r"plan.toml: fault 1 \(crash at -1 s\): at_s must be a number of seconds >= 0, got -1"),
+     r"plan.toml:1: fault 1 \(crash at -1 s\): at_s must be a number of seconds >= 0, got -1"),
     ('[[fault]]\nat_s = "soon"\nkind = "crash"\ntarget = "w-1"', "at_s must be a number of seconds >= 0, got 'soon'"),
     ('[[fault]]\nat_s = nan\nkind = "crash"\ntarget = "w-1"', "at_s must be a number of seconds >= 0, got nan"),
-    ('[[fault]]\nat_s = 1\nkind = "crash"', r"plan.toml: fault 1 \(crash at 1 s\): needs target"),
+    ('[[fault]]\nat_s = 1\nkind = "crash"', r"plan.toml:1: fault 1 \(crash at 1 s\): needs target"),
     ('[[fault]]\nat_s = 1\nkind = "crash"\nlink = ["a", "b"]',
      r"unexpected key\(s\) link; crash takes at_s, for_s, kind, target"),
     ('[[fault]]\nat_s = 1\nkind = "crash"\ntarget = {role = "robot"}',
-     "unknown role 'robot'; known: worker, gm, lm, master, dist, sparrow, manager"),
+     "unknown role 'robot'; known: worker, gm, lm, master, dist, sparrow, hawk, hawk-long, eagle, eagle-long, manager"),
     ('[[fault]]\nat_s = 1\nkind = "crash"\ntarget = {role = "worker", count = 0}',
      'count must be a whole number >= 1 or "all", got 0'),
     ('[[fault]]\nat_s = 1\nkind = "crash"\ntarget = {role = "worker", size = 2}', "takes role and count, not size"),
@@ -116,7 +116,7 @@ BAD = [
     ('[[fault]]\nat_s = 1\nkind = "heal"\ntarget = "w-1"', r"unexpected key\(s\) target; heal takes at_s, kind"),
     ('[[fault]]\nat_s = 1\nkind = "partition"\nsides = ["gm-0"]', "sides must be two groups of actors"),
     ('[[fault]]\nat_s = 1\nkind = "crash"\ntarget = "w-1"\n[[fault]]\nat_s = 2\nkind = "crash"\ntarget = 5',
-     r"plan.toml: fault 2 \(crash at 2 s\): a target is an actor name"),
+     r"plan.toml:5: fault 2 \(crash at 2 s\): a target is an actor name"),
     ('[[fault]\nat_s = 1', "plan.toml: not valid TOML: .*line 1"),
     ('seed = 3', r"plan.toml: a plan holds only \[\[fault\]\] tables .*found \['seed'\]"),
     ('fault = 3', "'fault' must be a list of tables"),
@@ -131,7 +131,7 @@ def test_bad_plans_are_one_line_errors_naming_file_and_entry(text, message):
 
 
 @pytest.mark.parametrize("target, message", [
-    ('"w-99"', r"plan.toml: fault 1 \(crash at 1 s\): unknown actor 'w-99'; known: gm-0, gm-1"),
+    ('"w-99"', r"plan.toml:1: fault 1 \(crash at 1 s\): unknown actor 'w-99'; known: gm-0, gm-1"),
     ('{role = "master"}', "no actor has role 'master' in this run; roles here: gm, lm, manager, worker"),
     ('{role = "lm", count = 5}', "count 5 is more than the 4 actors of role 'lm'"),
 ])
@@ -273,7 +273,7 @@ def test_bad_plans_on_the_command_line_are_exit_2_and_leave_nothing(tmp_path, ca
     code = main(["run", "default", "--quiet", *JOBS, "--faults", str(plan_file), "--out", str(out),
                  "--journal", str(tmp_path / "j.fjl")])
     err = capsys.readouterr().err
-    assert code == 2 and err.startswith(f"fedemu: error: {plan_file}: ") and says in err and err.count("\n") == 1
+    assert code == 2 and err.startswith(f"fedemu: error: {plan_file}:1: ") and says in err and err.count("\n") == 1
     assert not (tmp_path / "j.fjl").exists()
 
 
@@ -384,3 +384,129 @@ def test_a_journal_with_nested_messages_verifies_in_a_fresh_process(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "fedemu", "replay", str(out / "messages.log"), "--verify"],
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "digest matches (run ended with: violation: jobs_closed" in proc.stdout, proc
+
+
+# ---- runs whose faults never heal still end (issue 45) ------------------------------------------------
+NEVER_HEALED = {
+    "loss=1": (["--set", "loss=1"], None, "loss 1 on every link, from the start"),
+    "loss=0.999": (["--set", "loss=0.999"], None, "loss 0.999 on every link, from the start"),
+    "a partition never healed": ([], '[[fault]]\nat_s = 0.5\nkind = "partition"\n'
+                                     'sides = [{role = "gm", count = "all"}, {role = "lm", count = "all"}]\n',
+                                 "partition {gm-0, gm-1, gm-2} | {lm-0, lm-1, lm-2, lm-3}"),
+    "a loss never ended": ([], '[[fault]]\nat_s = 0.5\nkind = "loss"\nlink = "*"\nvalue = 1.0\n',
+                           "loss 1 on every link"),
+}
+
+
+@pytest.mark.parametrize("name", list(NEVER_HEALED))
+def test_a_run_whose_faults_never_heal_ends_at_its_horizon_and_says_which_fault(name, tmp_path):
+    """`fedemu run default --set loss=1 --set jobs=5` (or a plan whose partition or loss never heals) ran on
+    for ever, printing nothing. It ends at its horizon: one line, exit 1, naming the jobs not done, the fault
+    still in force and how the horizon was derived; the journal is kept and replays identical."""
+    import subprocess
+    import sys
+
+    sets, plan_text, in_force = NEVER_HEALED[name]
+    out = tmp_path / "o"
+    cmd = [sys.executable, "-m", "fedemu", "run", "default", "--quiet", "--set", "jobs=5", *sets, "--record",
+           "--out", str(out)]
+    if plan_text:
+        (tmp_path / "plan.toml").write_text(plan_text)
+        cmd += ["--faults", str(tmp_path / "plan.toml")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)  # (it never ended before)
+    err = proc.stderr
+    assert proc.returncode == 1 and err.count("\n") == 1, err
+    assert err.startswith("fedemu: violation: jobs_closed: job 0: never completed; "), err
+    summary = json.loads((out / "summary.json").read_text())
+    horizon = summary["horizon"]
+    assert horizon["in_force"] == [in_force] and summary["virtual_end_s"] >= horizon["at_s"]
+    w = horizon["workload_horizon_s"]
+    assert horizon["at_s"] == pytest.approx(max(horizon["last_fault_s"], w) + 300 + 2 * w, abs=1e-6)
+    assert f"(+4 more); a fault never healed ({in_force}), so the run was stopped at its horizon, " \
+           f"{horizon['at_s']:g} s ({horizon['derived']}); the journal is kept in " in err
+    assert main(["replay", str(out / "messages.log"), "--verify"]) == 0
+
+
+def test_a_horizon_changes_no_run_that_ends_by_itself(monkeypatch):
+    """A fault-free run has no horizon; a run whose faults heal has one but ends as it would without it
+    (the same digest), as does a run with loss that never ends (``--set loss``) but ends by itself."""
+    from fedemu.tools import runner
+
+    free = runner.execute("default", overrides={"jobs": 40})
+    assert free.fabric.horizon_us is None
+    from pathlib import Path
+
+    plan = fp.load(Path(__file__).resolve().parent.parent / "docs" / "failover-plan.toml")
+    cases = [({"jobs": 40}, plan), ({"jobs": 40, "loss": 0.05}, None)]
+    with_horizon = [runner.execute("default", overrides=o, faults=f) for o, f in cases]
+    assert all(r.fabric.horizon_us is not None and not r.fabric.stopped_at_horizon for r in with_horizon)
+    monkeypatch.setattr(runner, "run_horizon", lambda run, fabric: None)
+    assert [runner.execute("default", overrides=o, faults=f).digest for o, f in cases] == \
+        [r.digest for r in with_horizon]
+
+
+# ---- plan events that would do nothing, and the submitter (issue 45) ----------------------------------
+
+NO_OPS = [
+    ("restart-of-an-actor-up-again",
+     '[[fault]]\nat_s = 1\nkind = "crash"\ntarget = "lm-0"\nfor_s = 1\n\n[[fault]]\nat_s = 3\nkind = "restart"\n'
+     'target = "lm-0"\n',
+     "plan.toml:7: fault 2 (restart at 3 s): restart of lm-0: it is up again since its restart at 2 s, so the "
+     "restart would do nothing"),
+    ("restart-of-an-actor-never-crashed", '[[fault]]\nat_s = 1\nkind = "restart"\ntarget = "gm-1"\n',
+     "plan.toml:1: fault 1 (restart at 1 s): restart of gm-1: nothing crashed gm-1 before then, so the restart "
+     "would do nothing"),
+    ("two-crashes-at-one-instant",
+     '[[fault]]\nat_s = 1\nkind = "crash"\ntarget = "lm-0"\n\n[[fault]]\nat_s = 1\nkind = "crash"\n'
+     'target = ["lm-1", "lm-0"]\n',
+     "plan.toml:6: fault 2 (crash at 1 s): lm-0 is already down (the plan crashed it at 1 s), so the crash would "
+     "do nothing"),
+    ("a-crash-while-down", '[[fault]]\nat_s = 1\nkind = "crash"\ntarget = "w-3"\nfor_s = 5\n\n[[fault]]\nat_s = 2\n'
+     'kind = "crash"\ntarget = "w-3"\nfor_s = 1\n', "plan.toml:7: fault 2 (crash at 2 s): w-3 is already down"),
+    ("a-heal-with-nothing-to-heal", '# nothing cut\n[[fault]]\nat_s = 1\nkind = "heal"\n',
+     "plan.toml:2: fault 1 (heal at 1 s): no partition is in force then, so the heal would do nothing"),
+    ("a-heal-after-an-ended-partition",
+     '[[fault]]\nat_s = 1\nkind = "partition"\nsides = [["gm-0"], ["lm-0"]]\nfor_s = 1\n\n[[fault]]\nat_s = 5\n'
+     'kind = "heal"\n', "plan.toml:7: fault 2 (heal at 5 s): no partition is in force then"),
+    ("submitter-crash", '[[fault]]\nat_s = 1\nkind = "crash"\ntarget = "submitter"\nfor_s = 1\n',
+     "plan.toml:1: fault 1 (crash at 1 s): submitter cannot crash: it is the workload's owner of record, not part of "
+     "a scheduler, and a crash would lose the jobs it holds, which no scheduler could recover (docs/faults.md); "
+     "crash targets: the actors of roles worker, gm, lm, manager"),
+    ("submitter-restart", '[[fault]]\nat_s = 1\nkind = "restart"\ntarget = ["w-0", "submitter"]\n',
+     "plan.toml:1: fault 1 (restart at 1 s): submitter cannot restart"),
+]
+
+
+@pytest.mark.parametrize("text, says", [c[1:] for c in NO_OPS], ids=[c[0] for c in NO_OPS])
+def test_a_plan_event_that_would_do_nothing_is_refused_with_file_and_line(text, says):
+    """Finding: a restart of an actor already back up, two crashes of one actor at one instant and a heal with
+    nothing to heal passed in silence, while a lone restart of a running actor was refused; the submitter
+    was accepted as a crash target, and its crash was then blamed on the scheduler."""
+    with pytest.raises(ConfigError) as info:
+        fp.check_no_ops([], parse(text).placed(NAMES, 1))
+    assert str(info.value) == says or str(info.value).startswith(says), str(info.value)
+
+
+@pytest.mark.parametrize("text", [
+    '[[fault]]\nat_s = 1\nkind = "crash"\ntarget = "lm-0"\nfor_s = 1\n\n[[fault]]\nat_s = 2\nkind = "crash"\n'
+    'target = "lm-0"\nfor_s = 1\n',  # down again at the instant it came up: both do something
+    '[[fault]]\nat_s = 1\nkind = "partition"\nsides = [["gm-0"], ["lm-0"]]\n\n[[fault]]\nat_s = 2\nkind = "partition"'
+    '\nsides = [["gm-1"], ["lm-1"]]\n\n[[fault]]\nat_s = 3\nkind = "heal"\n',  # one heal ends both partitions
+])
+def test_plans_whose_every_event_does_something_pass(text):
+    fp.check_no_ops([], parse(text).placed(NAMES, 1))
+
+
+def test_a_scenario_crash_makes_a_plan_restart_do_something():
+    """The scenario's own events (failure processes) count: a plan may restart what they crashed."""
+    fp.check_no_ops([Fault(500_000, "crash", ("w-2",))], parse('[[fault]]\nat_s = 1\nkind = "restart"\n'
+                                                               'target = "w-2"\n').placed(NAMES, 1))
+
+
+def test_a_no_op_on_the_command_line_is_one_line_exit_2_naming_file_and_line(tmp_path, capsys):
+    plan_file = tmp_path / "p.toml"
+    plan_file.write_text(NO_OPS[2][1])
+    code = main(["run", "default", "--quiet", *JOBS, "--faults", str(plan_file), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and err == f"fedemu: error: {tmp_path}/{NO_OPS[2][2]}\n".replace("plan.toml", "p.toml")
+    assert not (tmp_path / "o").exists()

@@ -690,3 +690,74 @@ def test_a_derandomized_search_draws_the_same_with_other_modules_loaded(tmp_path
         assert _drawn(monkeypatch) == before
     finally:
         sys.modules.pop("fedemu_constants_elsewhere", None)
+
+
+# ---- fuzz's own input, checked before the search (issue 45) ------------------------------------------------
+@pytest.mark.parametrize("argv, said", [
+    (["--set", "workload=trace"], "fuzz: --set workload=trace: workload 'trace' needs --set trace=PATH"),
+    (["--set", "fanout=abc"], "fuzz: --set fanout=abc: parameter 'fanout' expects a number, got 'abc'"),
+    (["--set", "capacity=0"], "fuzz: --set capacity=0: capacity is (0,), expected"),
+    (["--set", "scheduler=pigeon", "--schedulers", "megha"],
+     "--set scheduler=pigeon and --schedulers megha disagree: name the schedulers to search with --schedulers alone"),
+    (["--kinds", "heal", "--safety-only"], "--kinds heal: no fault starts from these kinds, so the search would draw "
+                                           "none"),
+    (["--kinds", "crash"], "--kinds crash: no fault starts from these kinds"),
+])
+def test_fuzz_input_is_checked_before_the_search_in_one_line_naming_only_what_the_user_gave(argv, said, tmp_path,
+                                                                                        monkeypatch, capsys):
+    """fuzz checked --set values only inside its first drawn example (listing the 17 keys it drew, and blaming
+    `fanout` for `--set workload=trace`), let `--set scheduler=` override `--schedulers` silently, searched
+    with no fault for `--kinds heal`, and left `.hypothesis/` behind. Now each is one line, exit 2, before any
+    run, and nothing is left in the folder (not even the default `out/fuzz`)."""
+    monkeypatch.chdir(tmp_path)
+    ran = []
+    monkeypatch.setattr(fuzz, "run_guarded", lambda example, **kw: ran.append(example))
+    code = main(["fuzz", "default", "--examples", "3", "--quiet", *argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.startswith(f"fedemu: error: {said}") and err.count("\n") == 1, err
+    assert out == "" and not ran and list(tmp_path.iterdir()) == []
+
+
+def test_fuzz_with_a_trace_workload_draws_no_key_the_trace_does_not_read(tmp_path, capsys):
+    """`--set workload=trace` made every example fail on the `fanout` the search drew (only poisson reads it)."""
+    trace = Path(__file__).resolve().parents[2] / "shared" / "data" / "meghanat_megha_simulator" / "traces" / \
+        "input" / "YH_small.tr"
+    if not trace.exists():
+        pytest.skip(f"{trace} is absent (../shared/data)")
+    code = main(["fuzz", "default", "--set", "workload=trace", "--set", f"trace={trace}", "--schedulers", "sparrow",
+                 "--examples", "3", "--seed", "1", "--out", str(tmp_path / "f"), "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "no violation found" in out, err
+
+
+def test_values_that_fit_no_drawn_shape_are_refused_in_one_line_naming_only_them(monkeypatch):
+    """A drawn shape that does not fit the user's values is left out; when none does, the search says so
+    about the user's values alone (not the keys it drew)."""
+    real = strategies.built
+
+    def picky(ref, seed, overrides):  # the search's small clusters (their gms) never fit
+        if "gms" in dict(overrides):
+            raise ConfigError("no job can run: a stand-in refusal")
+        return real(ref, seed, overrides)
+
+    monkeypatch.setattr(strategies, "built", picky)
+    with pytest.raises(ConfigError) as caught:
+        fuzz.search("default", schedulers=["megha"], fixed={"task_s": 0.5}, examples=5, seed=1)
+    assert str(caught.value) == (f"fuzz: --set task_s=0.5: none of the {strategies.Refusals.LIMIT} small clusters "
+                                 "and workloads the search drew fits these values; the first said: no job can run: a "
+                                 "stand-in refusal")
+
+
+@QUICK
+@given(st.data())
+def test_drawn_plans_hold_no_event_that_would_do_nothing(data):
+    """Issue 45: a plan refuses an event that would do nothing (``fault_plan.check_no_ops``); so the search
+    never draws one, in either phase's plans, and its failure folders' plan files always run."""
+    kinds = data.draw(st.lists(st.sampled_from(FAULT_KINDS), unique=True))
+    horizon = data.draw(st.integers(1, 10**6))
+    plan = data.draw(strategies.fault_plans(NAMES, horizon, kinds, max_events=12))
+    fp.check_no_ops([], plan.placed(NAMES, 0))
+    workers = [n for n in NAMES if n.startswith("w-")]
+    phased, _, _ = data.draw(strategies.phased_plans(NAMES, horizon, kinds, for_good=workers, most_died=2,
+                                                     max_events=12))
+    fp.check_no_ops([], phased.placed(NAMES, 0))

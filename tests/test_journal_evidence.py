@@ -1,6 +1,7 @@
 """Failed runs leave a journal that replays to the same failure; SIGTERM and Ctrl-C leave no temporary
 file; a closed pipe ends `fedemu replay` quietly."""
 
+import json
 import signal
 import subprocess
 import sys
@@ -170,24 +171,45 @@ INTERRUPTED = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("twice", [False, True])
-def test_an_interrupt_stops_the_fabric_and_removes_the_journal(tmp_path, twice):
+def test_an_interrupt_stops_the_fabric_and_keeps_the_run_so_far_marked_partial(tmp_path):
     """``runner.interrupt`` (what the SIGINT/SIGTERM handler calls) mid-run: the fabric stops at the end of
-    that window and the run ends in KeyboardInterrupt with no journal and no temporary file; asked twice,
-    it raises at once, still leaving nothing."""
+    that window, and the run ends as the live view's q ends it (issue 45: it used to leave nothing): its
+    journal closed with a ``stopped early`` footer, no temporary file, and RunInterrupted (a
+    KeyboardInterrupt) carrying the result marked partial."""
+    import sys
+
+    from fedemu.fabric.journal import check
+
+    scen = tmp_path / "interrupted_scen.py"
+    scen.write_text(INTERRUPTED)
+    log = tmp_path / "out" / "m.log"
+    log.parent.mkdir()
+    with pytest.raises(runner.RunInterrupted) as stopped:
+        runner.execute(str(scen), journal_path=log, overrides={"twice": False})
+    assert list(log.parent.iterdir()) == [log]
+    fabric, *handled = sys.modules["fedemu_scenario_interrupted_scen"].HANDLED
+    sys.modules["fedemu_scenario_interrupted_scen"].HANDLED.clear()  # the fabric is freed with the test
+    window = fabric.network.window  # ticks due inside the window of the 5th still run; an endless ticker ends
+    assert handled == list(range(len(handled))) and 6 <= len(handled) <= 6 + window // 10
+    assert fabric.now < 10 * len(handled) + window
+    assert stopped.value.result.summary["partial"] == {"stopped_at_s": fabric.now / 1e6, "by": "a signal"}
+    assert check(log).footer["ended"] == "stopped early (a signal): partial"
+
+
+def test_a_second_interrupt_stops_at_once_and_leaves_nothing(tmp_path):
+    """Asked twice, the stop is at once (KeyboardInterrupt inside trio), still leaving no file; and with no
+    run going, at once too, the stop standing until it is cleared."""
     import sys
 
     scen = tmp_path / "interrupted_scen.py"
     scen.write_text(INTERRUPTED)
     log = tmp_path / "out" / "m.log"
     log.parent.mkdir()
-    with pytest.raises(KeyboardInterrupt):
-        runner.execute(str(scen), journal_path=log, overrides={"twice": twice})
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        runner.execute(str(scen), journal_path=log, overrides={"twice": True})
+    assert not isinstance(stopped.value, runner.RunInterrupted)
     assert list(log.parent.iterdir()) == []
-    fabric, *handled = sys.modules["fedemu_scenario_interrupted_scen"].HANDLED
-    window = fabric.network.window  # ticks due inside the window of the 5th still run; an endless ticker ends
-    assert handled == list(range(len(handled))) and 6 <= len(handled) <= 6 + window // 10
-    assert fabric.now < 10 * len(handled) + window
+    sys.modules["fedemu_scenario_interrupted_scen"].HANDLED.clear()  # the fabric is freed with the test
     with pytest.raises(KeyboardInterrupt):  # no run going: at once
         runner.interrupt()
     try:  # and the stop stands, for a raise a ``__del__`` swallowed: no run starts until it is cleared
@@ -203,13 +225,19 @@ def _cli(*argv, **kw):
                             text=True, **kw)
 
 
-@pytest.mark.parametrize("sig, status, says", [(signal.SIGTERM, 143, "fedemu: terminated (SIGTERM); temporary "
-                                                "files removed\n"), (signal.SIGINT, 130, "fedemu: interrupted\n")])
-def test_a_signal_mid_run_leaves_no_temporary_file(tmp_path, sig, status, says):
-    """A long demo run, recorded: once its journal has blocks on disk, the signal ends it with one line,
-    its status, and neither the journal nor its temporary file left."""
+@pytest.mark.parametrize("sig, status, by", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "Ctrl-C (SIGINT)")])
+@pytest.mark.parametrize("used", [False, True], ids=["new-folder", "used-folder"])
+def test_a_signal_mid_run_keeps_the_results_so_far_marked_partial(tmp_path, sig, status, by, used):
+    """Issue 45: Ctrl-C or SIGTERM removed a new folder, so a long run left nothing, and in a used folder the
+    earlier complete results stayed with no word. Now, once the journal has blocks on disk, the signal ends
+    the run with its results so far (summary.json and the journal marked partial), the printout, one line
+    saying so, the signal's status, and no temporary file."""
     out = tmp_path / "out"
-    out.mkdir()
+    if used:  # an earlier complete run's results there
+        assert subprocess.run([sys.executable, "-m", "fedemu", "run", "demo", "--quiet", "--record", "--out", str(out),
+                               "--set", "duration_ms=50"], capture_output=True).returncode == 0
+    else:
+        out.mkdir()
     # SIGINT as a terminal delivers it: a suite started as a background job passes SIGINT on ignored, and
     # fedemu rightly leaves an ignored SIGINT alone (tools/cli.py)
     proc = _cli("run", "demo", "--set", "duration_ms=100000000", "--set", "peers=20", "--record", "--out", str(out),
@@ -223,9 +251,17 @@ def test_a_signal_mid_run_leaves_no_temporary_file(tmp_path, sig, status, says):
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=60)
     *before, last = stderr.splitlines(keepends=True)  # before: the demo's warning that this run is long
-    assert (proc.returncode, stdout, last) == (status, "", says)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["partial"]["by"] == by
+    assert (proc.returncode, last) == (status, f"fedemu: stopped early by {by} at "
+                                       f"{summary['partial']['stopped_at_s']:,.6f} s of virtual time; the results "
+                                       f"in {out} are partial (summary.json says so)\n")
     assert all(line.startswith("fedemu: warning: a large run") for line in before)
-    assert list(out.iterdir()) == []
+    assert summary["digest"] in stdout and stdout.rstrip().endswith(f"results: {out}")
+    assert sorted(p.name for p in out.iterdir()) == ["messages.log", "summary.json"]
+    from fedemu.fabric.journal import check
+
+    assert check(out / "messages.log").footer["ended"] == f"stopped early ({by}): partial"
 
 
 def test_a_closed_pipe_ends_replay_quietly(tmp_path):
@@ -255,3 +291,23 @@ def test_a_stop_raised_inside_a_del_is_not_printed_but_other_unraisables_are():
     quiet(stop)
     quiet(other)
     assert seen == [other]
+
+
+def test_an_interrupted_run_writes_its_result_files_marked_partial_with_the_jobs_asked(tmp_path):
+    """Issue 45: the results so far, as the live view's q writes them: every result file, the summary marked
+    partial with the jobs the workload holds, and a later compare never reuses it as finished."""
+    from fedemu.tools.results import finished
+
+    def stop_at_one_second(fabric, run):
+        if fabric.now >= 1_000_000:
+            runner.interrupt("SIGTERM")
+
+    out = tmp_path / "out"
+    with pytest.raises(runner.RunInterrupted) as stopped:
+        runner.execute("default", overrides={"jobs": 300}, out_dir=out, progress=stop_at_one_second)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary == stopped.value.result.summary
+    assert summary["partial"]["by"] == "SIGTERM" and summary["partial"]["jobs_asked"] == 300
+    assert summary["jobs_completed"] < 300 and "jobs_closed" not in summary["invariants"]
+    assert {"jobs.csv", "tasks.csv", "delay_cdf.png", "imbalance.png"} <= {p.name for p in out.iterdir()}
+    assert finished(out) is None

@@ -5,6 +5,7 @@ bounded: a frame or header claiming more than its limit is "corrupted" before an
 from __future__ import annotations
 
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -211,3 +212,75 @@ def test_nothing_is_allocated_for_an_array_a_block_cannot_hold(tmp_path, demo_lo
     proc = capped_fedemu(["replay", str(bad)])
     assert proc.returncode == 2 and f"corrupted at byte {start + HEAD_BYTES} (record 0)" in proc.stderr, proc.stderr
     assert os.path.getsize(bad) < 1 << 20
+
+
+# ---- the header's actor list and seed are data too (issue 45) ------------------------------------------
+
+def _edited_actors(names: list, how: str) -> list:
+    return {"shortened": names[:5], "emptied": [], "swapped": [names[1], names[0], *names[2:]]}[how]
+
+
+@pytest.fixture(scope="module")
+def default_log(tmp_path_factory):
+    log = tmp_path_factory.mktemp("default") / "default.fjl"
+    assert main(["run", "default", "--quiet", "--set", "jobs=5", "--journal", str(log)]) == 0
+    return log
+
+
+MODES = {"show": [], "verify": ["--verify"], "diagram": ["--diagram", "{t}/d.md", "--to", "0.01"],
+         "trace": ["--trace", "{t}/t.json"]}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("how", ["shortened", "emptied"])
+def test_an_actor_list_cut_short_is_corruption_at_a_byte_in_every_reader(capsys, tmp_path, default_log, mode, how):
+    """Finding: a shortened list crashed --diagram and --trace with an IndexError (tools/drawing.py,
+    tools/trace_probe.py, tools/trace_events.py); every reader now says where the damage is."""
+    forged = tmp_path / "forged.fjl"
+    names = JournalReader(default_log).header["actors"]
+    _with_header(default_log, forged, actors=_edited_actors(names, how))
+    code, out, err = _run(capsys, "replay", forged, *[m.format(t=tmp_path) for m in MODES[mode]])
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert re.fullmatch(rf"fedemu: error: {re.escape(str(forged))}: journal corrupted at byte \d+ \(record \d+\): "
+                        rf"actor index \d+ is not in the header's list of {len(_edited_actors(names, how))} actors\n",
+                        err), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["forged.fjl"]
+
+
+@pytest.mark.parametrize("how", ["shortened", "emptied", "swapped"])
+def test_verify_compares_the_headers_actor_names_with_the_reruns(capsys, tmp_path, default_log, how):
+    """Finding: a header whose actor list was edited (its CRC recomputed) passed --verify as "identical"."""
+    forged = tmp_path / "forged.fjl"
+    names = JournalReader(default_log).header["actors"]
+    _with_header(default_log, forged, actors=_edited_actors(names, how))
+    code, out, err = _run(capsys, "replay", forged, "--verify")
+    assert code != 0 and "identical" not in out
+    if how == "swapped":  # the records are whole: the names alone differ
+        assert code == 1 and out.startswith(f"journals diverge at record 0 (virtual time ?): the header's actors "
+                                            f"differ from the re-run's: actor 0 is {names[1]!r} in the journal, "
+                                            f"{names[0]!r} in the re-run\n"), out
+    code, out, err = _run(capsys, "replay", default_log, "--verify")
+    assert code == 0 and out.startswith("identical:")
+
+
+def test_trace_refuses_a_header_whose_names_differ_from_its_rerun(capsys, tmp_path, default_log):
+    forged = tmp_path / "forged.fjl"
+    names = JournalReader(default_log).header["actors"]
+    _with_header(default_log, forged, actors=_edited_actors(names, "swapped"))
+    code, _, err = _run(capsys, "replay", forged, "--trace", tmp_path / "t.json")
+    assert (code, err) == (2, f"fedemu: error: journal header's actors differ from its re-run's (actor 0 is "
+                              f"{names[1]!r} in the journal, {names[0]!r} in the re-run): the header was altered\n")
+    assert not (tmp_path / "t.json").exists()
+
+
+@pytest.mark.parametrize("seed", [-1, -2**63, "1", 1.5])
+@pytest.mark.parametrize("mode", list(MODES))
+def test_a_header_seed_no_run_can_have_is_bad_input(capsys, tmp_path, default_log, mode, seed):
+    """Finding: a header with seed -1 replayed as "journals diverge at record 0" (exit 1); like --seed -1, it
+    is bad input, one line and exit 2, in every mode."""
+    forged = tmp_path / "forged.fjl"
+    _with_header(default_log, forged, seed=seed)
+    code, out, err = _run(capsys, "replay", forged, *[m.format(t=tmp_path) for m in MODES[mode]])
+    assert (code, out) == (2, "")
+    assert err == f"fedemu: error: {forged}: journal header's seed {seed!r} is not a seed a run can have (a whole " \
+        "number from 0 to 2^64-1)\n"

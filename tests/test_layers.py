@@ -4,7 +4,8 @@ Every import of the project's own code, at module level or inside a function, is
 source (no import is executed) and must name a layer at or below the importer's own. Project code
 is imported as ``fedemu.<layer>``, never by the bare folder name (that would load a second copy).
 Inside ``actors/``, the shared base (``actors/common/``) imports no scheduler's package, and no
-scheduler's package imports another's.
+scheduler's package imports another's, except a variant the package it extends (``EXTENDS``: Eagle is Hawk
+plus its mechanisms, its classes Hawk's subclasses).
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ def _imports(path: Path):
                 yield node.lineno, module
 
 
+EXTENDS = {"eagle": "hawk"}  # a variant package -> the one package it may import besides the shared base
+
+
 def _actor_package(rel: Path) -> str | None:
     """The package inside ``actors/`` a file is in (``common``, a scheduler's), or None (``actors/*.py``)."""
     return rel.parts[1] if len(rel.parts) > 2 and rel.parts[0] == "actors" else None
@@ -75,7 +79,7 @@ def _violations(path: Path) -> list[str]:
             if RANK[parts[1]] > own:
                 out.append(f"{rel}:{line}: {_layer_of(path)} imports {module}, a higher layer")
             elif package is not None and parts[1] == "actors" and len(parts) > 2 and \
-                    (ROOT / "actors" / parts[2]).is_dir() and parts[2] not in (package, "common"):
+                    (ROOT / "actors" / parts[2]).is_dir() and parts[2] not in (package, "common", EXTENDS.get(package)):
                 out.append(f"{rel}:{line}: actors/{package} imports {module}, a scheduler's package not its own")
     return out
 

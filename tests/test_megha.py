@@ -109,7 +109,7 @@ def test_deterministic_digest_and_numbers():
 
 @pytest.mark.parametrize("key,value,message", [
     ("policy", "minconstraint", "unknown policy 'minconstraint'; known: binpack, d-choices, min-constraints, random, spread, tebas"),
-    ("scheduler", "yarn", "unknown scheduler 'yarn'; known: centralized, megha, pigeon, pigeonc, sparrow"),
+    ("scheduler", "yarn", "unknown scheduler 'yarn'; known: centralized, eagle, hawk, megha, pigeon, pigeonc, sparrow"),
     ("workload", "zipf", "unknown workload 'zipf'; known: poisson, syn_N, trace"),
     ("workers", 1001, "workers=1001 is not a multiple of gms*lms=12"),
     ("heartbeat_s", 0, "parameter 'heartbeat_s' is 0; expected a finite number > 0"),

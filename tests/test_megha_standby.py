@@ -104,3 +104,17 @@ def test_both_replicas_restarted_at_once_both_take_over_and_the_workers_fence_th
     old, new = replicas(r)
     assert [old.active, new.active].count(True) == 1
     assert ran and all(src == following for src, following in ran)
+
+
+def test_a_gm_that_launches_into_an_lm_restarted_as_the_standby_moves_the_work_elsewhere():
+    """Issue 45: lm-0 crashes twice at the start while its standby is cut off from every GM. The standby takes
+    over and lm-0 restarts as its standby; no GM ever had a connection with lm-0's first life, so no notice
+    tells them, and the new active's snapshot is held by the cut. A standby used to drop their launches
+    without a word and the GMs waited for ever; it now answers ``NotActive``, and the GMs launch nothing more
+    there and queue the overdue launches elsewhere: every job is done long before the cut heals."""
+    cut = {"at_s": 0.0, "kind": "partition", "sides": [["lm-0-standby"], ["gm-0", "gm-1", "gm-2"]]}
+    r = run([crash("lm-0", 0.0, 0.000001), cut, crash("lm-0", 0.000001, 0.000001), {"at_s": 93.3, "kind": "heal"}],
+            **STANDBY, constraints=False)
+    old, new = replicas(r)
+    assert new.active and not old.active and counters(r)["launches_abandoned"] >= 1
+    assert r.summary["virtual_end_s"] < 30 and r.summary["jobs_completed"] == r.summary["jobs"]

@@ -141,3 +141,55 @@ def test_a_write_protected_folder_is_refused_before_the_run_even_for_root(tmp_pa
         assert list(locked.iterdir()) == []
     finally:
         locked.chmod(0o755)
+
+
+# ---- a run owns its --out folder (issue 45) ------------------------------------------------------------
+
+def _names(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_a_second_run_into_the_same_out_leaves_only_its_own_files_and_names_the_rest(capsys, tmp_path):
+    """Finding: a second run into the same --out left the first's messages.log and share_over_time.png beside
+    its own summary.json, with no word."""
+    from fedemu.tools.cli import main
+
+    out = tmp_path / "o"
+    first = ["run", "default", "--quiet", "--set", "jobs=10", "--out", str(out)]
+    assert main([*first, "--set", "users=2", "--record"]) == 0
+    assert {"messages.log", "share_over_time.png"} <= set(_names(out))
+    capsys.readouterr()
+    (out / "mine.txt").write_text("not fedemu's")
+    assert main(first) == 0
+    err = capsys.readouterr().err
+    assert f"fedemu: note: removed from {out} what an earlier run wrote there and this run did not: messages.log, " \
+        "share_over_time.png\n" in err
+    assert _names(out) == ["balance.csv", "delay_cdf.png", "imbalance.png", "jobs.csv", "mine.txt", "summary.json",
+                           "tasks.csv", "utilization.csv"]
+    assert json.loads((out / "summary.json").read_text())["params"]["users"] == 0
+
+
+def test_a_refused_run_leaves_an_earlier_runs_results_as_they_were(capsys, tmp_path):
+    from fedemu.tools.cli import main
+
+    out = tmp_path / "o"
+    assert main(["run", "default", "--quiet", "--set", "jobs=10", "--record", "--out", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+    assert main(["run", "default", "--quiet", "--set", "lms=-1", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_owned_removes_only_fedemus_files_this_run_did_not_write(tmp_path, capsys):
+    for name in ("summary.json", "messages.log", "jobs.csv", "notes.md"):
+        (tmp_path / name).write_text("earlier")
+    (tmp_path / "tasks.csv").symlink_to(tmp_path / "notes.md")  # not a regular file: never touched
+    with outdir.owned(str(tmp_path)):
+        (tmp_path / "summary.json").unlink()
+        (tmp_path / "summary.json").write_text("this run")
+    assert _names(tmp_path) == ["notes.md", "summary.json", "tasks.csv"]
+    assert capsys.readouterr().err.endswith("this run did not: jobs.csv, messages.log\n")
+    with outdir.owned(str(tmp_path)):  # nothing written: nothing removed
+        pass
+    assert _names(tmp_path) == ["notes.md", "summary.json", "tasks.csv"]

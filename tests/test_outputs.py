@@ -175,3 +175,18 @@ def test_the_temporary_files_are_exclusive_and_hidden(tmp_path):
         os.open(pending.tmp, flags)
     pending.abort()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_backend_matplotlib_does_not_know_still_draws_the_plots(tmp_path):
+    """Finding: MPLBACKEND=nonsense gave a 26-line matplotlib traceback (after the CSVs, before the plots).
+    fedemu draws on Agg alone, so it sets the variable aside and every plot is drawn."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "o"
+    proc = subprocess.run([sys.executable, "-m", "fedemu", "run", "default", "--quiet", "--set", "jobs=5", "--set",
+                           "users=2", "--out", str(out)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "MPLBACKEND": "nonsense"})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert {"delay_cdf.png", "imbalance.png", "share_over_time.png"} <= {p.name for p in out.iterdir()}
+    assert results.finished(out) is not None

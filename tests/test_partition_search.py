@@ -5,12 +5,13 @@ any match the memo hid, any wrong order and any drift of the free-worker total s
 """
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from fedemu.fabric.rand import Stream
 from fedemu.model import WorkerSpec
-from fedemu.policies.partition_search import PartitionSearch
+from fedemu.policies.partition_search import ORDERS, PartitionSearch
 from fedemu.policies.partition_view import PartitionView
 from fedemu.policies.worker_choice import MinConstraintsChoice, RandomChoice
 
@@ -25,9 +26,10 @@ class SearchMachine(RuleBasedStateMachine):
     """Random learnt updates, matches and optimistic allocations on a small grid of LMs x partitions."""
 
     @initialize(data=st.data(), lms=st.integers(1, 3), gms=st.integers(1, 3), per=st.integers(1, 4),
-                resources=st.integers(1, 2), min_constraints=st.booleans())
-    def build(self, data, lms, gms, per, resources, min_constraints):
+                resources=st.integers(1, 2), min_constraints=st.booleans(), order=st.sampled_from(ORDERS))
+    def build(self, data, lms, gms, per, resources, min_constraints, order):
         self.r = resources
+        self.order = order
         cap = st.tuples(st.integers(1, 2), *[st.integers(0, 2)] * (resources - 1))
         cons = st.sets(st.integers(0, CONSTRAINTS - 1)).map(lambda s: tuple(sorted(s)))
         self.capacity, self.constraints, views = [], [], []
@@ -42,10 +44,10 @@ class SearchMachine(RuleBasedStateMachine):
         self.home = data.draw(st.integers(0, gms - 1))
         self.lms, self.gms, self.per = lms, gms, per
         policy = MinConstraintsChoice() if min_constraints else RandomChoice()
-        self.search = PartitionSearch(views, self.home, policy)
+        self.search = PartitionSearch(views, self.home, policy, order)
         self.search.rng = Stream(data.draw(st.integers(0, 99)), "test/search")
         self.free = [[list(c) for c in caps] for caps in self.capacity]  # the model: free[lm][worker]
-        self.rr = [0, 0]  # the model's own round-robin pointers (internal, external)
+        self.rr = [0, 0]  # the model's own round-robin pointers (internal, external); fixed: they stay at 0
         # A few signatures used over and over, so memo entries are reused (and could go stale). Demands
         # cover the unit demand (1,), as find requires.
         demand = st.tuples(st.integers(1, 2), *[st.integers(0, 2)] * (resources - 1))
@@ -59,7 +61,10 @@ class SearchMachine(RuleBasedStateMachine):
                 and all(f >= d for f, d in zip(self.free[lm][w], need))]
 
     def brute_find(self, signature):
-        """The first partition with a suitable worker, in the search order, and its suitable workers."""
+        """The first partition with a suitable worker, in the search order, and its suitable workers:
+        rotate goes from GM home+1 round the others; fixed goes in GM order, skipping home."""
+        others = [(self.home + j) % self.gms for j in range(1, self.gms)] if self.order == "rotate" else \
+            [p for p in range(self.gms) if p != self.home]
         for k in range(self.lms):
             lm = (self.rr[0] + k) % self.lms
             found = self.suitable(lm, self.home, signature)
@@ -67,8 +72,7 @@ class SearchMachine(RuleBasedStateMachine):
                 return 0, lm, self.home, found
         for k in range(self.lms):
             lm = (self.rr[1] + k) % self.lms
-            for j in range(1, self.gms):
-                p = (self.home + j) % self.gms
+            for p in others:
                 found = self.suitable(lm, p, signature)
                 if found:
                     return 1, lm, p, found
@@ -98,7 +102,8 @@ class SearchMachine(RuleBasedStateMachine):
         assert got is not None, f"the memo hid a match brute force finds: {expected}"
         kind, lm, p, locals_ = expected
         assert got[:2] == (lm, p) and got[2] in locals_
-        self.rr[kind] = (lm + 1) % self.lms
+        if self.order == "rotate":
+            self.rr[kind] = (lm + 1) % self.lms
         if allocate:
             worker = self.search.allocate(lm, p, got[2], signature[1])
             assert worker == p * self.per + got[2]
@@ -167,3 +172,52 @@ def test_a_worker_getting_busier_leaves_every_empty_search_standing():
     assert search.find(((1,), (1,))) is None and asked == []
     search.learn(1, (1,), ((2,),))  # a gain: that partition is looked at again, and only it
     assert search.find(((1,), (1,))) is None and asked == [views[1][1]]
+
+
+def visiting_search(order: str, lms: int = 2, gms: int = 3, home: int = 1):
+    """A search over ``lms`` LMs x ``gms`` one-worker partitions (constraint 0) that records, as (lm, p),
+    every partition it asks."""
+    asked = []
+
+    class RecordingView(PartitionView):
+        def suitable(self, *args):
+            asked.append(self.where)
+            return super().suitable(*args)
+
+    views = []
+    for lm in range(lms):
+        row = []
+        for p in range(gms):
+            view = RecordingView([WorkerSpec(10 * lm + p, lm, (1,), (0,))])
+            view.where = (lm, p)
+            row.append(view)
+        views.append(row)
+    search = PartitionSearch(views, home, RandomChoice(), order)
+    search.rng = Stream(1, "test")
+    return search, asked
+
+
+def test_fixed_order_visits_own_partitions_by_lm_then_each_lms_others_in_gm_order():
+    """The authors' order (gm_constraints_rand.py l.221, l.252-253): home partition of LM 0, LM 1; then LM
+    0's partitions 0, 2, then LM 1's 0, 2. Rotate starts the external ones at GM home+1."""
+    for order, expected in (("fixed", [(0, 1), (1, 1), (0, 0), (0, 2), (1, 0), (1, 2)]),
+                            ("rotate", [(0, 1), (1, 1), (0, 2), (0, 0), (1, 2), (1, 0)])):
+        search, asked = visiting_search(order)
+        assert search.find(((1,), (1,))) is None  # no worker has constraint 1: every partition is asked
+        assert asked == expected, order
+
+
+def test_fixed_order_starts_every_search_from_lm_0_where_rotate_moves_on():
+    for order, second, spills in (("fixed", (0, 1, 0), [(0, 0, 0), (0, 0, 0)]),
+                                  ("rotate", (1, 1, 0), [(0, 2, 0), (1, 2, 0)])):
+        search, _ = visiting_search(order)
+        assert search.find(((0,), (1,))) == (0, 1, 0)  # LM 0's home partition
+        assert search.find(((0,), (1,))) == second, order  # (nothing allocated: it is still free)
+        search.allocate(0, 1, 0, (1,))
+        search.allocate(1, 1, 0, (1,))  # both home partitions full: external ones
+        assert [search.find(((0,), (1,))) for _ in range(2)] == spills, order
+
+
+def test_an_unknown_order_is_refused():
+    with pytest.raises(ValueError, match="known: rotate, fixed"):
+        visiting_search("sideways")

@@ -1,80 +1,90 @@
-"""The figures `fedemu reproduce` derives from a run's files (tools/repro_derived.py), on a hand-made run:
-exact values worked by hand."""
+"""The derived figures of `fedemu reproduce` (tools/repro_derived.py), on hand-made run files: exact values."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
-from fedemu.tools import repro_derived as rd
+from fedemu.tools.repro_derived import allocation_tail, derived, offered_load
 
-JOBS = """job_id,arrival_s,num_tasks,ideal_jrt_s,completion_s,jrt_s,delay_s,short
-0,0.0,2,3.0,3.002,3.002,0.002,1
-1,1.0,1,0.5,1.506,0.506,0.006,1
-2,4.0,3,5.0,9.002,5.002,0.002,0
-"""
-TASK_HEADER = "job_id,index,arrival_s,start_s,end_s,worker,allocation_s\n"
-# (job, index, arrival, start, run time, worker): job 0 runs 1 s and 3 s, job 1 0.5 s, job 2 2, 2 and 5 s
-TASKS = ((0, 0, 0.0, 0.0015, 1.0, 0), (0, 1, 0.0, 0.0015, 3.0, 1), (1, 0, 1.0, 1.0015, 0.5, 0),
-         (2, 0, 4.0, 4.0015, 2.0, 0), (2, 1, 4.0, 4.0015, 2.0, 1), (2, 2, 4.0, 4.0015, 5.0, 1))
-
-
-@pytest.fixture
-def run(tmp_path):
-    (tmp_path / "jobs.csv").write_text(JOBS)
-    (tmp_path / "tasks.csv").write_text(TASK_HEADER + "".join(
-        f"{j},{i},{a},{s},{s + d},{w},0.0015\n" for j, i, a, s, d, w in TASKS))
-    return tmp_path
+HEADER = ("job_id,index,arrival_s,start_s,end_s,worker,allocation_s,framework_queueing_s,processing_s,"
+          "worker_queueing_s,communication_s,attempts")
+# five tasks that started (allocation = the sum of its parts) and one that never did
+TASKS = [
+    "0,0,0.0,0.002,1.0,0,0.002,0.0,0.0005,0.0,0.0015,1",
+    "0,1,0.0,0.003,1.0,1,0.003,0.001,0.0005,0.0,0.0015,1",
+    "0,2,0.0,0.004,1.0,2,0.004,0.002,0.0005,0.0,0.0015,1",
+    "1,0,0.5,0.51,1.5,0,0.01,0.008,0.0005,0.0,0.0015,1",
+    "1,1,0.5,1.7,2.7,1,1.2,1.198,0.0005,0.0,0.0015,3",
+    "1,2,0.5,,,,,0.0,0.0,0.0,0.0,0",  # a task of a rejected job, as tasks.csv holds it
+]
 
 
-def summary(**params) -> dict:
-    return {"total_units": 2, "cluster": {"workers": 2, "workers_per_cluster": 2},
-            "params": {"workload": "trace", "masters": 0, **params}}
+def write(path, rows):
+    path.write_text("\n".join([HEADER] + rows) + "\n")
+    return path
 
 
-def test_the_workload_as_it_ran(run):
-    got = rd.trace_stats(run, summary())
-    assert (got["fanout_max"], got["fanout_min"], got["fanout_mean"]) == (3, 1, 2.0)
-    assert (got["task_max_s"], got["task_min_s"]) == pytest.approx((5.0, 0.5))
-    assert got["task_mean_s"] == pytest.approx(13.5 / 6)  # over tasks
-    assert got["job_task_mean_s"] == pytest.approx((2.0 + 0.5 + 3.0) / 3)  # over jobs, of each job's mean
-    assert got["short_work_share"] == pytest.approx(4.5 / 13.5)  # jobs 0 and 1 are short
-    assert got["arrival_load"] == pytest.approx(13.5 / (2 * 4.0))  # run time over 2 slots and 4 s of arrivals
+def test_the_allocation_tail_is_its_p90_p9999_and_maximum_over_started_tasks(tmp_path):
+    out = allocation_tail(write(tmp_path / "tasks.csv", TASKS))
+    # numpy's linear percentile over 0.002, 0.003, 0.004, 0.01, 1.2: rank 3.6 and 3.9996
+    assert out["alloc_allocation_p90_s"] == pytest.approx(0.01 + 0.6 * 1.19, rel=1e-12)
+    assert out["alloc_allocation_p9999_s"] == pytest.approx(0.01 + 0.9996 * 1.19, rel=1e-12)
+    assert out["alloc_allocation_max_s"] == 1.2
 
 
-def test_the_queueing_part_and_the_zero_queue_share(run):
-    got = rd.derived(run, summary())
-    assert got["queue_mean_s"] == pytest.approx((0.002 + 0.006 + 0.002) / 3 - 0.002)
-    assert got["zero_queue_share"] == pytest.approx(2 / 3)
+def test_each_parts_median_is_a_share_of_the_medians_sum(tmp_path):
+    out = allocation_tail(write(tmp_path / "tasks.csv", TASKS))
+    # medians: framework queueing 0.002, processing 0.0005, worker queueing 0, communication 0.0015 (sum 0.004)
+    assert out["alloc_fq_median_share"] == pytest.approx(0.5, rel=1e-12)
+    assert out["alloc_proc_median_share"] == pytest.approx(0.125, rel=1e-12)
+    assert out["alloc_wq_median_share"] == 0.0
+    assert out["alloc_comm_median_share"] == pytest.approx(0.375, rel=1e-12)
+    assert (out["alloc_framework_queueing_p50_s"], out["alloc_processing_p50_s"], out["alloc_worker_queueing_p50_s"],
+            out["alloc_communication_p50_s"]) == (0.002, 0.0005, 0.0, 0.0015)
 
 
-def test_the_model_is_evaluated_at_the_load_the_arrivals_offered():
-    s = summary(workload="poisson", task_dist="exp", load=0.4, task_s=0.1)
-    got = rd.group_model(s, 0.5)  # groups of 2 workers at rho = 0.5: P_task(0) = 2/3, Tq = Te/3
-    assert got["model_job_zero_queue"] == pytest.approx(2 / 3 * math.exp(-1 / 3))
-    assert got["model_wait_s"] == pytest.approx(0.1 / 3)
-    # at the nominal 0.4: a = 0.8 Erlang, C = (0.32/0.6) / (1.8 + 0.32/0.6) = 8/35, Tq/Te = C / 1.2
-    assert got["model_job_zero_queue_nominal"] == pytest.approx(27 / 35 * math.exp(-8 / 35 / 1.2))
+def test_no_started_task_or_no_file_gives_no_figures(tmp_path):
+    assert set(allocation_tail(write(tmp_path / "tasks.csv", TASKS[-1:])).values()) == {None}
+    assert set(allocation_tail(tmp_path / "absent.csv").values()) == {None}
 
 
-def test_the_model_needs_a_poisson_run_of_exponential_tasks_below_saturation():
-    assert set(rd.group_model(summary(), 0.5).values()) == {None}
-    assert set(rd.group_model(summary(workload="poisson", task_dist="const", load=0.5, task_s=1), 0.5).values()) \
-        == {None}
-    over = rd.group_model(summary(workload="poisson", task_dist="exp", load=0.5, task_s=1), 1.2)
-    assert over["model_job_zero_queue"] is None and over["model_job_zero_queue_nominal"] is not None
+def test_the_offered_loads_peak_is_the_busiest_second(tmp_path):
+    # two slots; a task of 2 s from 0 and one of 1 s arriving at 0.5 (it ran from 1 to 2): demand counts it from
+    # its arrival, so the seconds [0, 1) and [1, 2) each hold 1.5 slots of demand and [2, 3) none
+    rows = ["0,0,0.0,0.0,2.0,0,0.0,0.0,0.0,0.0,0.0,1", "1,0,0.5,1.0,2.0,1,0.5,0.5,0.0,0.0,0.0,1"]
+    out = offered_load(write(tmp_path / "tasks.csv", rows), 2)
+    assert out["offered_load_max"] == pytest.approx(0.75, rel=1e-12)
+    assert out["offered_load_mean"] == pytest.approx(0.5, rel=1e-12)
 
 
-def test_a_group_is_a_cluster_or_an_equal_slice():
-    assert rd.group_size(summary()) == 2
-    assert rd.group_size({"cluster": {"workers": 3000, "workers_per_cluster": 100}, "params": {"masters": 60}}) == 50
-    assert rd.group_size({"cluster": {}, "params": {}}) is None
+def test_derived_gathers_the_tail_and_the_worker_queueing_share(tmp_path):
+    write(tmp_path / "tasks.csv", TASKS)
+    summary = {"allocation_s": {"allocation": 0.4, "framework_queueing": 0.1, "processing": 0.0,
+                                "worker_queueing": 0.2, "communication": 0.1}, "total_units": 3}
+    out = derived(tmp_path, summary)
+    assert out["alloc_allocation_max_s"] == 1.2
+    assert out["alloc_wq_share"] == pytest.approx(0.5, rel=1e-12)
+    assert out["alloc_fq_share"] == pytest.approx(0.25, rel=1e-12)
 
 
-def test_the_steady_state_leaves_out_the_first_fifth_of_the_arrivals(run):
-    # arrivals at 0, 1 and 4 s: the first fifth ends at 0.8 s, so jobs 1 and 2 count (delays 6 and 2 ms)
-    got = rd.steady_state(run, summary())
-    assert got["zero_queue_steady"] == pytest.approx(1 / 2)
-    assert got["queue_mean_steady_s"] == pytest.approx((0.006 + 0.002) / 2 - 0.002)  # the floor is the whole run's
-    assert got["arrival_load_steady"] == pytest.approx((0.5 + 9.0) / (2 * 3.0))  # their tasks over 3 s of arrivals
+def test_the_allocation_parts_plot_and_table_leave_out_tasks_that_never_started(tmp_path):
+    """A task of a rejected job has parts of 0 and no allocation time: counting it pulled the parts' means
+    (the report's table) and medians (the plot's bars) down."""
+    from fedemu.tools.repro_plots import plot_allocation_parts
+
+    write(tmp_path / "tasks.csv", TASKS)
+    spec = {"name": "r", "scheduler": "megha", "policy": "random", "seed": 1, "out_dir": str(tmp_path)}
+    parts = plot_allocation_parts(tmp_path / "parts.png", [spec], {"r"})["megha/random"]
+    assert parts["mean"] == pytest.approx([1.209 / 5, 0.0005, 0.0, 0.0015], rel=1e-12)
+    assert len(parts["median"]) == 4 and parts["median"][2] == 0.0
+    assert (tmp_path / "parts.png").stat().st_size > 0
+
+
+def test_the_allocation_plot_marks_the_papers_bound_and_sparrows_maximum():
+    from fedemu.tools.evaluate import load_claims
+    from fedemu.tools.repro_plots import paper_marks
+
+    claims = load_claims("megha-2022")["claims"]
+    assert paper_marks(claims, "vs-sparrow", prefix="alloc_allocation_") == [
+        ("megha/random", 1.5, None, "paper's bound (megha-alloc-bound)"), ("sparrow", 100.0, 1.0, "paper: sparrow max")]
+    assert paper_marks(claims, "vs-sparrow") == []  # no claim on its job delays

@@ -26,7 +26,9 @@ def tiny() -> list:
     """The quick megha-2023 experiments on 100 workers with 12 jobs (5 of each trace), Random only."""
     out = []
     for e in megha_2023(quick=True):
-        o = {**e.overrides, "gms": 2, "lms": 2, "workers_per_partition": 25, "masters": 2}
+        o = {**e.overrides, "gms": 2, "lms": 2, "workers_per_partition": 25}
+        if "masters" in o:
+            o["masters"] = 2
         o["jobs"] = 5 if o["workload"] == "trace" else 12
         if o["workload"].startswith("syn_"):
             o["workload"] = "syn_5"
@@ -164,6 +166,9 @@ def test_cluster_without_dask_is_one_line_saying_how_to_install(monkeypatch, cap
     (["reproduce", "megha-2099"], "unknown paper 'megha-2099'; known: megha-2022, megha-2023, pigeon-2019"),
     (["reproduce", "megha-2023", "--only", "syn_9"], "unknown experiment 'syn_9'"),
     (["reproduce", "megha-2023", "--seeds", "1,x"], "--seeds '1,x': 'x' is not a whole number"),
+    # issue 45: --seeds '' ran the default seeds, where compare refuses it
+    (["reproduce", "megha-2023", "--seeds", ""], "--seeds '': '' is not a whole number; expected e.g. 1,2,3"),
+    (["compare", "default", "--seeds", ""], "--seeds '': '' is not a whole number; expected e.g. 1,2,3"),
 ])
 def test_bad_input_is_one_line(argv, message, capsys, tmp_path):
     assert main(argv + ["--out", str(tmp_path / "o")]) == 2
@@ -209,3 +214,53 @@ def test_compare_cluster_without_dask_is_one_line_too(monkeypatch, capsys, tmp_p
                    "--cluster", "tcp://127.0.0.1:8786"])
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and "pip install 'fedemu[dask]'" in err
+
+
+@pytest.fixture
+def junk_server():
+    """A TCP server that answers every connection with bytes that are not Dask's (as a proxy or another
+    service at a mistyped address would)."""
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n" * 4)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@pytest.mark.parametrize("command", [["compare", "default", "--schedulers", "megha", "--set", "jobs=5"],
+                                     ["reproduce", "pigeon-2019", "--only", "example"]])
+@pytest.mark.parametrize("address", ["nonsense", "junk"])
+def test_a_bad_cluster_address_is_one_line_at_once_and_leaves_nothing(tmp_path, junk_server, command, address):
+    """Finding: a bad --cluster gave the right error, then a 20 s stall and a Dask TimeoutError traceback at
+    exit, and left compare.json / reproduce.json behind. In a real process, so what happens at exit shows."""
+    import subprocess
+    import sys
+    import time
+
+    address = junk_server if address == "junk" else address
+    out = tmp_path / "o"
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "fedemu", *command, "--out", str(out), "--cluster", address],
+                          capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - t0
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"fedemu: error: --cluster {address}: cannot connect to a Dask scheduler there (")
+    assert took < 15, f"{took:.1f} s: the client stalled on the way out"
+    assert not out.exists()

@@ -1,8 +1,8 @@
 """The committed quick reports (docs/reproductions/*-quick) are what the code produces now: each claim's
 value and verdict on seed 1, run again from scratch (the reports have two seeds; a claim's own verdict
 needs both, so one seed here checks every value it rests on in half the time). To keep the suite's time, each paper runs the experiments
-below, all but its heaviest (pigeon-2019's section 3 model runs, its Fig. 2 and 5 runs, Google and its ten EC2
-runs, megha-2022's centralized baselines), and every claim those experiments decide is compared; the whole quick grid is
+below, all but its heaviest (pigeon-2019's section 3 model runs, its Fig. 2 and 5 runs, Google, Eagle and its ten
+EC2 runs, megha-2022's sensitivity case), and every claim those experiments decide is compared; the whole quick grid is
 written again by hand (``fedemu reproduce PAPER --quick --jobs 2 --out ...``, docs/reproductions/README.md)
 whenever a change moves a result, and the figures docs/reproducing.md quotes are checked. megha-2023's
 quick grid (about 8 minutes) is only run by hand."""
@@ -22,7 +22,8 @@ from fedemu.tools.experiments import EC2_TRACES, TRACES
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "reproductions"
 CHECKED = {
     "pigeon-2019": "example,yahoo-3k,yahoo-3k-w5,yahoo-3k-w10,yahoo-3k-winf",
-    "megha-2022": "vs-sparrow,gl-5x5,gl-5x20,gl-10x10,gl-20x10,gl-20x20,fair-200,fair-500,fair-1500",
+    "megha-2022": "vs-sparrow,central-10k,central-20k,size-50k,gl-5x5,gl-5x20,gl-10x10,gl-20x10,gl-20x20,fair-200,"
+                  "fair-500,fair-1500",
 }
 MEASURED = ("reproduces", "reproduces for the wrong reason", "same direction", "same order", "differs",
             "not testable")

@@ -271,7 +271,7 @@ def test_faults_of_a_real_run_show_in_the_panels(tmp_path):
 
     hook = Stop()
     result = runner.execute(str(scenario), overrides=PARAMS, progress=hook)
-    assert result.summary["partial"] == {"by": "test"}
+    assert result.summary["partial"] == {"by": "test", "jobs_asked": 30}
     snap = hook.sampler.last
     assert set(snap.network) == {"partition: {gm-2} | {lm-0, lm-3}", "slow: gm-0 <-> lm-1 4x latency",
                                  "loss: gm-0 <-> lm-2 0.25 loss", "loss: gm-1 <-> lm-3 0.5 loss"}
@@ -491,10 +491,16 @@ def test_live_run_in_a_terminal_pauses_steps_and_quits_with_partial_results(tmp_
         time.sleep(0.6)  # paused: virtual time must stand still (no speed is measured)
         assert virtual(term.screen()) == held >= virtual(paused)
         term.keys("q")
-        term.wait(lambda s: "EXIT=0" in s)
+        text = term.wait(lambda s: "EXIT=" in s)
     finally:
         term.close()
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    # issue 45: q exited 0, and the printout did not say the run stopped early
+    assert "EXIT=130" in text, text
+    said = "".join(text.split())  # the line wraps at the window's width
+    assert "".join((f"fedemu: stopped early by q in the live view at {summary['partial']['stopped_at_s']:,.6f} s of "
+                    f"virtual time: {summary['jobs_completed']} of 30 jobs done; the results in {tmp_path}/out are "
+                    "partial (summary.json says so)").split()) in said, text
     assert summary["partial"]["by"] == "q in the live view"
     assert abs(summary["partial"]["stopped_at_s"] - held) < 1e-6
     assert summary["jobs_completed"] < summary["jobs"]

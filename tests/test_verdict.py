@@ -254,6 +254,19 @@ def test_claims_across_claims_wrong_reason_and_not_testable():
     assert got["unmodelled"]["verdict"] == NOT_TESTABLE
 
 
+def test_a_not_testable_claim_without_a_paper_number_shows_ours_judged_against_nothing():
+    """megha-2022 Fig. 4's mean: the paper plots it with no number in the text; the report shows ours per seed."""
+    rows = _rows({("x", "a"): {1: 4.0, 2: 2.0}, ("x", "b"): {1: 1.0, 2: 1.0}})
+    claim = {"id": "fig4-mean", "section": "VI-A; Fig. 4", "text": "mean", "kind": "value",
+             "ours": "a/random@x:m / b/random@x:m", "not_testable": "the figure's values are not in the text"}
+    check_claim(claim, {}, "f")
+    got = evaluate_all([claim], rows)["fig4-mean"]
+    assert got["verdict"] == NOT_TESTABLE and "measured" not in got and got["seeds"] == {}
+    assert got["values"] == {1: 4.0, 2: 2.0} and got["ours"] == 3.0 and "a/random@x m: s1 4, s2 2" in got["evidence"]
+    with pytest.raises(ValueError, match="kind must be one of"):
+        check_claim({k: v for k, v in claim.items() if k != "not_testable"}, {}, "f")  # a testable claim needs one
+
+
 # ---- claims files ---------------------------------------------------------------------------------
 def test_expressions_take_terms_numbers_and_three_functions_only():
     e = Expression("abs(a/random@x:m - b/-@y-z:n) / max(a/random@x:m, 2)")

@@ -215,6 +215,23 @@ def idle_memory_mb(n: int) -> float:
     return peak_rss_mb() - before
 
 
+BYTES_PER_ACTOR = 4096  # measured: about 3 KB per actor at 100,000 (304 MB peak RSS, docs/performance.md)
+
+
+def check_memory(sizes, neighbour_mb: int = 0) -> None:
+    """Refuse (one line) sizes whose actors, with the neighbour's array, would not fit the share of this
+    machine's memory a run may plan to use (``preflight.MEMORY_SHARE``)."""
+    from fedemu.fabric.errors import ConfigError
+    from fedemu.scenarios.preflight import MEMORY_SHARE, machine_memory
+
+    need = max(sizes) * BYTES_PER_ACTOR + neighbour_mb * (1 << 20)
+    room = int(MEMORY_SHARE * machine_memory())
+    if need > room:
+        raise ConfigError(f"bench fabric --sizes {max(sizes):,}" + (f" --neighbour {neighbour_mb}" if neighbour_mb
+                          else "") + f" would need about {need / 2**30:.1f} GiB; this machine allows "
+                          f"{room / 2**30:.1f} GiB (about {BYTES_PER_ACTOR} bytes per actor)")
+
+
 def run(sizes=(100, 1_000, 10_000, 100_000), messages: int = 200_000, out=print, repeat: int = 3) -> list[dict]:
     """Run both patterns at each size; print and return the figures. ``ratio`` is against the
     floor (a heapq loop calling plain handler functions); ``inline`` is a bare loop for reference.

@@ -34,19 +34,30 @@ def _cmd_run(args) -> int:
         raise FedemuError("run needs a scenario name (e.g. default) or a scenario .py file")
     if args.log_level is not None and not args.log:
         raise ConfigError(f"--log-level {args.log_level} filters the event log: add --log FILE")
-    if args.record and not args.out and not args.journal:
+    if args.record and args.journal:  # one journal per run, in one place: say which
+        where = os.path.join(args.out, "messages.log") if args.out else "OUT/messages.log"
+        raise ConfigError(f"--record writes the journal to {where} and --journal to {args.journal}: give one of "
+                          "them (--journal alone, or --record with --out)")
+    if args.record and not args.out:
         args.out = outdir.default_run_dir(args.scenario, args.seed)
     journal = args.journal or (os.path.join(args.out, "messages.log") if args.record else None)
+    view = [opt for opt, on in (("--tui", args.tui), ("--paused", args.paused), ("--pace", args.pace)) if on]
+    if args.check_determinism and view:  # two runs, one in a child process: no live view to show them in
+        raise ConfigError(f"--check-determinism runs the scenario twice, the second in another process, with no "
+                          f"live view; {view[0]} shows one run: give one of them")
     faults = _fault_plan(args.faults)
     if args.check_determinism:
         return _check_determinism(args, overrides, journal, faults)
     level = args.log_level or "info"
     outdir.check_outputs(args.out, {"--journal": journal, "--log": args.log}, probe=False)
-    with outdir.prepared(args.out), progress_for(args) as progress:
+    with outdir.prepared(args.out), outdir.owned(args.out), progress_for(args) as progress:
         _check_files(args.out, journal, args.log)
-        result = runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=journal,
-                                out_dir=args.out, progress=progress, log_path=args.log, log_level=level,
-                                faults=faults)
+        try:
+            result = runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=journal,
+                                    out_dir=args.out, progress=progress, log_path=args.log, log_level=level,
+                                    faults=faults)
+        except runner.RunInterrupted as stop:  # Ctrl-C, SIGTERM: the results so far, marked partial
+            result = stop.result
     with contextlib.redirect_stdout(sys.stderr) if args.log == STDOUT else contextlib.nullcontext():
         _print_summary(result.summary)  # with --log -, standard output holds the event log alone
         _warn_unfinished(result.summary)
@@ -57,7 +68,26 @@ def _cmd_run(args) -> int:
             print(f"event log: {args.log}")
         if args.out:
             print(f"results: {args.out}")
-    return 0
+    return _say_stopped_early(result.summary, args.out)
+
+
+STOPPED_STATUS = {"SIGTERM": 128 + signal.SIGTERM}  # else 130, as for Ctrl-C: the user stopped the run
+
+
+def _say_stopped_early(summary: dict, out) -> int:
+    """For a run stopped early (q in the live view, Ctrl-C, SIGTERM): a line on stderr saying when, by
+    what and how many of the jobs asked were done, and the exit status (130, or 143 for SIGTERM); 0 for
+    a run that ended by itself."""
+    partial = summary.get("partial")
+    if not isinstance(partial, dict):
+        return 0
+    asked, done = partial.get("jobs_asked"), summary.get("jobs_completed")
+    jobs = "" if not isinstance(done, int) else f": {done:,} of {asked:,} jobs done" if isinstance(asked, int) \
+        else f": {done:,} jobs done"
+    where = f"; the results in {out} are partial (summary.json says so)" if out else ""
+    print(f"fedemu: stopped early by {partial.get('by')} at {partial.get('stopped_at_s', 0):,.6f} s of virtual "
+          f"time{jobs}{where}", file=sys.stderr)
+    return STOPPED_STATUS.get(partial.get("by"), 130)
 
 
 def _fault_plan(path):
@@ -82,8 +112,8 @@ def _warn_unfinished(summary: dict) -> None:
         print(f"fedemu: note: {dropped:,} tasks no worker can run were dropped (infeasible=drop-task); their "
               f"{summary.get('jobs_with_dropped_tasks', 0):,} jobs ran without them", file=sys.stderr)
     jobs, done = summary.get("jobs"), summary.get("jobs_completed")
-    if not isinstance(jobs, int) or not isinstance(done, int) or done >= jobs:
-        return
+    if not isinstance(jobs, int) or not isinstance(done, int) or done >= jobs or summary.get("partial"):
+        return  # a run stopped early says so in a line of its own
     rejected = summary.get("unschedulable", 0)
     why = f"{rejected:,} unschedulable (a task no worker can run: see capacity, demand, constraints)" \
         if rejected else "still running when the run ended"
@@ -121,7 +151,7 @@ def _check_determinism(args, overrides, journal, faults=None) -> int:
     if args.log == STDOUT:
         raise ConfigError(f"--check-determinism compares the two runs' event logs: give --log a file, not {STDOUT}")
     outdir.check_outputs(args.out, {"--journal": journal, "--log": args.log}, probe=False)
-    with tempfile.TemporaryDirectory(prefix="fedemu-det-") as tmp, outdir.prepared(args.out):
+    with tempfile.TemporaryDirectory(prefix="fedemu-det-") as tmp, outdir.prepared(args.out), outdir.owned(args.out):
         _check_files(args.out, journal, args.log)
         first, second = journal or os.path.join(tmp, "first.fjl"), os.path.join(tmp, "second.fjl")
         runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=first, out_dir=args.out,
@@ -219,6 +249,8 @@ def _draw(args) -> int:
     given = dict(t_from=args.t_from, t_to=args.t_to, actor=args.actor, job=args.job, kind=args.kind)
     outdir.check_file(args.diagram, "--diagram")
     outdir.check_file(args.trace, "--trace")
+    outdir.check_inputs(None, {"--diagram": args.diagram, "--trace": args.trace},
+                        {f"the journal {args.log}": args.log, f"the scenario file {args.scenario}": args.scenario})
     if args.diagram is not None:
         print(diagram.write(args.log, args.diagram, **given))
     if args.trace is not None:
@@ -236,11 +268,18 @@ def _cmd_bench(args) -> int:
         from .neighbour import neighbour
 
         sizes = args.sizes or (100, 1_000, 10_000, 100_000)
-        if args.neighbour:
-            print(f"with a neighbour process streaming through {args.neighbour} MiB")
-        with neighbour(args.neighbour):
-            bench_fabric.run(sizes=sizes, messages=args.messages, repeat=args.repeat or 3)
+        bench_fabric.check_memory(sizes, args.neighbour)
+        with neighbour(args.neighbour) as alive:
+            if args.neighbour:
+                print(f"with a neighbour process streaming through {args.neighbour} MiB")
+            bench_fabric.run(sizes=sizes, messages=args.messages or BENCH_MESSAGES, repeat=args.repeat or 3)
+            alive()  # a neighbour that died during the figures: they were not taken beside it
         return 0
+    fabric_only = [opt for opt, value in (("--sizes", args.sizes), ("--messages", args.messages),
+                                          ("--neighbour", args.neighbour)) if value]
+    if fabric_only:
+        raise ConfigError(f"{', '.join(fabric_only)} {'is' if len(fabric_only) == 1 else 'are'} for bench fabric "
+                          f"only; bench {args.what} runs whole scenarios")
     from . import bench_megha
 
     return bench_megha.main(args)
@@ -315,14 +354,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"fedemu: error: {where}{message} (see {self.prog} --help)\n")
 
 
+BENCH_MAX_ACTORS = 1_000_000  # 10 times the default's largest size; about 3 KB each (docs/performance.md)
+BENCH_MESSAGES = 200_000  # bench fabric's messages per pattern and size
+BENCH_MAX_MESSAGES = 10_000_000  # 50 times the default: at tens of us each, minutes per case already
+BENCH_MAX_REPEAT = 100
+NEIGHBOUR_MAX_MB = 4096  # far beyond any cache a neighbour could load
+
+
 def _sizes(text: str) -> tuple[int, ...]:
-    """argparse type for --sizes: comma-separated positive actor counts."""
+    """argparse type for --sizes: comma-separated actor counts from 2 to BENCH_MAX_ACTORS."""
     try:
         sizes = tuple(int(s) for s in text.split(","))
     except ValueError:
         sizes = ()
-    if not sizes or min(sizes) < 2:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of actor counts >= 2, e.g. 100,1000")
+    if not sizes or min(sizes) < 2 or max(sizes) > BENCH_MAX_ACTORS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of actor counts from 2 to {BENCH_MAX_ACTORS:,}, "
+                                         "e.g. 100,1000")
     return sizes
 
 
@@ -430,7 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "write each as a reproducible failure folder")
     fz.add_argument("scenario", help="scenario name (e.g. default) or path to a scenario .py file")
     fz.add_argument("--schedulers", default="all", help="comma-separated schedulers to draw from, or all (default)")
-    fz.add_argument("--kinds", default="all", help="comma-separated fault kinds to allow, or all (default); each "
+    fz.add_argument("--kinds", default="all", help="comma-separated fault kinds to allow, or all (default); a "
+                    "fault is drawn with what ends it (crash,restart; partition,heal; slow,restore; loss); each "
                     "scheduler gets only those it survives (and slow/restore, which need no recovery)")
     size = fz.add_mutually_exclusive_group()
     size.add_argument("--examples", type=_positive, help="runs to try (default 100)")
@@ -448,12 +496,15 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help=f"benchmarks: fabric, {own} or schedulers")
     b.add_argument("what", choices=["fabric", own, "schedulers"])
     b.add_argument("--sizes", type=_sizes, help="fabric: comma-separated actor counts")
-    b.add_argument("--messages", type=_positive, default=200_000, help="fabric: messages per pattern and size")
-    b.add_argument("--repeat", type=_positive, default=None,
+    b.add_argument("--messages", type=lambda t: _whole(t, 1, BENCH_MAX_MESSAGES),
+                   help=f"fabric: messages per pattern and size (default {BENCH_MESSAGES:,}, at most "
+                   f"{BENCH_MAX_MESSAGES:,})")
+    b.add_argument("--repeat", type=lambda t: _whole(t, 1, BENCH_MAX_REPEAT), default=None,
                    help="runs of each case, alternating (fabric: the sides, default 3, the best of each is "
                    f"reported; {own} and schedulers: rounds over the cases, default 1, with the spread)")
-    b.add_argument("--neighbour", type=_non_negative, default=0, metavar="MB",
-                   help="fabric: run beside a process that streams through MB MiB (a tenant that loads the cache)")
+    b.add_argument("--neighbour", type=lambda t: _whole(t, 0, NEIGHBOUR_MAX_MB), default=0, metavar="MB",
+                   help="fabric: run beside a process that streams through MB MiB (a tenant that loads the cache; "
+                   f"at most {NEIGHBOUR_MAX_MB})")
     b.add_argument("--case", action="append", help=f"{own}: which cases (yh1-1k, yh1, goog, syn1000); "
                    "schedulers: scheduler names; repeat the option or separate with commas; default all")
     b.add_argument("--profile", action="store_true", help=f"{own} and schedulers: run each case under cProfile "
@@ -476,7 +527,7 @@ def _on_signal(signum, frame) -> None:
     runner = sys.modules.get("fedemu.tools.runner")
     if runner is None:
         raise KeyboardInterrupt
-    runner.interrupt()
+    runner.interrupt("SIGTERM" if signum == signal.SIGTERM else "Ctrl-C (SIGINT)")
 
 
 def _quiet_unraisable(hook):
@@ -527,11 +578,32 @@ def _cut_short(out) -> str:
     return f"; the results in {out} are incomplete (summary.json says so)" if incomplete(out) else ""
 
 
+def _stdout_closed() -> bool:
+    """Whether standard output is closed (``fedemu run default >&-``): Python then drops every print, and the
+    first file opened would take its descriptor. A stream without a descriptor (captured) is open."""
+    if sys.stdout is None:
+        return True
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):
+        return False
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
 def main(argv=None) -> int:
+    closed = _stdout_closed()  # before anything opens a file, which would take its descriptor
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, or a usage error already printed as one line
         return e.code if isinstance(e.code, int) else 2
+    if closed:
+        print(f"fedemu: error: standard output is closed, so what {args.command} prints (the summary, the table) "
+              "would be lost; redirect it to a file, or to /dev/null to drop it", file=sys.stderr)
+        return 2
     _Signals.got = None
     previous = _install_signals()
     hook = sys.unraisablehook

@@ -125,10 +125,10 @@ def run_one(spec: dict) -> dict:
         gc.collect()
 
 
-def execute_plan(plan: list[dict], jobs: int, console: Console, cluster: str | None = None,
+def execute_plan(plan: list[dict], jobs: int, console: Console, cluster=None,
                  done: dict[str, dict] | None = None) -> dict[str, dict]:
-    """Run every spec not in ``done`` (``pool.run_all``: a spawn pool when jobs > 1, or Dask at ``cluster``);
-    results by run name, those of ``done`` included."""
+    """Run every spec not in ``done`` (``pool.run_all``: a spawn pool when jobs > 1, or the Dask ``cluster``,
+    a client or its address); results by run name, those of ``done`` included."""
     from . import pool
 
     results: dict[str, dict] = dict(done or {})
@@ -160,12 +160,62 @@ def ready_folder(out: Path, plan: list[dict], force: bool) -> dict[str, dict]:
         done = {}
         for spec in plan:
             summary = finished(spec["out_dir"])
-            if summary is not None:
-                done[spec["name"]] = {"name": spec["name"], "summary": summary}
+            if summary is None:
+                continue
+            why = disagreement(spec, summary)
+            if why:
+                print(f"fedemu: note: run {spec['name']} runs again: its summary.json {why}", file=sys.stderr)
+                for name in sorted(outdir.RUN_FILES):  # its folder holds this run's files alone: start afresh
+                    path = Path(spec["out_dir"]) / name
+                    if path.is_file() and not path.is_symlink():
+                        path.unlink()
+                continue
+            done[spec["name"]] = {"name": spec["name"], "summary": summary}
         return done
     outdir.clear_compare(out, force)
     write_json(out / outdir.COMPARE_PLAN, record)
     return {}
+
+
+def disagreement(spec: dict, summary: dict) -> str:
+    """Why a finished run's summary cannot be reused for ``spec`` ("" when it can): a resumed sweep
+    trusts nothing it did not check. Its scenario, scheduler, policy, seed and parameters must be the
+    plan's, its job counts those of its own jobs.csv, and its digest that of its journal, if it kept one."""
+    expect = {"scenario": spec["scenario"], "scheduler": spec["scheduler"], "seed": spec["seed"],
+              **({} if spec["policy"] == "-" else {"policy": spec["policy"]})}
+    for key, value in expect.items():
+        if summary.get(key) != value:
+            return f"says {key} {summary.get(key)!r}, the plan {value!r}"
+    params = summary.get("params") if isinstance(summary.get("params"), dict) else {}
+    for key, value in spec["overrides"].items():
+        if key not in params or params[key] != plain(value):
+            return f"says {key}={params.get(key)!r}, the plan {key}={plain(value)!r}"
+    jobs, done = summary.get("jobs"), summary.get("jobs_completed")
+    if type(jobs) is not int or type(done) is not int or not 0 <= done <= jobs:
+        return f"says {done!r} of {jobs!r} jobs completed"
+    folder = Path(spec["out_dir"])
+    table = folder / "jobs.csv"
+    if table.is_file():
+        completed = [row.get("completion_s") for row in _rows(table)]
+        counted = (len(completed), sum(1 for c in completed if c))
+        if counted != (jobs, done):
+            return f"says {done} of {jobs} jobs completed, its jobs.csv {counted[1]} of {counted[0]}"
+    journal = folder / outdir.JOURNAL_FILE
+    if journal.is_file():
+        from fedemu.fabric.journal import check
+
+        try:
+            recorded = check(journal).footer.get("digest")
+        except FedemuError as e:
+            return f"sits beside a damaged journal ({e})"
+        if recorded != summary.get("digest"):
+            return f"says digest {summary.get('digest')}, its journal {recorded}"
+    return ""
+
+
+def _rows(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
 
 
 # ---- rows, table, files ------------------------------------------------------------------------
@@ -319,17 +369,17 @@ def main(args) -> int:
     plan = plan_runs(args.scenario, args.schedulers, args.policies, args.seeds, overrides, str(out))
     from . import pool
 
-    pool.require_dask(args.cluster)
     jobs = args.jobs if args.jobs and args.jobs > 0 else (os.cpu_count() or 1)
-    done = ready_folder(out, plan, args.force)
-    console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped inside a path
-    where = f"on the Dask cluster at {args.cluster}" if args.cluster else \
-        f"in {min(jobs, max(1, len(plan) - len(done)))} process(es)"
-    console.print(f"compare: {len(plan)} runs of {plan[0]['scenario']} {where}")
-    if done:
-        console.print(f"compare: resuming the compare in {out}: {len(done)} of {len(plan)} runs finished earlier "
-                      "are reused (--force starts again)")
-    results = execute_plan(plan, jobs, console, cluster=args.cluster, done=done)
+    with pool.connected(args.cluster) as client:  # before anything is written: a bad address leaves nothing
+        done = ready_folder(out, plan, args.force)
+        console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped inside a path
+        where = f"on the Dask cluster at {args.cluster}" if args.cluster else \
+            f"in {min(jobs, max(1, len(plan) - len(done)))} process(es)"
+        console.print(f"compare: {len(plan)} runs of {plan[0]['scenario']} {where}")
+        if done:
+            console.print(f"compare: resuming the compare in {out}: {len(done)} of {len(plan)} runs finished "
+                          "earlier are reused (--force starts again)")
+        results = execute_plan(plan, jobs, console, cluster=client, done=done)
 
     rows = [row_of(spec, results[spec["name"]]["summary"]) for spec in plan if "summary" in results[spec["name"]]]
     failures = [results[spec["name"]] for spec in plan if "error" in results[spec["name"]]]

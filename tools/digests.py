@@ -16,7 +16,7 @@ from fedemu.fabric.errors import FedemuError
 
 ROOT = Path(__file__).resolve().parent.parent
 YH1 = ROOT.parent / "shared" / "data" / "meghanat_megha_simulator" / "traces" / "input" / "YH1_sub.tr"
-SCHEDULERS = ("megha", "centralized", "pigeon", "pigeonc", "sparrow")
+SCHEDULERS = ("megha", "centralized", "pigeon", "pigeonc", "sparrow", "hawk", "eagle")
 
 
 def _cases() -> list[tuple[str, str, dict, str | None]]:

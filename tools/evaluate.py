@@ -105,13 +105,14 @@ def check_claim(c: dict, causes: dict, where: str) -> None:
     if "baseline" in c or "absolute" in c:
         raise ValueError(f"{where}: claim {cid}: 'baseline' and 'absolute' are gone: a bound holds or not, and "
                          "abs() goes in the expression")
-    if c["kind"] == "exceeds":
+    shown = "not_testable" in c and "paper" not in c  # our figure shown where the paper gives none to judge it by
+    if c["kind"] == "exceeds" and not shown:
         c.setdefault("paper", 1)
     paper = c.get("paper")
     two = isinstance(paper, list) and len(paper) == 2 and all(isinstance(p, (int, float)) for p in paper) \
         and paper[0] <= paper[1]
     ok = two if c["kind"] == "range" else (isinstance(paper, (int, float)) or c["kind"] == "ratio" and two)
-    if c["kind"] not in verdict.KINDS or not ok:
+    if c["kind"] not in verdict.KINDS or not (ok or shown):
         raise ValueError(f"{where}: claim {cid}: kind must be one of {verdict.KINDS} with a number 'paper' "
                          "([lo, hi] for a range, or for a ratio the paper gives two figures for)")
     if "tie" in c and not c.get("similar"):
@@ -180,7 +181,8 @@ def evaluate(claim: dict, rows: dict, rename=None) -> dict:
     "reasons": {seed: why}, "verdict", "evidence"}. A claim with ``over`` takes, per seed, the ``aggregate``
     of its expansions: max or min (the paper's "up to"), or worst (every expansion judged, the worst verdict
     kept: the paper's "on every workload"). ``on: mean`` judges the seeds' mean once (a paper figure that
-    is itself a mean over runs). ``rename`` maps an experiment to the one to read."""
+    is itself a mean over runs). A not-testable claim with ``ours`` and no paper number shows our figure,
+    judged against nothing. ``rename`` maps an experiment to the one to read."""
     empty = {"ours": None, "evidence": "", "seeds": {}, "values": {}, "reasons": {}, "mean": None}
     if "needs" in claim:
         return {**empty, "verdict": f"needs {claim['needs']}", "evidence": claim.get("why", "")}
@@ -200,14 +202,18 @@ def evaluate(claim: dict, rows: dict, rename=None) -> dict:
     else:
         pick = {"max": max, "min": min}[aggregate]
         values = {s: pick(m[s] for m in measured) for s in common}
-        if kind == "occurs":
+        if claim.get("not_testable") and "paper" not in claim:  # shown beside the claim, judged against nothing
+            judged = {}
+        elif kind == "occurs":
             judged = {s: (verdict.REPRODUCES, "the paper's outcome") if verdict.same(v, paper) else
                       (verdict.DIFFERS, "another outcome") for s, v in values.items()}
         else:
             judged = {s: verdict.judge(kind, paper, v, **kw) for s, v in values.items()}
     ordered = sorted(values.values())
     mean = sum(ordered) / len(ordered) if ordered else None
-    if len(values) < verdict.MIN_SEEDS:
+    if claim.get("not_testable") and "paper" not in claim:
+        got = verdict.NOT_TESTABLE
+    elif len(values) < verdict.MIN_SEEDS:
         got = verdict.NOT_MEASURED
     elif kind == "occurs":
         got = verdict.judge("occurs", paper, ordered)[0]

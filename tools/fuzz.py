@@ -35,7 +35,6 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 from fedemu.actors import registry
 from fedemu.fabric.errors import ConfigError
-from fedemu.fabric.faults import FAULT_KINDS
 from fedemu.fabric.journal import JournalReader
 from fedemu.scenarios import fault_plan
 
@@ -247,9 +246,6 @@ def _search(scenario: str = "default", *, schedulers=None, kinds=None, fixed: di
     if schedulers is not None and "scheduler" in strategies.scenario_keys(scenario):
         for name in schedulers:
             registry.get(name)  # an unknown name is one line listing the known ones
-    for kind in kinds or ():
-        if kind not in FAULT_KINDS:
-            raise ConfigError(f"unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
     tally = Tally()
     found: list = []  # (example, exception) of each failing run; the last is hypothesis' minimal one
     db = DirectoryBasedExampleDatabase(str(Path(out) / ".hypothesis")) if out is not None else None
@@ -295,6 +291,8 @@ def _search(scenario: str = "default", *, schedulers=None, kinds=None, fixed: di
         test()
     except _BudgetOver:
         pass
+    except strategies.Refused as refused:  # every shape drawn with the user's --set values was refused
+        raise ConfigError(str(refused)) from None
     except ConfigError:
         raise
     except Exception:  # noqa: BLE001 - hypothesis re-raised the minimal failing example's error

@@ -12,6 +12,8 @@ import contextlib
 import json
 import os
 import shutil
+import stat
+import sys
 from pathlib import Path
 
 from fedemu.fabric.atomic import STDOUT, PendingFile, check_target
@@ -104,6 +106,32 @@ def check_outputs(out, files: dict, *, probe: bool = True) -> None:
             check_file(path, option)
 
 
+def _identity(path):
+    """(device, inode) of an existing file (following links: what would be read), else None."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def check_inputs(out, files: dict, inputs: dict) -> None:
+    """Refuse, before a run, an output that is one of its inputs: ``files`` as for ``check_outputs`` (and,
+    with ``out``, each run file written there), ``inputs`` ``{what: path}`` (None: none). Two paths are one
+    file when they lead to the same place (links and ``..`` resolved) or are hard links of one file."""
+    outputs = {option: path for option, path in files.items() if path is not None and path != STDOUT}
+    if out:
+        outputs.update({f"--out {out} (its {name})": os.path.join(out, name) for name in sorted(RUN_FILES)})
+    given = {what: (os.path.realpath(path), _identity(path)) for what, path in inputs.items() if path is not None}
+    for option, path in outputs.items():
+        spot, ident = os.path.realpath(path), _identity(path)
+        for what, (their_spot, their_ident) in given.items():
+            if spot == their_spot or (ident is not None and ident == their_ident):
+                shown = option if option.startswith("--out") else f"{option} {path}"
+                raise ConfigError(f"{shown} is {what}, which this command reads: writing there would destroy it; "
+                                  "choose another path")
+
+
 def compare_plan(path: Path):
     """The runs an earlier compare in ``path`` planned (its ``compare.json``), or None when there is none
     or it cannot be read."""
@@ -154,6 +182,45 @@ def clear_compare(path: Path, force: bool) -> None:
             shutil.rmtree(e)
         else:
             e.unlink()
+
+
+def _run_files(out) -> dict:
+    """The run files (``RUN_FILES``) in folder ``out`` that are regular files, each with its identity
+    (device, inode, modification time): a file written again is a new file, by the atomic rename."""
+    found = {}
+    for name in sorted(RUN_FILES):
+        try:
+            st = os.lstat(os.path.join(out, name))
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found[name] = (st.st_dev, st.st_ino, st.st_mtime_ns)
+    return found
+
+
+@contextlib.contextmanager
+def owned(out):
+    """A run owns its ``--out`` folder: once the block is left, if the run wrote any of its files there
+    (results, or a journal that a failed run keeps), the run files an earlier run left and this one did not
+    write again (``messages.log`` of a recorded run, ``share_over_time.png`` of one with users ...) are
+    removed, and named in a note, so the folder never mixes two runs. A run refused before it wrote
+    anything leaves the folder as it was. Only fedemu's own file names are touched (``RUN_FILES``)."""
+    if out is None:
+        yield
+        return
+    before = _run_files(out)
+    try:
+        yield
+    finally:
+        after = _run_files(out)
+        if any(before.get(name) != ident for name, ident in after.items()):  # this run wrote here
+            stale = [name for name, ident in before.items() if after.get(name) == ident]
+            for name in stale:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(out, name))
+            if stale:
+                print(f"fedemu: note: removed from {out} what an earlier run wrote there and this run did not: "
+                      f"{', '.join(stale)}", file=sys.stderr)
 
 
 @contextlib.contextmanager

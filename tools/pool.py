@@ -63,14 +63,44 @@ def require_dask(address: str | None) -> None:
 
 
 def dask_client(address: str):
-    """A connected ``distributed.Client`` for ``address``, or a one-line ConfigError saying what to do."""
+    """A connected ``distributed.Client`` for ``address``, or a one-line ConfigError saying what to do. A
+    client whose start failed (no scheduler there, an address without a port, something else answering)
+    is put away at once: left to the collector, it would wait 20 s to close a connection it never had, and
+    print a Dask TimeoutError traceback as the command exits."""
     require_dask(address)
     import distributed
 
+    made = []
+
+    class _Client(distributed.Client):
+        def __init__(self, *args, **kwargs) -> None:
+            made.append(self)  # so that a failed start can be put away
+            super().__init__(*args, **kwargs)
+
     try:
-        return distributed.Client(address, timeout="10s", set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as e:
-        raise ConfigError(f"--cluster {address}: cannot connect to a Dask scheduler there ({e})") from None
+        return _Client(address, timeout="10s", set_as_default=False)
+    except Exception as e:  # noqa: BLE001 - Dask raises many kinds (OSError, ValueError, a MemoryError on junk)
+        for client in made:
+            with contextlib.suppress(Exception):
+                client.status = "closed"  # what close() checks: nothing left to close
+                client._loop_runner.stop()
+        made.clear()
+        text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigError(f"--cluster {address}: cannot connect to a Dask scheduler there ({text})") from None
+
+
+@contextlib.contextmanager
+def connected(address: str | None):
+    """The Dask client for ``address`` (None: no cluster, None), connected before a sweep writes anything,
+    so a bad address leaves nothing behind; closed on the way out."""
+    if address is None:
+        yield None
+        return
+    client = dask_client(address)
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 def _in_child(fn, spec: dict) -> dict:
@@ -90,17 +120,15 @@ def _in_child(fn, spec: dict) -> dict:
             return pickle.load(f)
 
 
-def _dask(specs, fn, address: str, note) -> None:
-    client = dask_client(address)
+def _dask(specs, fn, cluster, note) -> None:
+    """Run on the Dask cluster ``cluster``: a client (``connected``), or an address to connect to here."""
     from distributed import as_completed
 
-    try:
+    with connected(cluster) if isinstance(cluster, str) else contextlib.nullcontext(cluster) as client:
         futures = client.map(functools.partial(_in_child, fn), list(specs), pure=False)
         where = {f.key: i for i, f in enumerate(futures)}
         for fut in as_completed(futures, loop=client.loop):
             note(where[fut.key], fut.result())
-    finally:
-        client.close()
 
 
 @contextlib.contextmanager
@@ -119,10 +147,11 @@ def _bar(total: int, enabled: bool):
         yield bar, bar.add_task("runs", total=total, last="")
 
 
-def run_all(specs: Sequence[dict], fn: Callable[[dict], dict], *, jobs: int = 1, cluster: str | None = None,
+def run_all(specs: Sequence[dict], fn: Callable[[dict], dict], *, jobs: int = 1, cluster=None,
             on_result: Callable[[int, dict], None] | None = None, progress: bool = True) -> list[dict]:
-    """``fn(spec)`` for every spec, on a local pool of ``jobs`` processes or the Dask scheduler at
-    ``cluster``; returns the results in spec order. ``fn`` must be a module-level function."""
+    """``fn(spec)`` for every spec, on a local pool of ``jobs`` processes or the Dask scheduler ``cluster``
+    (a client from ``connected``, or its address); returns the results in spec order. ``fn`` must be a
+    module-level function."""
     results: list = [None] * len(specs)
     with _bar(len(specs), progress) as bar:
         def note(i: int, res) -> None:

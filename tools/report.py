@@ -37,6 +37,10 @@ def print_summary(summary: dict, console: Console | None = None) -> None:
     faults = fault_line(summary.get("faults"))
     if faults:
         table.add_row("faults", faults)
+    horizon = summary.get("horizon")
+    if horizon:
+        table.add_row("horizon", f"stopped at {horizon['at_s']:g} s ({horizon['derived']}); still in force: "
+                      + "; ".join(horizon["in_force"]))
     invariants = summary.get("invariants")
     if invariants:
         broken = [name for name, line in invariants.items() if line != "ok"]

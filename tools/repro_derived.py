@@ -1,6 +1,7 @@
 """The figures a paper's claims read beyond `fedemu compare`'s row, computed from a run's own files
 (jobs.csv, tasks.csv, summary.json): slowdowns, the share of jobs that did not queue, offered load, the
-busiest worker. One function per figure, gathered by ``derived``."""
+busiest worker, the tail of the allocation time and its parts' medians. One function per figure, gathered
+by ``derived``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from . import group_queueing as gq
 
+PARTS = (("fq", "framework_queueing"), ("proc", "processing"), ("wq", "worker_queueing"), ("comm", "communication"))
 ZERO_QUEUE_S = 1e-5  # a job "did not queue" when its delay is within 10 us of the run's smallest (rounding)
 WARMUP = 0.2  # section 3's figures leave out the jobs of the first fifth of the arrivals (groups start empty)
 
@@ -18,7 +20,7 @@ WARMUP = 0.2  # section 3's figures leave out the jobs of the first fifth of the
 def derived(run_dir: Path, summary: dict) -> dict:
     """Figures the claims need beyond compare's row: slowdowns and completion times of short and long jobs,
     the share of jobs that did not queue, the sum of completion times, the parts of the allocation time as
-    shares, and the offered load (Megha 2023, 2.3)."""
+    shares, its tail, and the offered load (Megha 2023, 2.3)."""
     out: dict = {}
     path = run_dir / "jobs.csv"
     if path.exists():
@@ -45,9 +47,10 @@ def derived(run_dir: Path, summary: dict) -> dict:
     out.update(steady_state(run_dir, summary))
     out.update(group_model(summary, out.get("arrival_load_steady")))
     out.update(busiest_worker(run_dir / "tasks.csv", summary))
+    out.update(allocation_tail(run_dir / "tasks.csv"))
     alloc = summary.get("allocation_s") or {}
     total = alloc.get("allocation")
-    for part, key in (("fq", "framework_queueing"), ("proc", "processing"), ("comm", "communication")):
+    for part, key in PARTS:
         out[f"alloc_{part}_share"] = alloc[key] / total if total and alloc.get(key) is not None else None
     counters = summary.get("counters") or {}
     for name in ("preemptions", "preemption_attempts", "repartitions"):  # fairness (megha-2022, Fig. 11)
@@ -59,8 +62,9 @@ def derived(run_dir: Path, summary: dict) -> dict:
 
 def offered_load(path: Path, units: int) -> dict:
     """Megha 2023 (2.3, Table 1): per second, the slots the active tasks need over the slots there are, each
-    task active from its job's arrival for its run time (as if it never waited): p50, mean and p99."""
-    keys = ("offered_load_p50", "offered_load_mean", "offered_load_p99")
+    task active from its job's arrival for its run time (as if it never waited): p50, mean, p99 and the
+    peak (Megha 2022, Fig. 5: the slots the workload requires over time)."""
+    keys = ("offered_load_p50", "offered_load_mean", "offered_load_p99", "offered_load_max")
     if not path.exists() or not units:
         return dict.fromkeys(keys)
     with open(path, newline="") as f:
@@ -81,7 +85,7 @@ def offered_load(path: Path, units: int) -> dict:
         np.add.at(busy, np.minimum(whole + 1, seconds), sign * frac)
     load = np.cumsum(busy)[:seconds] / units
     return {"offered_load_p50": float(np.percentile(load, 50)), "offered_load_mean": float(load.mean()),
-            "offered_load_p99": float(np.percentile(load, 99))}
+            "offered_load_p99": float(np.percentile(load, 99)), "offered_load_max": float(load.max())}
 
 
 def busiest_worker(path: Path, summary: dict) -> dict:
@@ -201,4 +205,31 @@ def group_model(summary: dict, arrival_load: float | None) -> dict:
     if arrival_load is not None and 0 < arrival_load < 1:
         out["model_job_zero_queue"] = gq.job_zero_queue_exp(nw, arrival_load)
         out["model_wait_s"] = gq.task_wait(nw, arrival_load, float(params.get("task_s") or 0))
+
+
+def allocation_tail(path: Path) -> dict:
+    """Megha 2022 (VI-A, Figs. 3-4; VI-B, Fig. 7): the allocation time of the tasks that started, at p90,
+    p99.99 and its maximum ("consistently less than 1.5 s", "max: 100 s"), and each part's median, alone and
+    as a share of the four medians' sum (Fig. 7 takes "the median of the delays recorded")."""
+    columns = ("allocation_s",) + tuple(f"{key}_s" for _, key in PARTS)
+    keys = ("alloc_allocation_p90_s", "alloc_allocation_p9999_s", "alloc_allocation_max_s") + \
+        tuple(f"alloc_{key}_p50_s" for _, key in PARTS) + tuple(f"alloc_{part}_median_share" for part, _ in PARTS)
+    if not path.exists():
+        return dict.fromkeys(keys)
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if not set(columns) <= set(reader.fieldnames or ()):  # a scheduler that records no parts
+            return dict.fromkeys(keys)
+        rows = [[float(r[c]) for c in columns] for r in reader if r["start_s"] != ""]
+    if not rows:
+        return dict.fromkeys(keys)
+    values = np.array(rows)
+    alloc = values[:, 0]
+    out = {"alloc_allocation_p90_s": float(np.percentile(alloc, 90)),
+           "alloc_allocation_p9999_s": float(np.percentile(alloc, 99.99)), "alloc_allocation_max_s": float(alloc.max())}
+    medians = np.median(values[:, 1:], axis=0)
+    total = float(medians.sum())
+    for (part, key), m in zip(PARTS, medians):
+        out[f"alloc_{key}_p50_s"] = float(m)
+        out[f"alloc_{part}_median_share"] = float(m) / total if total > 0 else None
     return out

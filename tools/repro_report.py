@@ -50,12 +50,12 @@ def paper_cell(c: dict) -> str:
     p = c["paper"]
     if c["kind"] == "range":
         return f"{num(float(p[0]))} to {num(float(p[1]))}"
+    if c["kind"] == "exceeds":
+        return f"> 1 (by ≥ {c.get('margin', verdict.MARGIN) - 1:.2g})"
     if isinstance(p, list):
         return f"{num(float(p[0]))} or {num(float(p[1]))}"
     prefix = {"at_least": "≥ ", "at_most": "≤ ", "occurs": "one outcome: "}.get(c["kind"], "")
-    margin = c.get("margin") or (verdict.MARGIN if c["kind"] in ("at_least", "at_most") and p == 1 else None)
-    extra = f" (by ≥ {margin - 1:.1%})" if margin else ""
-    return prefix + num(p) + extra
+    return prefix + num(p)
 
 
 def seeds_cell(r: dict) -> str:
@@ -88,7 +88,7 @@ def tally(claims: list[dict], evaluated: dict) -> str:
     if counts.get(verdict.DIFFERS):
         parts[-1] += f" (in {len(causes)} root cause{'s' if len(causes) != 1 else ''})"
     rest = [f"{v} {n}" for v, n in sorted(counts.items()) if v not in TALLIED]
-    return ", ".join(parts) + (f"; not counted: {', '.join(rest)}" if rest else "")
+    return (", ".join(parts) or "no claim judged") + (f"; not counted: {', '.join(rest)}" if rest else "")
 
 
 def variant_results(claims: dict, rows: dict, experiments: list[Experiment]) -> dict[str, dict]:
@@ -257,9 +257,15 @@ def write_report(out: Path, paper: str, title: str, claims: dict, experiments: l
                 md += [" ".join(f"![{t}]({e.name}/{f})" for f, t in pics), ""]
             parts = (results.get("_parts") or {}).get(e.name)
             if parts:
-                md += ["Mean allocation time by part (s, mean over tasks, then seeds):", "",
-                       md_table(["scheduler", "framework queueing", "processing", "worker queueing",
-                                 "communication"], [[n] + [f"{x:.3g}" for x in v] for n, v in parts.items()]), ""]
+                rows_ = []
+                for n, v in parts.items():
+                    total = sum(v["median"]) or 1.0
+                    rows_ += [[n, "median"] + [f"{x:.3g}" for x in v["median"]],
+                              [n, "share of the medians' sum"] + [f"{x / total:.3f}" for x in v["median"]],
+                              [n, "mean"] + [f"{x:.3g}" for x in v["mean"]]]
+                md += ["Allocation time by part (s; over the tasks that started, then the mean over seeds):", "",
+                       md_table(["scheduler", "statistic", "framework queueing", "processing", "worker queueing",
+                                 "communication"], rows_), ""]
         else:
             md += ["No run of this experiment completed.", ""]
         failed = [s["name"] for s in specs if s["experiment"] == e.name and "summary" not in results.get(s["key"], {})]

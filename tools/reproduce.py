@@ -33,6 +33,7 @@ from fedemu.fabric.errors import ConfigError, unknown_name
 from . import compare, outdir, pool
 from .atomic import write_text
 from .evaluate import load_claims, num
+from .results import finished
 from .experiments import PAPERS, Experiment
 from .repro_derived import derived
 from .repro_plots import paper_marks, plot_allocation_parts, plot_cdf_by_seed
@@ -78,7 +79,9 @@ def run_cached(spec: dict) -> dict:
     folder = Path(spec["out_dir"])
     key_file, summary_file = folder / "run-key", folder / "summary.json"
     if key_file.exists() and summary_file.exists() and key_file.read_text() == spec["key"]:
-        return {"name": spec["name"], "summary": json.loads(summary_file.read_text()), "cached": True}
+        summary = finished(folder)  # a whole result set, not one cut short or stopped early
+        if summary is not None and not compare.disagreement(spec, summary):  # and one that agrees with its run
+            return {"name": spec["name"], "summary": summary, "cached": True}
     res = compare.run_one(spec)
     if "summary" in res:
         write_text(key_file, spec["key"])
@@ -119,7 +122,8 @@ def main(args) -> int:
     if args.paper not in PAPERS:
         raise unknown_name("paper", args.paper, PAPERS)
     _, build = PAPERS[args.paper]
-    seeds = ",".join(str(s) for s in compare._seeds(args.seeds or ("1,2" if args.quick else "1,2,3")))
+    given = args.seeds if args.seeds is not None else ("1,2" if args.quick else "1,2,3")  # '' is refused, as by compare
+    seeds = ",".join(str(s) for s in compare._seeds(given))
     experiments = build(args.quick)
     if args.only:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
@@ -183,19 +187,20 @@ def reproduce(paper: str, experiments: list[Experiment], seeds: str, out: Path, 
                       not Path(e.overrides["trace"]).exists()})
     if missing:
         raise ConfigError(f"trace {missing[0]} is absent (the papers' traces live in ../shared/data)")
-    pool.require_dask(cluster)
-    _prepare_out(out, paper)
-    specs = plan(experiments, seeds, out, code_version())
-    unique = list({s["key"]: s for s in specs}.values())
-    console = Console(stderr=True)
-    where = f"the Dask cluster at {cluster}" if cluster else f"{min(jobs, len(unique))} process(es)"
-    console.print(f"reproduce {paper}: {len(experiments)} experiments, {len(unique)} runs on {where}; output in {out}")
+    with pool.connected(cluster) as client:  # before anything is written: a bad address leaves nothing
+        _prepare_out(out, paper)
+        specs = plan(experiments, seeds, out, code_version())
+        unique = list({s["key"]: s for s in specs}.values())
+        console = Console(stderr=True)
+        where = f"the Dask cluster at {cluster}" if cluster else f"{min(jobs, len(unique))} process(es)"
+        console.print(f"reproduce {paper}: {len(experiments)} experiments, {len(unique)} runs on {where}; output "
+                      f"in {out}")
 
-    def note(_, res):
-        if "error" in res:
-            console.print(f"run {res['name']} failed: {res['error'].strip().splitlines()[-1]}")
+        def note(_, res):
+            if "error" in res:
+                console.print(f"run {res['name']} failed: {res['error'].strip().splitlines()[-1]}")
 
-    done = pool.run_all(unique, run_cached, jobs=jobs, cluster=cluster, on_result=note)
+        done = pool.run_all(unique, run_cached, jobs=jobs, cluster=client, on_result=note)
     results = {s["key"]: r for s, r in zip(unique, done)}
     cached = sum(1 for r in done if r.get("cached"))
     if cached:
@@ -209,6 +214,7 @@ def reproduce(paper: str, experiments: list[Experiment], seeds: str, out: Path, 
             row = compare.row_of(s, res["summary"])
             row.update(derived(Path(s["out_dir"]), res["summary"]))
             row["commit"] = _ran_at(Path(s["out_dir"]), here, res.get("cached"))
+            row["run_dir"] = Path(s["out_dir"]).relative_to(out).as_posix()  # runs.csv reads the same anywhere
             rows.setdefault((s["experiment"], s["scheduler"], s["policy"]), []).append(row)
     if rows:
         compare.write_csv(out / "runs.csv", [{"experiment": e, **r} for (e, _, _), rs in rows.items() for r in rs])
@@ -245,7 +251,8 @@ def draw(claims: dict, experiments: list[Experiment], specs: list[dict], results
                          "utilization (1 s buckets)", log=False, title=f"{e.name}: utilization")
         if "allocation" in e.plots:
             plot_cdf_by_seed(out / e.name / "allocation_cdf.png", mine, finished, ("tasks.csv", "allocation_s"),
-                             "allocation time of a task (s)", log=True, title=f"{e.name}: allocation time")
+                             "allocation time of a task (s)", log=True, title=f"{e.name}: allocation time",
+                             marks=paper_marks(claims["claims"], e.name, prefix="alloc_allocation_"))
             parts[e.name] = plot_allocation_parts(out / e.name / "allocation_parts.png", mine, finished)
     return parts
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -114,9 +116,11 @@ def _read_summary(out_dir) -> dict | None:
 
 
 def finished(out_dir) -> dict | None:
-    """The summary of a complete result set in ``out_dir`` (written whole, not marked incomplete), else None."""
+    """The summary of a complete result set in ``out_dir`` (written whole, not marked incomplete, of a run
+    that was not stopped early), else None."""
     summary = _read_summary(out_dir)
-    return summary if summary is not None and INCOMPLETE not in summary and "digest" in summary else None
+    whole = summary is not None and INCOMPLETE not in summary and "partial" not in summary
+    return summary if whole and "digest" in summary else None
 
 
 def incomplete(out_dir) -> bool:
@@ -213,11 +217,7 @@ def plot_cdfs(
     With ``log`` the x axis is logarithmic and values <= 0 are drawn at ``floor``; the legend counts
     them and a note under the plot says so.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 4.8))
-    FigureCanvasAgg(fig)
+    fig = agg_figure(figsize=(7, 4.8))
     ax = fig.add_subplot()
     plotted = 0
     clipped = False
@@ -262,11 +262,7 @@ def plot_balance(path, times_s: np.ndarray, imbalance: np.ndarray, variance: np.
                  title: str | None = None) -> None:
     """imbalance.png: Qin's imbalance Im(t) over time (max minus mean machine load, eq. 1) with its mean,
     and TEBAS's utilization variance below it (eqs. 10-12), one point per balance.csv sample."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 5.2))
-    FigureCanvasAgg(fig)
+    fig = agg_figure(figsize=(7, 5.2))
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": (3, 2)})
     for ax, values, label in ((top, imbalance, "imbalance Im(t)"), (bottom, variance, "utilization variance")):
         if values.size:
@@ -285,6 +281,25 @@ def plot_balance(path, times_s: np.ndarray, imbalance: np.ndarray, variance: np.
     fmt = Path(path).suffix.lstrip(".") or "png"
     with atomic_write(path, "wb") as f:
         fig.savefig(f, format=fmt, dpi=110, metadata={"Software": None} if fmt == "png" else None)
+
+
+def agg_figure(**kwargs):
+    """A matplotlib Figure on an Agg canvas: the one backend fedemu draws with (no pyplot, no window).
+    ``MPLBACKEND`` names pyplot's backend, and a name matplotlib does not know makes its very import fail
+    (``MPLBACKEND=nonsense``): it is set aside for that import, since these figures never use it."""
+    if "matplotlib" not in sys.modules:
+        backend = os.environ.pop("MPLBACKEND", None)
+        try:
+            import matplotlib  # noqa: F401
+        finally:
+            if backend is not None:
+                os.environ["MPLBACKEND"] = backend
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(**kwargs)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def _marks(points: int, series: int) -> tuple[int, int]:
@@ -307,15 +322,11 @@ def run_title(summary: dict) -> str:
 def plot_shares(path, recorder: Recorder, fairness: dict, total: tuple, end_us: int, title: str) -> None:
     """share_over_time.png: each user's measured share of the datacenter over time (solid) against its
     configured share (dashed, same colour), with the contended time shaded."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     from fedemu.policies.fair_measure import share_series
 
     users = fairness["users"]
     times, shares, contended, _ = share_series(recorder, len(users), total, end_us)
-    fig = Figure(figsize=(7, 4.8))
-    FigureCanvasAgg(fig)
+    fig = agg_figure(figsize=(7, 4.8))
     ax = fig.add_subplot()
     x = times / US
     for u, row in enumerate(users):

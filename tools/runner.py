@@ -31,6 +31,7 @@ from fedemu.fabric.kernel import Fabric, gc_paused
 from fedemu.fabric.log import EventLog
 from fedemu.fabric.replay import STOPPED_EARLY
 
+from . import outdir
 from . import params as params_mod
 from .results import summarize_run, write_results, write_summary
 
@@ -60,6 +61,8 @@ def scenario_ref(ref: str) -> str:
         raise ConfigError(f"scenario file {ref!r} does not exist")
     if path.is_dir():
         raise ConfigError(f"scenario {ref!r} is a directory; expected a scenario .py file")
+    if not path.is_file():  # a FIFO would block the import for ever
+        raise ConfigError(f"scenario {ref!r} is not a regular file; expected a scenario .py file")
     if path.suffix != ".py":
         raise ConfigError(f"scenario file {ref!r} is not a .py file")
     resolved = path.resolve()
@@ -222,22 +225,40 @@ def journalable(params: dict, ref: str) -> None:
 
 
 class _running:
-    """The fabric ``execute`` is running (for ``interrupt``), whether a stop was asked for, and whether one
-    came while no run was going (``stopping``: it stands until ``clear_interrupt``)."""
+    """The fabric ``execute`` is running (for ``interrupt``), whether a stop was asked for and by what, and
+    whether one came while no run was going (``stopping``: it stands until ``clear_interrupt``)."""
 
     fabric: Fabric | None = None
-    requested = False
+    requested: str | None = None
     stopping = False
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """A signal stopped a run at the end of a window: its results so far are written and marked partial,
+    its journal closed with a ``stopped early`` footer; ``result`` is what ``execute`` would have returned.
+    A KeyboardInterrupt still, so a sweep of runs stops with it."""
+
+    def __init__(self, result: "RunResult") -> None:
+        super().__init__(result.summary.get("partial", {}).get("by", "a signal"))
+        self.result = result
+
+
+@attrs.define
+class _Stop:
+    """What stopped a run early by a signal (``by``: None when nothing did)."""
+
+    by: str | None = None
+
+
 @contextlib.contextmanager
-def _interruptible(fabric: Fabric):
-    """While the fabric runs, ``interrupt`` stops it at the end of a window; leaving, an asked-for stop
-    becomes KeyboardInterrupt, raised here, outside trio. After a stop asked for between runs, no run
+def _interruptible(fabric: Fabric, stop: _Stop):
+    """While the fabric runs, ``interrupt`` stops it at the end of a window; leaving, ``stop.by`` says that a
+    signal did (the run then ends as the live view's q ends it: partial). A second signal that broke into
+    trio is KeyboardInterrupt, raised here, outside trio. After a stop asked for between runs, no run
     starts."""
     if _running.stopping:
         raise KeyboardInterrupt
-    _running.fabric, _running.requested = fabric, False
+    _running.fabric, _running.requested = fabric, None
     try:
         yield
     except Exception as exc:
@@ -245,23 +266,21 @@ def _interruptible(fabric: Fabric):
             raise KeyboardInterrupt from exc
         raise
     finally:
-        requested = _running.requested
-        _running.fabric, _running.requested = None, False
-    if requested:
-        raise KeyboardInterrupt
+        stop.by = _running.requested
+        _running.fabric, _running.requested = None, None
 
 
-def interrupt() -> None:
-    """For a SIGINT/SIGTERM handler: a running fabric is asked to stop once its current window is done
-    (trio is never broken into mid-step, so the journal's temporary file is always removed); with no
-    run, or when asked a second time, KeyboardInterrupt is raised at once. That raise can be lost (a
-    handler that runs inside a ``__del__``, as trio's nurseries have, is silenced), so the stop also
-    stands: no later run starts until ``clear_interrupt``."""
+def interrupt(by: str = "a signal") -> None:
+    """For a SIGINT/SIGTERM handler (``by`` names it): a running fabric is asked to stop once its current
+    window is done (trio is never broken into mid-step), and the run then writes its results so far, marked
+    partial (``RunInterrupted``); with no run, or when asked a second time, KeyboardInterrupt is raised at
+    once. That raise can be lost (a handler that runs inside a ``__del__``, as trio's nurseries have, is
+    silenced), so the stop also stands: no later run starts until ``clear_interrupt``."""
     fabric = _running.fabric
     if fabric is None or _running.requested:
         _running.stopping = True
         raise KeyboardInterrupt
-    _running.requested = True
+    _running.requested = by
     fabric.stop()
 
 
@@ -302,6 +321,7 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
     module = load(ref)
     params = params_mod.resolve_scenario(module, overrides or {})
     journalable(params, ref)
+    outdir.check_inputs(out_dir, {"--journal": journal_path, "--log": log_path}, _inputs(ref, params, faults))
     journal = Journal(journal_path)
     fabric = events = None
     try:
@@ -315,15 +335,19 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
         if faults is not None:  # checked against the built actors before anything runs
             from fedemu.scenarios import fault_plan
 
-            planned = faults.faults(fabric.names, seed)
-            fault_plan.check_restarts(fabric.faults, planned, faults.source)
+            placed = faults.placed(fabric.names, seed)
+            fault_plan.check_no_ops(fabric.faults, placed)
+            planned = [fault for _, fault in placed]
             fabric.add_faults(planned)
             plan = {"fault_plan": faults.source, "faults": [list(f.as_data()) for f in planned]}
         journal.write_header({"seed": seed, "scenario": ref, "params": params, "actors": fabric.names, **plan})
+        # a progress hook with a limit of its own (the fault search's Guard) stops the run itself
+        horizon = run_horizon(run, fabric) if getattr(progress, "limit_us", None) is None else None
         fabric.progress = progress and (lambda f: progress(f, run))
         fabric.progress_every = getattr(progress, "every", fabric.progress_every)  # e.g. the live view's
         t0 = time.perf_counter()
-        with _interruptible(fabric):
+        stop = _Stop()
+        with _interruptible(fabric, stop):
             fabric.run_blocking()
         wall = time.perf_counter() - t0
         stats = fabric.statistics()
@@ -335,9 +359,13 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
         late = [] if faults is None else [f for f in planned if f.at_us > stats.now_us]
         if late:  # the run ended before them: said, not silently dropped
             info["faults_never_applied"] = [list(f.as_data()) for f in late]
+        if fabric.stopped_at_horizon:  # a fault never healed: said in the summary, and why
+            info["horizon"] = {**horizon, "stopped_at_s": fabric.now / 1e6, "in_force": fabric.faults_in_force()}
         partial = getattr(progress, "partial", None)  # the live view's q stopped the run early
+        if stop.by is not None and not partial:  # so did a signal
+            partial = {"stopped_at_s": stats.now_us / 1e6, "by": stop.by}
         if partial:
-            info["partial"] = partial
+            info["partial"] = partial = {**partial, **_jobs_asked(run)}
         summary = run.finish(fabric, info) if hasattr(run, "finish") else info
         if not isinstance(summary, dict):
             raise TypeError(f"finish returned {type(summary).__name__}, expected the summary as a dict")
@@ -376,7 +404,49 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
         more = f" (and {len(broken) - 1} more invariant(s) broken; see summary.json)" if len(broken) > 1 else ""
         kept = f"; the journal is kept in {journal.path}" if journal.path else ""
         raise RunViolation(f"{broken[0]}{more}{kept}")
+    if stop.by is not None:
+        raise RunInterrupted(RunResult(fabric, summary, digest, wall))
     return RunResult(fabric, summary, digest, wall)
+
+
+def run_horizon(run, fabric) -> dict | None:
+    """Give a run that has faults (a plan's, random failures, or the run's own ``loss``) its horizon, where
+    it is stopped if one is still in force (``Fabric.horizon_us``); returns how it was derived, for the
+    summary. A fault-free run, or a scenario whose run has no workload horizon, has none (and costs nothing)."""
+    if not (fabric.faults or fabric.faults_in_force()):
+        return None
+    workload_us = getattr(run, "workload_horizon_us", lambda: None)()
+    if workload_us is None:
+        return None
+    from fedemu.scenarios import fault_plan
+
+    fabric.horizon_us = fault_plan.run_horizon_us(workload_us, fabric.faults)
+    last_us = max((f.at_us for f in fabric.faults), default=0)
+    grace_s, w_s = fault_plan.LIVENESS_GRACE_US // 10**6, workload_us / 1e6
+    derived = f"the last fault ({last_us / 1e6:g} s) + {grace_s} s + 2 x the workload's horizon ({w_s:g} s)" \
+        if last_us > workload_us else f"3 x the workload's horizon ({w_s:g} s) + {grace_s} s"
+    return {"at_s": fabric.horizon_us / 1e6, "workload_horizon_s": w_s, "last_fault_s": last_us / 1e6,
+            "derived": derived}
+
+
+def _inputs(ref: str, params: dict, faults) -> dict:
+    """The files a run reads, named for an error: its scenario file, fault plan, and every parameter that
+    names an existing file (a trace, a constraint table, a cost model ...); no output may be one of them."""
+    found = {f"the scenario file {ref}": ref} if not ref.startswith("scenarios.") else {}
+    if faults is not None and os.path.isfile(faults.source):
+        found[f"the fault plan {faults.source}"] = faults.source
+    for key, value in params.items():
+        if isinstance(value, str) and value and os.path.isfile(value):
+            found[f"the file of parameter {key} ({value})"] = value
+    return found
+
+
+def _jobs_asked(run) -> dict:
+    """``{"jobs_asked": N}``: the jobs the workload holds, for a run stopped early (its summary's ``jobs``
+    counts those submitted by then); empty for a scenario that does not say (no ``progress()``)."""
+    progress = getattr(run, "progress", None)
+    asked = getattr(run, "total_jobs", None) or (progress()[1] if callable(progress) else None)
+    return {} if asked is None else {"jobs_asked": asked}
 
 
 def recorded_faults(header: dict):

@@ -132,11 +132,13 @@ class Timeline:
         last_key, last = None, None  # the message that arrived or dropped last: a duplicate copy follows it
         breaks: set[tuple[int, int, int]] = set()  # (src, dst, at) of the connection breaks told so far
         try:
-            for index, _, rec in self.reader.records():
+            for index, offset, rec in self.reader.records():
                 code = rec[0]
                 if code == SEND:
                     if rec[2] == OUTSIDE and rec[6] == BROKEN and len(rec[7]) == 4:  # the fabric's notice
                         src, dst, at_us, cause = rec[7]
+                        self.reader.check_actor(src, offset, index)  # indices too, in the notice's fields
+                        self.reader.check_actor(dst, offset, index)
                         if (src, dst, at_us) not in breaks:
                             breaks.add((src, dst, at_us))
                             yield Break(index, at_us, src, dst, cause)

@@ -19,7 +19,8 @@ import operator
 
 import attrs
 
-from fedemu.fabric.errors import FedemuError
+from fedemu.fabric.errors import FedemuError, JournalError
+from fedemu.fabric.replay import actors_differ
 
 from . import roles
 
@@ -182,6 +183,9 @@ def observe(header: dict, expected_digest: str | None, lo: int, hi: int, rerun) 
     if digest != expected_digest:
         return Observed(note=f"no service times or actor counters: the re-run's digest {digest} is not the "
                         f"journal's {expected_digest} (recorded by other code?)")
+    differ = actors_differ(names, probe.fabric.names) if probe.fabric is not None else ""
+    if differ:  # the same records under another list of names: the header was edited
+        raise JournalError(f"journal header's actors differ from its re-run's ({differ}): the header was altered")
     probe.finish()
     probe.observed.ok = True
     return probe.observed

@@ -594,7 +594,7 @@ def replay_live(log_path, *, seek_s: float | None, paused: bool, pace: float | N
                 view.seek_us, view.paused, view.sampler = back.to_us, False, None
                 view.note = f"seeking back to {back.to_us / 1e6:,.6f} s: re-running from the start"
         if view.quit:
-            verdict, status = f"stopped at {view.partial['stopped_at_s']:,.6f} s: digest not compared (partial)", 0
+            verdict, status = f"stopped early at {view.partial['stopped_at_s']:,.6f} s (q): digest not compared (partial)", 130
         elif result.digest == expected:
             verdict, status = f"replayed: digest {result.digest} matches the journal's footer", 0
         else:

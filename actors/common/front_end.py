@@ -7,6 +7,7 @@ from __future__ import annotations
 from fedemu.fabric.log import emit
 
 from .events import JOB_UNSCHEDULABLE
+from .submitter import JobDone, Ping, Pong, Resubmit
 
 
 class JobFrontEnd:
@@ -67,6 +68,64 @@ class JobFrontEnd:
     def stop_if_finished(self) -> None:
         if self.recorder.finished:
             self.stop_run()
+
+
+class ReportingFrontEnd(JobFrontEnd):
+    """A front end whose jobs' owner of record is the submitter (Sparrow's, Hawk's and Eagle's schedulers): it
+    reports each job done or rejected with ``JobDone``, once per incarnation (``closed`` keeps the report, sent
+    again when the job is handed again), takes a job handed again (``Resubmit``) as a new one, and answers the
+    submitter's ``Ping`` after a cut. Its per-job state is ``jobs`` (job -> the scheduler's own state), its
+    front-end number ``index``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.source: dict[int, int] = {}  # open job -> who submitted it (told when it is done)
+        self.closed: dict[int, JobDone] = {}  # jobs this incarnation closed or rejected: the report sent
+
+    def take_job(self, job, src: int) -> bool:
+        """Whether ``job`` from ``src`` is new here and can run: a job open here already is ignored, one closed
+        here gets its report again, one with a task no machine can run is reported rejected."""
+        if job.job_id in self.jobs:  # handed again while open here
+            self.recorder.count("repeated_jobs")
+            return False
+        done = self.closed.get(job.job_id)
+        if done is not None:  # closed here already: its owner did not hear it
+            self.recorder.count("repeated_jobs")
+            self.send(src, done)
+            return False
+        bad = self.infeasible(job)
+        if bad:
+            if self.fabric.event_log is not None:
+                emit(self, JOB_UNSCHEDULABLE, job=job.job_id, tasks=bad)
+            done = self.closed[job.job_id] = JobDone(job.job_id, self.now, bad)
+            self.send(src, done)
+            return False
+        self.source[job.job_id] = src
+        return True
+
+    def close_job(self, job_id: int) -> None:
+        """The job's last task is done: tell its owner of record (the submitter), which records it."""
+        del self.jobs[job_id]
+        done = self.closed[job_id] = JobDone(job_id, self.now, ())
+        self.send(self.source.pop(job_id), done)
+
+    def on_Resubmit(self, msg: Resubmit, src: int) -> None:
+        """A job handed again (this front end restarted and forgot it, or another one stopped answering)."""
+        self.on_Job(msg.job, src)
+
+    def on_Ping(self, msg: Ping, src: int) -> None:
+        """The submitter asks about the jobs it handed here (after a cut): report those closed again, name the
+        unknown."""
+        unknown = []
+        for job_id in msg.jobs:
+            if job_id in self.jobs:
+                continue
+            done = self.closed.get(job_id)
+            if done is None:
+                unknown.append(job_id)
+            else:
+                self.send(src, done)
+        self.send(src, Pong(self.index, tuple(unknown)))
 
 
 class Pending:

@@ -2,8 +2,10 @@
 
 The workload is an iterator read lazily, one job ahead, so a 300k-task trace is never held at once.
 Targets (front-end actors, by name) are chosen round robin (default), at random from the actor's seeded
-stream, or by the job's task count modulo the number of targets (``task-count``: Megha's ``job_to_gm``);
-with ``route`` (Megha's users) a job goes to its user's target.
+stream, by the job's task count modulo the number of targets (``task-count``: Megha's ``job_to_gm``), or by
+the job's length (``by-length``: a long job, mean task time above the cutoff, to the last target, a short one
+round robin to the others: a hybrid scheduler's long-job scheduler and distributed schedulers); with ``route``
+(Megha's users) a job goes to its user's target.
 
 With ``resubmit_us`` > 0 (a scheduler whose front ends report ``JobDone``) the submitter is each job's
 owner of record: it keeps every job it handed out until its front end reports it done, and records the
@@ -131,6 +133,12 @@ class Submitter(Recovering, Actor):
             t = self.rng.randrange(n)
         elif self.choice == "task-count":
             t = job.num_tasks % n
+        elif self.choice == "by-length":
+            if n > 1 and job.mean_task_us <= self.short_cutoff_us:
+                t = self.rr % (n - 1)
+                self.rr += 1
+            else:
+                t = n - 1
         else:
             t = self.rr % n
             self.rr += 1

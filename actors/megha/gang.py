@@ -244,7 +244,13 @@ class GmGang:
         return False
 
     def closed(self, job_id: int) -> None:
+        """The job is done (an earlier attempt ran it, while this GM had given that attempt up): it waits no
+        more, and an attempt of it still out for votes is let go, or it would run again after its close."""
         self.committed.pop(job_id, None)
+        self.waiting.pop(job_id, None)
+        flight = self.flights.get(job_id)
+        if flight is not None:
+            self._abort(flight)
 
     def place(self, order=None) -> list[int]:
         """Try the waiting gangs (in ``order``, by default arrival) whose last try saw a view that has

@@ -16,6 +16,10 @@ Choices where the papers leave room (written down here):
 - Queue knobs (Megha ``PARAMS``): ``gm_queue=fewest-remaining`` serves the task whose job had the
   fewest tasks not yet done when it was queued first (FIFO among ties) instead of oldest first;
   ``failed_launch=front`` puts a task whose launch the LM refused at the front of the queue.
+- ``refused_task=wait-free`` (the 2023 authors' GM, ``gm_waiting``): a refused task, and one that matched
+  nowhere, wait in a second queue and are placed only on a worker an LM message later reports free,
+  never matched against the view again. ``spill_order=fixed``: the authors' search order
+  (``PartitionSearch``).
 - A partition that had no suitable worker for a signature is not searched again for it until an
   update changes that partition (``PartitionSearch``'s memo); allocations only take resources
   away, so the memo is exact, not a heuristic.
@@ -49,6 +53,7 @@ from .events import LAUNCH_REQUEUED
 from .gang import GmGang
 from .gm_fairness import FairConfig, GmFairness
 from .gm_recovery import GmRecovery
+from .gm_waiting import GmWaiting
 from .local_manager import routed
 from .messages import AdoptJob, Heartbeat, Launch, LaunchFailed, LaunchOk, SnapshotRequest, TaskCompleted
 
@@ -96,7 +101,8 @@ class GlobalManager(JobFrontEnd, Actor):
     def __init__(self, gm: int, lm_names: list[str], views, *, policy, feasible, recorder,
                  launch_timeout_us: int = 2_000_000, request_timeout_us: int = 1_000_000, gm_queue: str = "fifo",
                  failed_launch: str = "back", standby_names: list[str] | None = None,
-                 fair: FairConfig | None = None, machines=None, view_refresh: str = "delta") -> None:
+                 fair: FairConfig | None = None, machines=None, view_refresh: str = "delta",
+                 refused_task: str = "retry", spill_order: str = "rotate") -> None:
         """``views[lm][p]``: PartitionView of partition p (GM p's) in LM lm's cluster; ``standby_names``:
         each LM's standby replica (active-standby LMs); ``fair``: the run's users (``gm_fairness``);
         ``machines``: every worker's WorkerSpec, given when jobs are gangs (``gang``)."""
@@ -111,7 +117,7 @@ class GlobalManager(JobFrontEnd, Actor):
         self.recorder = recorder
         self.launch_timeout_us = launch_timeout_us
         self.request_timeout_us = request_timeout_us
-        self.search = PartitionSearch(views, gm, policy)
+        self.search = PartitionSearch(views, gm, policy, spill_order)
         # one class: tasks keyed by signature, oldest signature first (or fewest remaining: ``_enqueue``)
         self.queue = FairQueue(math.inf, ranked=gm_queue == "fewest-remaining")
         self.failed_front = failed_launch == "front"
@@ -127,6 +133,7 @@ class GlobalManager(JobFrontEnd, Actor):
             self.queue, self.inflight = self.users.queue, self.users.flights
         self.gang = GmGang(self, machines) if machines is not None else None
         self.recovery = GmRecovery(self, len(lm_names))
+        self.waiting = GmWaiting(self) if refused_task == "wait-free" else None  # (needs users and gangs off)
 
     def new_flight(self, task, lm: int, worker: int) -> Inflight:
         return Inflight(task, lm, worker, self.now + task.duration_us)
@@ -147,6 +154,8 @@ class GlobalManager(JobFrontEnd, Actor):
         self.heard_us[lm] = self.now
         self.charge("change")
         self.search.learn(lm, (worker,), (free,))
+        if self.waiting is not None:
+            self.waiting.heard(lm, (worker,))
         if self.gang is not None:
             self.gang.learnt(lm, (worker,))
 
@@ -156,6 +165,8 @@ class GlobalManager(JobFrontEnd, Actor):
         self.heard_us[lm] = self.now
         self.charge("change", len(workers))
         self.search.learn(lm, workers, frees)
+        if self.waiting is not None:
+            self.waiting.heard(lm, workers)
         if holders and self.users is not None:
             self.users.learn_holders(lm, workers, holders)
         if self.gang is not None:
@@ -241,7 +252,10 @@ class GlobalManager(JobFrontEnd, Actor):
             if self.fabric.event_log is not None:
                 emit(self, LAUNCH_REQUEUED, job=msg.job_id, task=msg.index, lm=self.lm_names[msg.lm],
                      learned=len(msg.workers))
-            self.requeue(flight.task, front=self.failed_front)
+            if self.waiting is not None and not msg.down:
+                self.waiting.hold(flight.task, front=True)  # (a down worker promises no report: retried)
+            else:
+                self.requeue(flight.task, front=self.failed_front)
         if self.full_refresh:
             self._refresh_all()
         self.schedule()
@@ -270,9 +284,15 @@ class GlobalManager(JobFrontEnd, Actor):
         self.queue.push(HIGH, task, (task.constraints, task.demand), left[0] if left else 0)
 
     def schedule(self) -> None:
-        """One pass over the queue (the users' queues, with users), then over the waiting gangs."""
+        """One pass over the queue (the users' queues, with users), then over the waiting gangs. With
+        ``refused_task=wait-free`` the workers just reported go to waiting tasks first, and what the pass
+        leaves waits."""
         if self.users is not None:
             self.users.schedule()
+        elif self.waiting is not None:
+            self.waiting.serve()
+            self._pass()
+            self.waiting.park()
         else:
             self._pass()
         if self.gang is not None and self.gang.waiting:
@@ -360,10 +380,12 @@ class GlobalManager(JobFrontEnd, Actor):
     on_Ping = routed("recovery", "on_ping")
     on_LaunchAccepted = routed("recovery", "on_launch_accepted")
     on_TaskLost = routed("recovery", "on_task_lost")
+    on_NotActive = routed("recovery", "on_not_active")
 
     def statistics(self) -> GlobalManagerStatistics:
         now = self.fabric.now if self.fabric is not None else self.now
-        return GlobalManagerStatistics(self.name, self.gm, len(self.queue), len(self.inflight),
+        queued = len(self.queue) + (len(self.waiting) if self.waiting is not None else 0)
+        return GlobalManagerStatistics(self.name, self.gm, queued, len(self.inflight),
                                        self.queue.keys(HIGH), self.search.total_free, self.launches,
                                        self.internal, self.external, self.failures, self.passes,
                                        len(self.open_jobs), tuple(now - t for t in self.heard_us))

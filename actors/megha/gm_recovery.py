@@ -28,9 +28,10 @@ restart, a resubmitted job or a later LM epoch. Our reading of the 2022 paper's 
   queued again (a task still running there runs twice, a duplicate execution, counted; its completion
   counts once). A ``TaskLost`` meanwhile takes that task off what the adoption found running.
 - **Worker loss**: an LM hands back the tasks of a worker down too long (``TaskLost``): queued again.
-- **Active-standby LMs** (``lm_standby``, see ``standby``): every request goes to both replicas; the GM
-  follows the replica of the latest epoch a heartbeat or snapshot came from (and asks it for its state,
-  as after a break), and answers one from an older epoch with ``Fenced``.
+- **Active-standby LMs** (``lm_standby``, see ``standby``): an ask for an LM's state or a job's tasks goes
+  to both replicas; the GM follows the replica of the latest epoch a heartbeat or snapshot came from (and
+  asks it for its state, as after a break), and answers one from an older epoch with ``Fenced``. A
+  followed replica that answers ``NotActive`` (it is the standby now) is treated as a broken one.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from __future__ import annotations
 from ..common.front_end import Pending
 from ..common.recovery import backoff
 from ..common.submitter import Pong
-from .messages import RETRIES, AdoptJob, Fenced, GmTimer, JobTasks, LaunchAccepted, SnapshotRequest, TaskLost
+from .messages import (RETRIES, AdoptJob, Fenced, GmTimer, JobTasks, LaunchAccepted, NotActive, SnapshotRequest,
+                       TaskLost)
 
 REQUEST_TRIES = RETRIES  # unanswered asks of an LM before the GM moves all its work there elsewhere
 PATIENCE = 3  # unanswered asks of a broken LM's state before its overdue launches are queued elsewhere
@@ -180,6 +182,22 @@ class GmRecovery:
                 gm.search.take_back(lm, flight.worker, flight.task.demand)
             gm.recorder.count("launches_retried")
             gm.send_launch(flight)
+
+    def on_not_active(self, msg: NotActive, src: int) -> None:
+        """The replica this GM follows is the standby (it restarted or stepped down, and no notice told this
+        GM: it may never have had a connection with the replica's earlier life to break), so it runs nothing
+        this GM sends it, as if the connection had broken: launch nothing more there, ask both replicas for
+        their state (the active's, of a later epoch, is followed, and asked again every launch in flight
+        there), and meanwhile queue elsewhere the launches that fall overdue (``give_up``). An answer from
+        the replica this GM no longer follows is stale."""
+        lm = msg.lm
+        if src != self.gm.lm_ids[lm]:
+            return
+        self.broken.add(lm)
+        self.reask.add(lm)
+        self.resync(lm)
+        if lm not in self.rebuilding:
+            self.forget(lm)
 
     def give_up(self, lm: int, asks: int) -> None:
         """A broken LM has not answered ``asks`` asks for its state: past ``PATIENCE``, queue elsewhere

@@ -59,7 +59,7 @@ from .events import LAUNCH_INVALID, REPARTITION
 from .gang import LmGang
 from .lm_fairness import LmFairness
 from .messages import (AdoptJob, Heartbeat, HeartbeatTick, JobTasks, Launch,
-                             LaunchAccepted, LaunchFailed, LaunchOk, LmTimer, Probe, Registered, Snapshot,
+                             LaunchAccepted, LaunchFailed, LaunchOk, LmTimer, NotActive, Probe, Registered, Snapshot,
                              SnapshotRequest, Takeover, TaskCompleted, TaskLost, WorkerStatus)
 from .standby import Standby
 
@@ -141,6 +141,7 @@ class LocalManager(Recovering, Actor):
         self.worker_ids: list[int] = []  # resolved from the names at start, like the next two
         self.gm_ids: list[int] = []
         self.local_of: dict[int, int] = {}  # worker actor id -> LM-local worker index
+        self.gm_of: dict[int, int] = {}  # GM actor id -> GM index
         self.heartbeat_us = heartbeat_us
         self.launch_replies = launch_replies  # answer a valid launch with the GM's unseen changes too
         self.recorder = recorder
@@ -189,6 +190,7 @@ class LocalManager(Recovering, Actor):
         self.worker_ids = [addr(name) for name in self.worker_names]
         self.gm_ids = [addr(name) for name in self.gm_names]
         self.local_of = {actor: w for w, actor in enumerate(self.worker_ids)}
+        self.gm_of = {actor: g for g, actor in enumerate(self.gm_ids)}
         self.notify = (self.id,)
         self.asks = self.recover(Retries(self, "down", self.faults.down_timeout_us, self._reask, self._asked))
         if self.standby is not None:
@@ -260,8 +262,12 @@ class LocalManager(Recovering, Actor):
         return self.users.holders(workers) if self.users is not None else ()
 
     def hold(self, msg, src) -> bool:
-        """Whether the message waits (a rebuild) or is dropped (a standby acts on nothing) instead of handled now."""
+        """Whether the message waits (a rebuild) or is dropped (a standby acts on nothing) instead of handled now.
+        A standby answers a GM's request that only the active acts on (``NotActive``): that GM follows this
+        replica still (no notice told it of the takeover), and would wait for the answer for ever."""
         if not self.active:
+            if src in self.gm_of and not isinstance(msg, (SnapshotRequest, AdoptJob)):  # (those go to both)
+                self.send(src, NotActive(self.lm, self.epoch))
             return True
         if self.rebuilding:
             self.held.append((msg, src))
@@ -333,7 +339,7 @@ class LocalManager(Recovering, Actor):
         workers, frees = self.change_log.since(msg.gm, always=w)
         self.charge("change", len(workers))
         self.send(self.gm_ids[msg.gm], LaunchFailed(msg.job_id, msg.index, msg.attempt, self.lm, workers, frees,
-                                                    self.holders(workers)))
+                                                    self.holders(workers), w in self.down))
 
     def start_task(self, key, w: int, gm: int, demand: tuple, duration_us: int, user: int = -1,
                     attempt: int = 0) -> None:

@@ -31,8 +31,8 @@ class Launch:
 @lean
 @message("megha.launch_failed")
 class LaunchFailed:
-    """LM -> GM: the requested resources are gone (launch ``attempt``); here is every change that GM
-    has not seen."""
+    """LM -> GM: the requested resources are gone (launch ``attempt``), or the worker is ``down``; here is
+    every change that GM has not seen."""
 
     job_id: int
     index: int
@@ -41,6 +41,7 @@ class LaunchFailed:
     workers: tuple
     frees: tuple
     holders: tuple = ()  # with users: per worker of ``workers``, its running tasks as (job, index, user, demand)
+    down: bool = False  # the worker is down, not busy: no end of a task there will be reported (gm_waiting)
 
 
 @lean
@@ -208,6 +209,15 @@ class Join:
 class Joined:
     """Active LM -> a joining standby: I am the active LM of ``epoch``."""
 
+    epoch: int
+
+
+@message("megha.not_active")
+class NotActive:
+    """Standby LM replica -> a GM that sent it what only the active acts on (a launch, a preemption, a gang's
+    reserve, commit or release): I am the standby of LM ``lm`` (I know of ``epoch``), and I drop it."""
+
+    lm: int
     epoch: int
 
 

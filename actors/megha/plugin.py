@@ -16,6 +16,7 @@ import attrs
 from fedemu.fabric.errors import ConfigError
 from fedemu.model import finite_at_least, one_of, param, seconds_between, seconds_to_us, typed, whole_at_least
 from fedemu.policies.fair_share import Shares
+from fedemu.policies.partition_search import ORDERS as SPILL_ORDERS
 from fedemu.policies.partition_view import PartitionView
 
 from ..plugin import FRONT_END_COUNTERS, Column, Context, Role, Scheduler, Size, Submission, Table, Users
@@ -31,6 +32,7 @@ from .worker import MeghaWorker
 GM_QUEUES = ("fifo", "fewest-remaining")
 FAILED_LAUNCH = ("back", "front")
 VIEW_REFRESH = ("delta", "full")
+REFUSED_TASK = ("retry", "wait-free")
 JOB_TO_GM = ("round-robin", "task-count")
 USER_ASSIGN = ("round-robin", "weighted", "trace")
 PAPER_USER_GMS = (0, 1, 1, 2)  # the 2022 paper's mapping (IV-E): queue 1 -> GM 1, 2 and 3 -> GM 2, 4 -> GM 3
@@ -76,6 +78,21 @@ class MeghaParams:
                               "to its own launches, the papers' protocol) or full (as the workshop paper's public "
                               "simulator, megha_simulator's GM.update_status: on each of its completions and each "
                               "refused launch it asks every LM for its whole state)", one_of(VIEW_REFRESH))
+    refused_task: str = param(REFUSED_TASK[0], "what a GM does with a task the LM refused (and one no worker in its "
+                              "view matched): retry (queue it and match it against the view at once, refreshed by "
+                              "the refusal's reply) or wait-free (the 2023 authors' simulator, meghanat/megha-"
+                              "constraint-aware b503dbc megha3.0/src/megha_sim/global_master/gm_constraints_rand.py "
+                              "l.156-158, l.316-337, l.361-391, l.402: it waits in a second queue, a refused one at "
+                              "its front, and is placed only on a worker later reported free: this GM's own "
+                              "completion or a worker an LM update reports; never matched against the view "
+                              "again; see actors/megha/gm_waiting.py; needs users=0 and gang=false)",
+                              one_of(REFUSED_TASK))
+    spill_order: str = param(SPILL_ORDERS[0], "the order a GM searches partitions in: rotate (its own partition in "
+                             "each LM round robin from the LM after the last match, then the others' from the LM "
+                             "after the last external match, from GM home+1) or fixed (the 2023 authors' "
+                             "simulator, gm_constraints_rand.py l.221 and l.252-253: its own partitions in LM "
+                             "order, then LM by LM the others' in GM order, every search from the start)",
+                             one_of(SPILL_ORDERS))
     job_to_gm: str = param(JOB_TO_GM[0], "how a job picks its GM: round-robin, or task-count (its number of tasks "
                            "modulo the number of GMs); with users, a job goes to its user's GM", one_of(JOB_TO_GM))
     users: int = param(0, "users, each with a queue and a share of the datacenter (global fairness); 0: no users",
@@ -116,6 +133,8 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("repeated_completions", "task completions a GM heard again (a retry's answer, a duplicate)"),
     ("view_resyncs", "snapshots a GM asked for after its connection with an LM broke (or of a new epoch)"),
     ("view_refreshes", "view_refresh=full: completions and refused launches on which a GM asked every LM for its state"),
+    ("tasks_waited", "refused_task=wait-free: tasks a GM held for a worker reported free (a refused launch, or no "
+                     "match in its view)"),
     ("preemption_attempts", "preemption requests GMs sent (users; Algorithm 2 under contention)"),
     ("preemptions", "tasks an LM preempted: stopped on their worker, their work lost, queued again at their GM"),
     ("preemptions_refused", "preemption requests an LM refused on verification (the GM's view was stale)"),
@@ -182,6 +201,10 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
     templates = [[PartitionView(part, num_resources=num_resources) for part in partitions(spec)]
                  for spec in cluster.clusters]
     users = users_of(cfg, gms)
+    if cfg.refused_task == "wait-free" and (users is not None or cfg.gang):
+        raise ConfigError("refused_task=wait-free needs users=0 and gang=false: the 2023 authors' GM it follows "
+                          "has neither (a waiting task is placed on a reported worker one at a time, not by a "
+                          "user's turn or as part of a whole gang)")
     if users is not None and cfg.gang and cfg.fairness == "on":
         raise ConfigError("gang=true with users needs fairness=off: Algorithm 2 preempts single tasks, and a "
                           "gang's tasks start together and never run alone (preempting one would leave its gang "
@@ -202,7 +225,8 @@ def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
                                  launch_timeout_us=launch_timeout_us, request_timeout_us=request_timeout_us,
                                  standby_names=standby_names, gm_queue=cfg.gm_queue,
                                  failed_launch=cfg.failed_launch, fair=fair, machines=machines,
-                                 view_refresh=cfg.view_refresh)
+                                 view_refresh=cfg.view_refresh, refused_task=cfg.refused_task,
+                                 spill_order=cfg.spill_order)
         return make
 
     for g in range(gms):
@@ -240,7 +264,9 @@ ROLES = (Role("gm", ("gm",), "a global manager (a front end)"),
          Role("lm", ("lm",), "a local manager (lm-<c>; its standby replica, lm-<c>-standby, is named by name)"))
 # what a fault search draws: standby LMs, gangs, users (2 or 3: fairness preempts under contention)
 SEARCH = (("lm_standby", (False, True)), ("gang", (False, True)), ("users", (0, 2, 3)))
-COMBINE = ((("gang", "users"), {"fairness": "off"}),)  # gangs with users: round robin, no preemption
+# gangs with users: round robin, no preemption; wait-free GMs have neither (a fixed wait-free drops them)
+COMBINE = ((("gang", "users"), {"fairness": "off"}), (("refused_task", "users"), {"refused_task": "retry"}),
+           (("refused_task", "gang"), {"refused_task": "retry"}))
 PATHS = ("invalid_internal", "invalid_external", "repartitions", "failovers", "gm_rebuilds", "tasks_relaunched",
          "launches_retried", "duplicate_launches_suppressed", "preemption_attempts", "preemptions",
          "preemptions_refused", "repeated_completions", "gang_aborts", "gang_leases_expired", "gang_commits_rechecked")

@@ -26,6 +26,9 @@ the GMs (what each has asked). Our reading, where the paper gives no protocol:
   ``recovery_s`` sample, counted in ``failovers``.
 - **Rejoining.** A replica that restarts, or that steps down, is a standby: it joins its peer; a join
   its peer refuses (it is down too) makes it take over itself.
+- **A GM that follows the standby** (no notice told it of the takeover, and the new active's snapshot was
+  lost to a cut): the standby answers what only the active acts on with ``NotActive`` (``LocalManager.hold``),
+  and the GM asks both replicas for their state, as after a break (``gm_recovery``).
 """
 
 from __future__ import annotations

@@ -35,11 +35,9 @@ import attrs
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.log import emit
 
-from ..common.events import JOB_UNSCHEDULABLE
-from ..common.front_end import JobFrontEnd
+from ..common.front_end import ReportingFrontEnd
 from ..common.protocol import TaskFinished
 from ..common.recovery import Recovering
-from ..common.submitter import JobDone, Ping, Pong, Resubmit
 from .events import LATE_BIND_CANCEL
 from .messages import Assign, Cancel, GetTask, Probe
 from .recovery import GROUP_SHIFT, ProbeRecovery
@@ -88,7 +86,7 @@ class SparrowSchedulerStatistics:
     cancels: int
 
 
-class SparrowScheduler(Recovering, JobFrontEnd, Actor):
+class SparrowScheduler(Recovering, ReportingFrontEnd, Actor):
     COST_ROLE = "sparrow"  # a single server (fabric.service)
     """``node_names[p]`` names the node actor of the p-th worker of ``view`` (a PartitionView of every
     worker, used read-only to find the workers satisfying a task's constraints and demand)."""
@@ -103,8 +101,6 @@ class SparrowScheduler(Recovering, JobFrontEnd, Actor):
         self.recorder = recorder
         self.feasible = feasible
         self.jobs: dict[int, _OpenJob] = {}
-        self.source: dict[int, int] = {}  # open job -> who submitted it (told when it is done)
-        self.closed: dict[int, JobDone] = {}  # jobs this incarnation closed or rejected: the report sent
         self.seen: dict[int, int] = {}  # node -> the last request it sent here (a lower one is asked again)
         self.pools: dict[tuple, object] = {}
         self.probes = self.requests = self.assigns = self.cancels = 0
@@ -125,22 +121,8 @@ class SparrowScheduler(Recovering, JobFrontEnd, Actor):
         return pool
 
     def on_Job(self, job, src: int) -> None:
-        if job.job_id in self.jobs:  # handed again while open here
-            self.recorder.count("repeated_jobs")
+        if not self.take_job(job, src):
             return
-        done = self.closed.get(job.job_id)
-        if done is not None:  # closed here already: its owner did not hear it
-            self.recorder.count("repeated_jobs")
-            self.send(src, done)
-            return
-        bad = self.infeasible(job)
-        if bad:
-            if self.fabric.event_log is not None:
-                emit(self, JOB_UNSCHEDULABLE, job=job.job_id, tasks=bad)
-            done = self.closed[job.job_id] = JobDone(job.job_id, self.now, bad)
-            self.send(src, done)
-            return
-        self.source[job.job_id] = src
         group_of: dict[tuple, int] = {}
         groups: list[deque] = []
         for i, c in enumerate(job.constraints):
@@ -158,6 +140,10 @@ class SparrowScheduler(Recovering, JobFrontEnd, Actor):
         self.recorder.count("probes", sent)
         if self.suspected:  # some nodes are suspected down: probes short of a node wait for one
             self.recovery.reprobe(state)
+
+    def place_again(self, state: _OpenJob, g: int, key: tuple, tasks: int) -> int:
+        """Recovery's way to probe again (``common.probe_recovery``)."""
+        return self.probe(state, g, key, tasks)
 
     def probe(self, state: _OpenJob, g: int, key: tuple, tasks: int) -> int:
         """Send probes for ``tasks`` tasks of probe group ``g`` (``key``: its (constraints, demand)) to
@@ -245,30 +231,6 @@ class SparrowScheduler(Recovering, JobFrontEnd, Actor):
                 # placed again after a break, but the first execution's result came
                 self.recovery.unqueue(state, index)
         self.task_done(msg.job_id, msg.index)
-
-    def close_job(self, job_id: int) -> None:
-        """The job's last task is done: tell its owner of record (the submitter), which records it."""
-        del self.jobs[job_id]
-        done = self.closed[job_id] = JobDone(job_id, self.now, ())
-        self.send(self.source.pop(job_id), done)
-
-    def on_Resubmit(self, msg: Resubmit, src: int) -> None:
-        """A job handed again (this scheduler restarted and forgot it, or another one stopped answering)."""
-        self.on_Job(msg.job, src)
-
-    def on_Ping(self, msg: Ping, src: int) -> None:
-        """The submitter asks about the jobs it handed here (after a cut): report those closed again, name
-        the unknown."""
-        unknown = []
-        for job_id in msg.jobs:
-            if job_id in self.jobs:
-                continue
-            done = self.closed.get(job_id)
-            if done is None:
-                unknown.append(job_id)
-            else:
-                self.send(src, done)
-        self.send(src, Pong(self.index, tuple(unknown)))
 
     def statistics(self) -> SparrowSchedulerStatistics:
         return SparrowSchedulerStatistics(self.name, len(self.jobs), self.probes, self.requests, self.assigns,

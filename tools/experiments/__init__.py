@@ -3,7 +3,7 @@ function of ``quick`` that gives its experiments; ``base`` holds what they share
 
 from __future__ import annotations
 
-from .base import DATA, EC2_TRACES, SCENARIOS, TRACES, VARIANTS, Experiment, variant
+from .base import DATA, EC2_TRACES, SCENARIOS, TRACES, VARIANTS, Experiment, only_for, variant
 from .megha_2022 import megha_2022
 from .megha_2023 import megha_2023
 from .pigeon_2019 import pigeon_2019
@@ -17,4 +17,4 @@ PAPERS = {
 }
 
 __all__ = ["DATA", "EC2_TRACES", "PAPERS", "SCENARIOS", "TRACES", "VARIANTS", "Experiment", "megha_2022",
-           "megha_2023", "pigeon_2019", "variant"]
+           "megha_2023", "only_for", "pigeon_2019", "variant"]

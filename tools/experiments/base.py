@@ -43,6 +43,11 @@ VARIANTS = {
                 "arrive, where 3,000 workers get 33% and 97%): long tasks back up at the masters, as at the paper's "
                 "high loads.",
         "flag": ""},
+    "costs-zero": {
+        "text": "The same experiment with no processing time anywhere (`cost_model=zero`) in place of the prototype "
+                "cost model, whose 100 us per message no source gives (scenarios/costs_megha_2022.json): how far a "
+                "claim on the parts of the allocation time rests on that assumption.",
+        "flag": ""},
 }
 
 
@@ -68,6 +73,15 @@ def shape(workers: int, gms: int, lms: int) -> dict:
 
 def trace(name: str) -> str:
     return str(TRACES / name)
+
+
+def only_for(overrides: dict, scheduler: str) -> dict:
+    """``overrides`` without the keys that belong to other schedulers only (an experiment of one scheduler
+    may not set another's keys)."""
+    from fedemu.actors.registry import SCHEDULERS
+
+    own = {name for s in SCHEDULERS.values() for name in s.param_names}
+    return {k: v for k, v in overrides.items() if k not in own or k in SCHEDULERS[scheduler].param_names}
 
 
 def variant(e: Experiment, name: str, **overrides) -> Experiment:
