@@ -1,24 +1,20 @@
 """pigeon-2019's experiments (file 001, sections 3, 4 and 5): the worked example, section 3's model and its
-Fig. 2 comparison with Sparrow, the traces (Table 1, Figs. 5-7, W), EC2; Eagle's side once Eagle exists."""
+Fig. 2 comparison with Sparrow, the traces (Table 1, Figs. 5-7, W), EC2; Eagle's side."""
 
 from __future__ import annotations
 
 import math
 
-from fedemu.actors.registry import SCHEDULERS
 
-from .base import CLAIMS, EC2_TRACES, Experiment, trace, variant
+from .base import CLAIMS, EC2_TRACES, Experiment, only_for, trace, variant
 
 # ---- pigeon-2019 (file 001, sections 3, 4 and 5) ---------------------------------------------------
 # The Pigeon simulator: no processing time (section 4.1: "without knowing the exact processing overhead ...
 # we have not taken this overhead into account"), 0.5 ms links, no constraints.
 EXAMPLE_TRACE = CLAIMS / "pigeon-example.tr"  # section 4.1: jobs A, B, C at time 0
 ZERO = {"cost_model": "zero", "constraints": False}
-# Eagle (issue 44) runs beside Pigeon once it is a scheduler: its experiments are written now (the claims
-# that read them say `needs: Eagle`) and join the grid when the registry has it. Its reserved pool is the
-# Eagle paper's, as the Pigeon paper's 4.1 gives it (2% Yahoo, 17% Google; 10% on EC2), under the key
-# Pigeon uses for its own; check the key when Eagle lands.
-EAGLE = "eagle" in SCHEDULERS
+# Eagle (actors/eagle) runs beside Pigeon with the Eagle paper's reserved pool, as the Pigeon paper's 4.1
+# gives it (2% Yahoo, 17% Google; 10% on EC2), and otherwise its simulator's defaults.
 EAGLE_RESERVED = {"yahoo": 0.02, "google": 0.17, "ec2": 0.1}
 # section 4.1: the short/long cutoffs (Eagle's), and Pigeon's reserved workers per trace
 CUTOFF = {"yahoo": 90.5811, "google": 1129.532}
@@ -145,7 +141,7 @@ def _eagle(runs: list[Experiment]) -> list[Experiment]:
     for e in runs:
         kind = "ec2" if e.name.startswith("ec2") else e.name.split("-")[0]
         out.append(Experiment(f"{e.name}-eagle", e.title.replace("Pigeon", "Eagle") + " (Eagle)",
-                              {**e.overrides, "reserved_fraction": EAGLE_RESERVED[kind]}, "eagle", group="eagle",
+                              only_for({**e.overrides, "reserved_fraction": EAGLE_RESERVED[kind]}, "eagle"), "eagle", group="eagle",
                               note=f"Eagle's reserved pool {EAGLE_RESERVED[kind]:.0%} (4.1, as the Eagle paper set "
                                    "it); the rest as the Pigeon run"))
     return out
@@ -154,7 +150,7 @@ def _eagle(runs: list[Experiment]) -> list[Experiment]:
 def pigeon_2019(quick: bool) -> list[Experiment]:
     """The worked example; section 3's model runs (group sizes and loads) and Fig. 2's pairs against Sparrow;
     Yahoo at the paper's sizes, group sizes against one group (Fig. 5) and W; Google; section 5's EC2 set-up
-    against Sparrow; Eagle's side once Eagle is a scheduler."""
+    against Sparrow; Eagle's side."""
     out = [Experiment("example", "section 4.1: 4 workers in 2 groups of 2; job A (20,1,1,10,10,10), B (2), C (2) at 0",
                       {**ZERO, "gms": 1, "lms": 2, "workers_per_partition": 2, "workload": "trace",
                        "trace": str(EXAMPLE_TRACE), "latency_ms": 0, "distributors": 1, "reserved_fraction": 0},
@@ -172,6 +168,5 @@ def pigeon_2019(quick: bool) -> list[Experiment]:
         out += [variant(e, "third-workers", lms=e.overrides["lms"] // 3,
                         **({"masters": e.overrides["masters"] // 3} if e.overrides.get("masters", 0) > 1 else {}))
                 for e in traces if e.name.startswith(("yahoo-3k", "fig5-high"))]
-    if EAGLE:
-        out += _eagle([e for e in traces if e.name in ("yahoo-3k", "yahoo-6k", "google-11k")] + ec2)
+    out += _eagle([e for e in traces if e.name in ("yahoo-3k", "yahoo-6k", "google-11k")] + ec2)
     return out
