@@ -1,5 +1,5 @@
-"""The workload figures `fedemu reproduce` derives from a run's files (tools/repro_derived.py: Table 1's statistics, section 3's model), on a hand-made run: exact values worked by hand."""
-exact values worked by hand."""
+"""The workload figures `fedemu reproduce` derives from a run's files (tools/repro_derived.py: Table 1's
+statistics, section 3's model), on a hand-made run: exact values worked by hand."""
 
 from __future__ import annotations
 

@@ -205,6 +205,7 @@ def group_model(summary: dict, arrival_load: float | None) -> dict:
     if arrival_load is not None and 0 < arrival_load < 1:
         out["model_job_zero_queue"] = gq.job_zero_queue_exp(nw, arrival_load)
         out["model_wait_s"] = gq.task_wait(nw, arrival_load, float(params.get("task_s") or 0))
+    return out
 
 
 def allocation_tail(path: Path) -> dict:
