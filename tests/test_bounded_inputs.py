@@ -43,5 +43,7 @@ def test_a_huge_plan_table_or_model_is_refused_unread(tmp_path, option, what):
 
 
 def test_an_endless_plan_is_refused(tmp_path):
+    """An endless stream is not a regular file, so it is refused before anything reads it (open_regular)."""
     proc = capped_fedemu(["run", "default", "--quiet", "--set", "jobs=5", "--faults", "/dev/zero"])
-    assert proc.returncode == 2 and "/dev/zero: larger than 16 MiB; a fault plan" in proc.stderr, proc.stderr[-1500:]
+    assert proc.returncode == 2 and proc.stderr == "fedemu: error: /dev/zero: is a character device, not a " \
+        "regular file; expected a fault plan (.toml or .json)\n", proc.stderr[-1500:]
