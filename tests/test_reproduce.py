@@ -201,9 +201,9 @@ def test_the_worked_example_centralized_sum_is_the_papers(tmp_path):
     by = {v["id"]: v for v in verdicts}
     assert failures == [] and by["example-centralized"]["ours"] == 45
     assert by["example-centralized"]["verdict"] == "reproduces"
-    sums = list(by["example-pigeon"]["values"].values())
-    assert len(sums) == 4 and set(sums) <= {30, 36, 46}  # B and C both in group one, one each, both in group two
-    assert by["example-pigeon"]["verdict"] == ("reproduces" if 36 in sums else "differs")
+    ratios = list(by["example-gain"]["values"].values())  # 45 over Pigeon's sum
+    assert len(ratios) == 4 and set(ratios) <= {45 / 30, 45 / 36, 45 / 46}  # B and C: both in group one, one each, both in two
+    assert by["example-gain"]["verdict"] == ("reproduces" if 45 / 36 in ratios else "differs")
 
 
 def test_compare_cluster_without_dask_is_one_line_too(monkeypatch, capsys, tmp_path):

@@ -67,3 +67,16 @@ def test_report_only_keeps_an_experiments_own_seeds(tmp_path):
     assert main(["reproduce", "pigeon-2019", "--quick", "--report-only", "--only", "example", "--out", str(out)]) == 0
     gain = next(c for c in json.loads((out / "verdicts.json").read_text()) if c["id"] == "example-gain")
     assert sorted(gain["values"], key=int) == [str(s) for s in range(1, 9)] and gain["verdict"] == "reproduces"
+
+
+def test_a_headline_fills_from_the_runs_and_marks_a_case_not_run():
+    """A headline placeholder takes the median seed's value, the seeds or the verdict; a sensitivity case the
+    reproduction did not run (--only, a small grid) reads '-' / 'not measured', not a crash; a placeholder
+    naming no claim is an error in the claims file."""
+    from fedemu.tools.repro_report import headline
+
+    evaluated = {"a": {"ours": 2.5, "values": {"1": 2.0, "2": 3.0}, "verdict": "reproduces"}}
+    claims = {"headline": ["A is {a} ({a:seeds}; {a:verdict});", "with B: {a@cs-paper} ({a@cs-paper:verdict})."]}
+    assert headline(claims, evaluated, {})[2] == "A is 2.5 (2 / 3; reproduces); with B: - (not measured)."
+    with pytest.raises(ValueError, match="names no claim"):
+        headline({"headline": "{b}"}, evaluated, {})

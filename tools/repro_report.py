@@ -128,9 +128,11 @@ def headline(claims: dict, evaluated: dict, variants: dict[str, dict]) -> list[s
 
     def fill(m: re.Match) -> str:
         cid, var, what = m.groups()
-        r = (variants.get(var) or {}).get(cid) if var else evaluated.get(cid)
-        if r is None:
-            raise ValueError(f"headline: {m.group(0)} names no evaluated claim")
+        if cid not in evaluated:
+            raise ValueError(f"headline: {m.group(0)} names no claim")
+        r = (variants.get(var) or {}).get(cid) if var else evaluated[cid]
+        if r is None:  # a sensitivity case this reproduction did not run (--only, a test's grid)
+            return verdict.NOT_MEASURED if what == "verdict" else "-"
         if what == "verdict":
             return r["verdict"]
         if what == "seeds":
