@@ -97,6 +97,7 @@ class HawkNode(Recovering, Worker):
         self.steal_attempts = steal_attempts
         self.steal_limit = steal_limit
         self.steal_tries = 0  # victims asked in the current steal (0: not stealing)
+        self.steal_spent = False  # a steal gave up: none again until new work comes or a task ends
         self.steal_victim = -1
         self.stolen = 0
         self.lent: dict[int, list] = {}  # thief -> [(scheduler, job, group, origin)] lent to it
@@ -115,6 +116,7 @@ class HawkNode(Recovering, Worker):
         self._pump()
 
     def enqueue(self, r: Reservation) -> None:
+        self.steal_spent = False
         self.queue.append(r)
         if r.long:
             self.long_work += 1
@@ -205,6 +207,7 @@ class HawkNode(Recovering, Worker):
         return r
 
     def on_TaskTimer(self, msg, src: int) -> None:
+        self.steal_spent = False
         super().on_TaskTimer(msg, src)
         if self.long_tasks.pop((msg.job_id, msg.index), None) is not None:
             self.long_work -= 1
@@ -213,7 +216,7 @@ class HawkNode(Recovering, Worker):
     # ---- stealing --------------------------------------------------------------------------------
     def _maybe_steal(self) -> None:
         """Idle (nothing queued or asked for, room for a task) and not stealing yet: ask a first victim."""
-        if self.steal_tries or self.queue or self.outstanding or not self.steal_attempts:
+        if self.steal_tries or self.steal_spent or self.queue or self.outstanding or not self.steal_attempts:
             return
         names = self.victim_names
         if not names or (len(names) == 1 and names[0] == self.name):
@@ -267,7 +270,8 @@ class HawkNode(Recovering, Worker):
             self.steal_tries += 1
             self._ask_victim()
         else:
-            self.steal_tries = 0  # give up until idle again
+            self.steal_tries = 0  # give up until idle again: new work, or a task's end
+            self.steal_spent = True
 
     def _take(self, reservations: tuple, victim: int) -> None:
         for scheduler, job_id, group, demand, constraints, estimate_us, origin in reservations:
