@@ -128,12 +128,55 @@ def incomplete(out_dir) -> bool:
     return INCOMPLETE in (_read_summary(out_dir) or {})
 
 
-def _seconds(us: np.ndarray, present: np.ndarray | None = None) -> list:
-    """us -> float seconds as a list; None (an empty CSV cell) where ``present`` is False."""
-    out = (us / US).tolist()
-    if present is not None:
-        for i in np.flatnonzero(~present).tolist():
-            out[i] = None
+def job_columns(jobs: dict) -> dict[str, np.ndarray]:
+    """jobs.csv's columns (``JOBS_HEADER``) from ``metrics.job_table``, as arrays: times in s (float), NaN where
+    a job has not completed; ``short`` as bool. The one place these are computed: the CSV is written from
+    them, and the Python API (``tools.api_result``) holds them."""
+    done = jobs["completion_us"] >= 0
+    arrival, completion = jobs["arrival_us"], jobs["completion_us"]
+    return {
+        "job_id": jobs["job_id"],
+        "arrival_s": arrival / US,
+        "num_tasks": jobs["num_tasks"],
+        "ideal_jrt_s": jobs["ideal_jrt_us"] / US,
+        "completion_s": _seconds(completion, done),
+        "jrt_s": _seconds(completion - arrival, done),
+        "delay_s": _seconds(completion - arrival - jobs["ideal_jrt_us"], done),
+        "short": jobs["short"].astype(bool),
+    }
+
+
+def task_columns(tasks: dict) -> dict[str, np.ndarray]:
+    """tasks.csv's columns (``TASKS_HEADER``) from ``metrics.task_table``: times in s (float), NaN for what
+    has not happened; ``worker`` -1 for a task never placed."""
+    started = tasks["start_us"] >= 0
+    return {
+        "job_id": tasks["job_id"],
+        "index": tasks["index"],
+        "arrival_s": tasks["arrival_us"] / US,
+        "start_s": _seconds(tasks["start_us"], started),
+        "end_s": _seconds(tasks["end_us"], tasks["end_us"] >= 0),
+        "worker": np.where(tasks["worker"] < 0, -1, tasks["worker"]),
+        "allocation_s": _seconds(tasks["start_us"] - tasks["arrival_us"], started),
+        **{f"{name}_s": tasks[column] / US for name, column in metrics.ALLOCATION_PARTS},
+        "attempts": tasks["attempts"],
+    }
+
+
+def _seconds(us: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """us -> float seconds; NaN where ``present`` is False."""
+    return np.where(present, us / US, np.nan)
+
+
+def _cells(column: np.ndarray, negative_blank: bool = False) -> list:
+    """A column as CSV cells: floats as Python floats (their repr reads back exactly), NaN as an empty cell;
+    bools as 0/1; with ``negative_blank`` (the worker: -1, never placed) a negative number as an empty cell."""
+    if column.dtype == bool:
+        return column.astype(np.int64).tolist()
+    out = column.tolist()
+    missing = np.isnan(column) if column.dtype.kind == "f" else column < 0 if negative_blank else ()
+    for i in np.flatnonzero(missing).tolist():
+        out[i] = None
     return out
 
 
@@ -146,41 +189,14 @@ def _write_csv(path: Path, header, rows) -> None:
 
 def write_jobs_csv(path, jobs: dict) -> None:
     """jobs.csv from ``metrics.job_table``; completion/jrt/delay cells are empty for unfinished jobs."""
-    done = jobs["completion_us"] >= 0
-    arrival, completion = jobs["arrival_us"], jobs["completion_us"]
-    rows = zip(
-        jobs["job_id"].tolist(),
-        _seconds(arrival),
-        jobs["num_tasks"].tolist(),
-        _seconds(jobs["ideal_jrt_us"]),
-        _seconds(completion, done),
-        _seconds(completion - arrival, done),
-        _seconds(completion - arrival - jobs["ideal_jrt_us"], done),
-        jobs["short"].astype(np.int64).tolist(),
-    )
-    _write_csv(Path(path), JOBS_HEADER, rows)
+    cols = job_columns(jobs)
+    _write_csv(Path(path), JOBS_HEADER, zip(*(_cells(cols[name]) for name in JOBS_HEADER)))
 
 
 def write_tasks_csv(path, tasks: dict) -> None:
     """tasks.csv from ``metrics.task_table``; cells of things that have not happened are empty."""
-    started = tasks["start_us"] >= 0
-    ended = tasks["end_us"] >= 0
-    alloc = tasks["start_us"] - tasks["arrival_us"]
-    worker = tasks["worker"].tolist()
-    for i in np.flatnonzero(tasks["worker"] < 0).tolist():
-        worker[i] = None
-    rows = zip(
-        tasks["job_id"].tolist(),
-        tasks["index"].tolist(),
-        _seconds(tasks["arrival_us"]),
-        _seconds(tasks["start_us"], started),
-        _seconds(tasks["end_us"], ended),
-        worker,
-        _seconds(alloc, started),
-        *(_seconds(tasks[column]) for _, column in metrics.ALLOCATION_PARTS),
-        tasks["attempts"].tolist(),
-    )
-    _write_csv(Path(path), TASKS_HEADER, rows)
+    cols = task_columns(tasks)
+    _write_csv(Path(path), TASKS_HEADER, zip(*(_cells(cols[name], name == "worker") for name in TASKS_HEADER)))
 
 
 def write_utilization_csv(path, times_s: np.ndarray, util: np.ndarray) -> None:
