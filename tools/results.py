@@ -106,7 +106,7 @@ def write_summary(out_dir, summary: dict) -> dict:
 MAX_SUMMARY_BYTES = 64 << 20  # a summary.json larger than this is not one a run wrote
 
 
-def _read_summary(out_dir) -> dict | None:
+def read_summary(out_dir) -> dict | None:
     try:
         with open(Path(out_dir) / "summary.json", encoding="utf-8") as f:
             summary = json.loads(f.read(MAX_SUMMARY_BYTES))
@@ -118,14 +118,14 @@ def _read_summary(out_dir) -> dict | None:
 def finished(out_dir) -> dict | None:
     """The summary of a complete result set in ``out_dir`` (written whole, not marked incomplete, of a run
     that was not stopped early), else None."""
-    summary = _read_summary(out_dir)
+    summary = read_summary(out_dir)
     whole = summary is not None and INCOMPLETE not in summary and "partial" not in summary
     return summary if whole and "digest" in summary else None
 
 
 def incomplete(out_dir) -> bool:
     """Whether ``out_dir`` holds a result set marked incomplete (its writing was cut short)."""
-    return INCOMPLETE in (_read_summary(out_dir) or {})
+    return INCOMPLETE in (read_summary(out_dir) or {})
 
 
 def job_columns(jobs: dict) -> dict[str, np.ndarray]:
@@ -235,6 +235,21 @@ def plot_cdfs(
     """
     fig = agg_figure(figsize=(7, 4.8))
     ax = fig.add_subplot()
+    clipped = draw_cdfs(ax, series, xlabel, log, title=title, floor=floor)
+    if clipped:
+        fig.text(0.01, 0.01, f"values <= 0 (e.g. a zero delay) are drawn at {floor:g} on the log axis",
+                 fontsize=8, color="0.3")
+    fig.tight_layout(rect=(0, 0.03 if clipped else 0, 1, 1))
+    fmt = Path(path).suffix.lstrip(".") or "png"
+    with atomic_write(path, "wb") as f:
+        fig.savefig(f, format=fmt, dpi=110, metadata={"Software": None} if fmt == "png" else None)
+
+
+def draw_cdfs(ax, series: dict, xlabel: str, log: bool = True, *, title: str | None = None,
+              floor: float = DELAY_FLOOR_S) -> bool:
+    """Draw the empirical CDF of each labelled series onto the matplotlib axis ``ax`` (after the curves it
+    holds already, each in a style of its own); returns whether values <= 0 were drawn at ``floor``."""
+    drawn = len(ax.get_lines())  # the curves an earlier call drew: the styles go on from there
     plotted = 0
     clipped = False
     for label, values in series.items():
@@ -249,9 +264,10 @@ def plot_cdfs(
                 clipped = True
             v = np.maximum(v, floor)
         x, p = _ecdf_points(v)
-        style, marker, width = LINE_STYLES[plotted % len(LINE_STYLES)]
+        style, marker, width = LINE_STYLES[(drawn + plotted) % len(LINE_STYLES)]
         ax.step(x, p, where="post", label=text + ")", linestyle=style, linewidth=width, marker=marker,
-                markevery=_marks(x.size, plotted), markersize=5, markerfacecolor="none", zorder=2 + plotted)
+                markevery=_marks(x.size, drawn + plotted), markersize=5, markerfacecolor="none",
+                zorder=2 + drawn + plotted)
         plotted += 1
     if log and plotted:
         ax.set_xscale("log")
@@ -261,17 +277,11 @@ def plot_cdfs(
     ax.grid(True, which="major", alpha=0.4)
     if title:
         ax.set_title(title)
-    if plotted:
+    if plotted or drawn:
         ax.legend(loc="lower right")
     else:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
-    if clipped:
-        fig.text(0.01, 0.01, f"values <= 0 (e.g. a zero delay) are drawn at {floor:g} on the log axis",
-                 fontsize=8, color="0.3")
-    fig.tight_layout(rect=(0, 0.03 if clipped else 0, 1, 1))
-    fmt = Path(path).suffix.lstrip(".") or "png"
-    with atomic_write(path, "wb") as f:
-        fig.savefig(f, format=fmt, dpi=110, metadata={"Software": None} if fmt == "png" else None)
+    return clipped
 
 
 def plot_balance(path, times_s: np.ndarray, imbalance: np.ndarray, variance: np.ndarray, *,
