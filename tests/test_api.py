@@ -240,3 +240,15 @@ def test_load_refuses_what_the_cli_did_not_write(tmp_path):
     with pytest.raises(fedemu.ConfigError, match="no such folder"):
         fedemu.load(tmp_path / "missing")
     assert os.listdir(tmp_path) == []
+
+
+def test_compare_on_a_dask_client_gives_the_same_runs():
+    """``cluster=`` takes a ``distributed.Client`` as well as an address; the runs are the same."""
+    distributed = pytest.importorskip("distributed")
+    here = fedemu.compare("default", schedulers="sparrow", processes=1, progress=False, **TINY)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        there = fedemu.compare("default", schedulers="sparrow", cluster=client, progress=False, **TINY)
+    assert [r["digest"] for r in here.rows] == [r["digest"] for r in there.rows]
+    for name, result in here.results.items():
+        _same_tables(result, there[name])

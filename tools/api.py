@@ -138,7 +138,9 @@ def sweep(scenario: str, *, schedulers, policies, seeds, overrides: dict, out=No
         plan = compare.plan_runs(scenario, _text(schedulers, "schedulers"), _text(policies, "policies"),
                                  _text(seeds, "seeds"), overrides, out)
         jobs = processes if processes and processes > 0 else (os.cpu_count() or 1)
-        with pool.connected(cluster) as client:  # before anything is written: a bad address leaves nothing
+        client_given = cluster is not None and not isinstance(cluster, str)  # a distributed.Client: the caller's
+        with contextlib.nullcontext(cluster) if client_given else pool.connected(cluster) as client:
+            # (an address is connected to before anything is written: a bad one leaves nothing)
             done = compare.ready_folder(folder, plan, force) if folder is not None else {}
             if say is not None:
                 where = f"on the Dask cluster at {cluster}" if cluster else \
