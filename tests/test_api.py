@@ -252,3 +252,31 @@ def test_compare_on_a_dask_client_gives_the_same_runs():
     assert [r["digest"] for r in here.rows] == [r["digest"] for r in there.rows]
     for name, result in here.results.items():
         _same_tables(result, there[name])
+
+
+BROKEN = '''PARAMS = {"n": 1}
+
+
+class Run:
+    def finish(self, fabric, info):
+        return {**info, "invariants": {"made_up": "job 1 ran twice (made up)"}}
+
+
+def build(fabric, params):
+    return Run()
+'''
+
+
+def test_a_broken_invariant_raises_run_violation_with_the_result(tmp_path, monkeypatch, capsys):
+    """As ``fedemu run`` says ``violation: ...`` (exit 1), the API raises RunViolation with that message; its
+    ``result`` holds the run's data, its verdict the violation; a folder asked for is written, and loads."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "broken.py").write_text(BROKEN)
+    assert main(["run", "broken.py"]) == 1
+    line = capsys.readouterr().err.strip()
+    with pytest.raises(fedemu.RunViolation) as broke:
+        fedemu.run("broken.py", out="o")
+    assert line == f"fedemu: violation: {broke.value}"
+    result = broke.value.result
+    assert not result.ok and result.verdict == "violation: job 1 ran twice (made up)"
+    assert fedemu.load(tmp_path / "o").verdict == result.verdict

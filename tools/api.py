@@ -106,20 +106,20 @@ def run(scenario: str = "default", seed: int = 1, *, out: PathLike | None = None
         from fedemu.scenarios import fault_plan as plans
 
         faults = plans.load(os.fspath(fault_plan))
-    out = None if out is None else os.fspath(out)
+    out, journal = journal_place(scenario, seed, None if out is None else os.fspath(out), record,
+                                 None if journal is None else os.fspath(journal))
     bar = None
     if progress:
         from .progress import progress_bar
 
         bar = progress_bar(enabled=True)
     try:
-        done, journal, out = execute_run(scenario, seed, _params(params, more), out=out, record=record,
-                                    journal=None if journal is None else os.fspath(journal),
-                                    log=None if log is None else os.fspath(log), log_level=log_level,
-                                    faults=faults, progress=bar)
+        done, _, _ = execute_run(scenario, seed, _params(params, more), out=out, journal=journal,
+                                 log=None if log is None else os.fspath(log), log_level=log_level, faults=faults,
+                                 progress=bar)
     except runner.RunViolation as violation:
-        if violation.result is not None:
-            violation.result = _result(violation.result, out, None)
+        if violation.result is not None:  # the run's data, for the caller to look into
+            violation.result = _result(violation.result, out, journal)
         raise
     return _result(done, out, journal)
 
