@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 from pathlib import Path
 
@@ -23,6 +24,9 @@ def test_the_page_has_the_four_examples():
 def test_the_examples_run(monkeypatch):
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    # compare's runs in this process (processes=0 means one per CPU): a spawn pool would leave its resource
+    # tracker running beside the suite, and cost a second to start
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
     namespace: dict = {"__name__": "api_md"}
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
