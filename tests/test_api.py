@@ -230,8 +230,14 @@ def test_notebook_progress_bar(monkeypatch):
     assert shown == []
 
 
-def test_in_notebook_is_false_here():
-    assert progress.in_notebook() is False or "IPython" in sys.modules
+@pytest.mark.parametrize("shell, inside", [("ZMQInteractiveShell", True), ("TerminalInteractiveShell", False),
+                                           (None, False)])
+def test_in_notebook_asks_ipython(shell, inside, monkeypatch):
+    """A Jupyter kernel's shell is a notebook; IPython in a terminal, or no shell, is not."""
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: None if shell is None else type(shell, (), {})()
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    assert progress.in_notebook() is inside
 
 
 def test_load_refuses_what_the_cli_did_not_write(tmp_path):
