@@ -129,6 +129,8 @@ def test_the_printouts_of_a_page_are_what_its_commands_print(page, tmp_path):
     folder that sees the repository's docs/ (the plans the commands name) and nothing else of it."""
     (tmp_path / "docs").symlink_to(ROOT / "docs")
     for command in commands(page):
+        if "--budget" in shlex.split(command.line, comments=True):
+            continue  # test_no_checked_command_is_a_search_for_a_time says so
         printed, logged, count = run(command, tmp_path)
         missing = missing_lines(command.expected, printed, logged)
         assert not missing, f"{command.where}: `{command.line}` no longer prints:\n" + "\n".join(missing) + \
@@ -136,6 +138,14 @@ def test_the_printouts_of_a_page_are_what_its_commands_print(page, tmp_path):
         said = re.search(r"#\s*([\d,]+) lines", command.line)
         if said and logged:
             assert count == int(said.group(1).replace(",", "")), f"{command.where}: the log has {count} lines"
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_checked_command_is_a_search_for_a_time(path):
+    """A `fuzz --budget` block must be marked unchecked: run, it would take its budget (30 minutes for the
+    hawk and eagle searches of docs/fault-search.md) and print other counts anyway."""
+    timed = [c.where for c in commands(path) if "--budget" in shlex.split(c.line, comments=True)]
+    assert not timed, f"{timed}: a search for a time in a checked block; mark it <!-- unchecked: why -->"
 
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: str(p.relative_to(ROOT)))

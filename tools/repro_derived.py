@@ -10,8 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
+from . import group_queueing as gq
+
 PARTS = (("fq", "framework_queueing"), ("proc", "processing"), ("wq", "worker_queueing"), ("comm", "communication"))
 ZERO_QUEUE_S = 1e-5  # a job "did not queue" when its delay is within 10 us of the run's smallest (rounding)
+WARMUP = 0.2  # section 3's figures leave out the jobs of the first fifth of the arrivals (groups start empty)
 
 
 def derived(run_dir: Path, summary: dict) -> dict:
@@ -31,6 +34,8 @@ def derived(run_dir: Path, summary: dict) -> dict:
         # Pigeon (3): a job did not queue when it took its longest task plus communication only: the run's
         # smallest delay (every such job crosses the same hops)
         out["zero_queue_share"] = float((delay <= delay.min() + ZERO_QUEUE_S).mean()) if len(delay) else None
+        # Pigeon (3): the mean wait's queueing part, a job's delay less the run's no-queueing floor
+        out["queue_mean_s"] = float(delay.mean() - delay.min()) if len(delay) else None
         for name, mask in (("short", short), ("long", ~short)):
             for p in (50, 90, 99):  # the Pigeon paper's slowdown: percentile of JRT over percentile of ideal JRT
                 ok = mask.any() and np.percentile(ideal[mask], p) > 0
@@ -38,6 +43,9 @@ def derived(run_dir: Path, summary: dict) -> dict:
                     if ok else None
                 out[f"{name}_jrt_p{p}_s"] = float(np.percentile(jrt[mask], p)) if mask.any() else None
     out.update(offered_load(run_dir / "tasks.csv", summary.get("total_units") or 0))
+    out.update(trace_stats(run_dir, summary))
+    out.update(steady_state(run_dir, summary))
+    out.update(group_model(summary, out.get("arrival_load_steady")))
     out.update(busiest_worker(run_dir / "tasks.csv", summary))
     out.update(allocation_tail(run_dir / "tasks.csv"))
     alloc = summary.get("allocation_s") or {}
@@ -109,6 +117,97 @@ def busiest_worker(path: Path, summary: dict) -> dict:
             "busiest_fluid_s": max(0.0, rho - 1) * (last - first) / 2}
 
 
+def _jobs_and_work(run_dir: Path) -> dict[str, tuple]:
+    """Per job: (fan-out, short, arrival s, delay s or None, run times of its finished tasks)."""
+    jobs_path, tasks_path = run_dir / "jobs.csv", run_dir / "tasks.csv"
+    if not jobs_path.exists() or not tasks_path.exists():
+        return {}
+    run: dict[str, list[float]] = {}
+    with open(tasks_path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["end_s"] != "" and r["start_s"] != "":
+                run.setdefault(r["job_id"], []).append(float(r["end_s"]) - float(r["start_s"]))
+    with open(jobs_path, newline="") as f:
+        return {r["job_id"]: (int(r["num_tasks"]), r["short"] == "1", float(r["arrival_s"]),
+                              float(r["delay_s"]) if r["delay_s"] != "" else None, run.get(r["job_id"], []))
+                for r in csv.DictReader(f)}
+
+
+def _load(jobs: list[tuple], units: int) -> float | None:
+    """The run time of these jobs' tasks over the slots and the span of their arrivals."""
+    arrivals = [j[2] for j in jobs]
+    span = max(arrivals) - min(arrivals) if arrivals else 0
+    work = sum(sum(j[4]) for j in jobs)
+    return work / (units * span) if units and span > 0 else None
+
+
+def trace_stats(run_dir: Path, summary: dict) -> dict:
+    """The workload as it ran (Pigeon, Table 1): fan-out (max, min, mean over jobs), task run time (max,
+    min, mean over tasks, and the mean over jobs of a job's mean task time, the trace's third column), the
+    share of the run time in short jobs (Pigeon 2.2 and 4.2: under 20%), and ``arrival_load``, the run time
+    over the slots and the span of the arrivals."""
+    keys = ("fanout_max", "fanout_min", "fanout_mean", "task_max_s", "task_min_s", "task_mean_s", "job_task_mean_s",
+            "short_work_share", "arrival_load")
+    jobs = _jobs_and_work(run_dir)
+    ran = [j for j in jobs.values() if j[4]]
+    if not ran:
+        return dict.fromkeys(keys)
+    fanout = np.array([j[0] for j in jobs.values()])
+    times = np.concatenate([np.array(j[4]) for j in ran])
+    short = sum(sum(j[4]) for j in ran if j[1])
+    return {"fanout_max": int(fanout.max()), "fanout_min": int(fanout.min()), "fanout_mean": float(fanout.mean()),
+            "task_max_s": float(times.max()), "task_min_s": float(times.min()), "task_mean_s": float(times.mean()),
+            "job_task_mean_s": float(np.mean([np.mean(j[4]) for j in ran])),
+            "short_work_share": float(short / times.sum()) if times.sum() > 0 else None,
+            "arrival_load": _load(ran, summary.get("total_units") or 0)}
+
+
+def steady_state(run_dir: Path, summary: dict) -> dict:
+    """Section 3's figures once the groups have warmed up from empty: over the jobs that arrive after the
+    first WARMUP of the arrival span, the share that did not queue, the mean queueing part of their delay
+    (less the run's no-queueing floor) and the load their arrivals offered (what the model is evaluated at)."""
+    keys = ("zero_queue_steady", "queue_mean_steady_s", "arrival_load_steady")
+    jobs = [j for j in _jobs_and_work(run_dir).values() if j[3] is not None]
+    if len(jobs) < 2:
+        return dict.fromkeys(keys)
+    floor = min(j[3] for j in jobs)
+    first, last = min(j[2] for j in jobs), max(j[2] for j in jobs)
+    late = [j for j in jobs if j[2] >= first + WARMUP * (last - first)]
+    delay = np.array([j[3] for j in late])
+    return {"zero_queue_steady": float((delay <= floor + ZERO_QUEUE_S).mean()),
+            "queue_mean_steady_s": float(delay.mean() - floor),
+            "arrival_load_steady": _load(late, summary.get("total_units") or 0)}
+
+
+def group_size(summary: dict) -> int | None:
+    """Workers per group: the run's ``masters`` cut every worker into equal groups, else a group is a cluster."""
+    cluster, params = summary.get("cluster") or {}, summary.get("params") or {}
+    masters = int(params.get("masters") or 0)
+    if masters:
+        return int(cluster.get("workers") or 0) // masters or None
+    return int(cluster.get("workers_per_cluster") or 0) or None
+
+
+def group_model(summary: dict, arrival_load: float | None) -> dict:
+    """Section 3's analytic model (``group_queueing``) for a poisson run of exponential tasks, each group an
+    M/M/Nw queue: the job-zero-queuing probability (Eq. 6) and the mean queueing time (Eq. 2) at the load the
+    run's arrivals offered once warm (``arrival_load_steady``: a run of a few seconds offers its nominal load
+    only to about a percent, which moves Eq. 6 by several points at 90%), and Eq. 6 at the nominal load."""
+    keys = ("model_job_zero_queue", "model_wait_s", "model_job_zero_queue_nominal")
+    params = summary.get("params") or {}
+    nw = group_size(summary)
+    if params.get("workload") != "poisson" or params.get("task_dist") != "exp" or not nw:
+        return dict.fromkeys(keys)
+    out = dict.fromkeys(keys)
+    nominal = float(params.get("load") or 0)
+    if 0 < nominal < 1:
+        out["model_job_zero_queue_nominal"] = gq.job_zero_queue_exp(nw, nominal)
+    if arrival_load is not None and 0 < arrival_load < 1:
+        out["model_job_zero_queue"] = gq.job_zero_queue_exp(nw, arrival_load)
+        out["model_wait_s"] = gq.task_wait(nw, arrival_load, float(params.get("task_s") or 0))
+    return out
+
+
 def allocation_tail(path: Path) -> dict:
     """Megha 2022 (VI-A, Figs. 3-4; VI-B, Fig. 7): the allocation time of the tasks that started, at p90,
     p99.99 and its maximum ("consistently less than 1.5 s", "max: 100 s"), and each part's median, alone and
@@ -119,7 +218,10 @@ def allocation_tail(path: Path) -> dict:
     if not path.exists():
         return dict.fromkeys(keys)
     with open(path, newline="") as f:
-        rows = [[float(r[c]) for c in columns] for r in csv.DictReader(f) if r["start_s"] != ""]
+        reader = csv.DictReader(f)
+        if not set(columns) <= set(reader.fieldnames or ()):  # a scheduler that records no parts
+            return dict.fromkeys(keys)
+        rows = [[float(r[c]) for c in columns] for r in reader if r["start_s"] != ""]
     if not rows:
         return dict.fromkeys(keys)
     values = np.array(rows)

@@ -48,7 +48,8 @@ SOURCE_DIRS = ("",) + tuple(sorted(
     if d.is_dir() and d.name not in ("claims", "experiments", "__pycache__")))
 # the modules that only plan runs and read their results (the overrides they choose are part of each key)
 REPORT_SIDE = frozenset({"tools/reproduce.py", "tools/verdict.py", "tools/pool.py", "tools/evaluate.py",
-                         "tools/repro_report.py", "tools/repro_plots.py", "tools/repro_derived.py"})
+                         "tools/repro_report.py", "tools/repro_plots.py", "tools/repro_derived.py",
+                         "tools/group_queueing.py"})
 MARKER = "reproduce.json"
 
 
