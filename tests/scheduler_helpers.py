@@ -57,3 +57,7 @@ class EventPlan:
 
     def faults(self, names, seed):
         return [Fault(*e) for e in self.events]
+
+    def placed(self, names, seed):
+        """``faults``, each named for an error as a plan file's entry would be."""
+        return [(f"{self.source}: event {n}", fault) for n, fault in enumerate(self.faults(names, seed), start=1)]

@@ -214,21 +214,32 @@ MEMBERS = [a for a in ACTORS if not a.startswith("dist")]
 
 @st.composite
 def plans(draw):
-    """Up to 5 faults in the first 6 s: crashes (some restarted), partitions (healed), loss bursts."""
-    events = []
+    """Up to 5 faults in the first 6 s: crashes (some restarted), partitions (healed), loss bursts; none that
+    would do nothing (a crash of an actor still down, a partition inside another's, whose heal would heal
+    nothing): a plan refuses those."""
+    events, down, cut = [], {}, []  # down: actor -> until when (None: for good); cut: partition windows
     for _ in range(draw(st.integers(1, 5))):
         at = draw(st.integers(0, 6 * S))
         kind = draw(st.sampled_from(["crash", "partition", "loss"]))
         if kind == "crash":
             target = draw(st.sampled_from(MEMBERS))
+            until = at + draw(st.integers(1, 3 * S)) if draw(st.booleans()) else None
+            if any((end is None or at <= end) and (until is None or start <= until)
+                   for start, end in down.get(target, ())):
+                continue
+            down.setdefault(target, []).append((at, until))
             events.append((at, "crash", target))
-            if draw(st.booleans()):
-                events.append((at + draw(st.integers(1, 3 * S)), "restart", target))
+            if until is not None:
+                events.append((until, "restart", target))
         elif kind == "partition":
             side = tuple(draw(st.lists(st.sampled_from(ACTORS), min_size=1, max_size=4, unique=True)))
             rest = tuple(a for a in ACTORS if a not in side)
+            heal = at + draw(st.integers(1, 4 * S))
+            if any(at <= b and a <= heal for a, b in cut):
+                continue
+            cut.append((at, heal))
             events.append((at, "partition", (side, rest)))
-            events.append((at + draw(st.integers(1, 4 * S)), "heal", ()))
+            events.append((heal, "heal", ()))
         else:
             value = draw(st.sampled_from([0.01, 0.05, 0.2]))
             events.append((at, kind, "*", value))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,13 @@ def test_the_quick_report_in_docs_is_what_the_code_produces(paper, tmp_path, cap
     # the quick grid measures every claim but those run at paper scale only and those needing a scheduler fedemu lacks
     assert all(v["verdict"] in MEASURED for v in committed.values()
                if "needs" not in claims[v["id"]] and "paper scale only" not in claims[v["id"]].get("why", ""))
+
+
+def test_report_only_keeps_an_experiments_own_seeds(tmp_path):
+    """--report-only judged the worked example (eight seeds of its own) on --seeds' 1-2 only, so 45/36 (seeds
+    6-7) never occurred and example-gain read differs; it keeps every seed an experiment names."""
+    out = tmp_path / "p"
+    shutil.copytree(DOCS / "pigeon-2019-quick", out)
+    assert main(["reproduce", "pigeon-2019", "--quick", "--report-only", "--only", "example", "--out", str(out)]) == 0
+    gain = next(c for c in json.loads((out / "verdicts.json").read_text()) if c["id"] == "example-gain")
+    assert sorted(gain["values"], key=int) == [str(s) for s in range(1, 9)] and gain["verdict"] == "reproduces"

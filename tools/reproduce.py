@@ -294,8 +294,8 @@ def report_only(paper: str, experiments: list[Experiment], seeds: str, out: Path
     if not path.is_file():
         raise ConfigError(f"--report-only: {path} is not there; run the reproduction first (or give its --out)")
     rows = read_runs(path)
-    names = {e.name for e in experiments}
-    rows = {k: [r for r in v if str(r["seed"]) in seeds.split(",")] for k, v in rows.items() if k[0] in names}
+    own = {e.name: (e.seeds or seeds).split(",") for e in experiments}  # an experiment's own seeds (the example's 8)
+    rows = {k: [r for r in v if str(r["seed"]) in own[k[0]]] for k, v in rows.items() if k[0] in own}
     specs = plan(experiments, seeds, out, code_version())
     at = sorted({str(r.get("commit")) for rs in rows.values() for r in rs})
     info = _info(command + " --report-only", seeds, quick, 0.0, f"judged again from runs.csv without running "

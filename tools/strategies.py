@@ -164,10 +164,10 @@ def fault_tables(draw, names, horizon_us: int, kinds=FAULT_KINDS, *, max_events:
     # each event is drawn whole (family and details), so the shrinker deletes events, not their parts
     events = draw(st.lists(_event(names, crashable, horizon_us, swarm), min_size=1, max_size=max_events))
     events = draw(_cascades(events, horizon_us))
-    return [table for event in _without_no_ops(events) for table in event]
+    return [table for event in without_no_ops(events) for table in event]
 
 
-def _without_no_ops(events):
+def without_no_ops(events):
     """The drawn events (each its tables, or ``(tables, open)``) less those that would make a plan event
     do nothing, which a plan refuses (``fault_plan.check_no_ops``): a crash of an actor while an earlier
     kept crash of it may still hold it down, and a partition that overlaps another while either ends by
@@ -289,7 +289,7 @@ def phased_plans(draw, names, horizon_us: int, kinds=FAULT_KINDS, *, for_good=()
     crashable = [n for n in names if n not in HARNESS] or names
     drawn = draw(st.lists(_event(names, crashable, horizon_us, swarm, until_heal=True), min_size=1,
                           max_size=max_events))
-    drawn = _without_no_ops(draw(_cascades(drawn, horizon_us)))
+    drawn = without_no_ops(draw(_cascades(drawn, horizon_us)))
     tables = [t for ts, _ in drawn for t in ts]
     last = max([horizon_us] + [_end_us(t) for t in tables])
     heal = last + draw(st.one_of(st.just(0), _durations(horizon_us), st.integers(LONG_CUT_US, LONG_HEAL_US)))
