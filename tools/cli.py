@@ -23,7 +23,7 @@ MAX_SECONDS = MAX_TRACE_S  # no run's virtual time goes beyond the largest time 
 
 
 def _cmd_run(args) -> int:
-    from . import params, runner
+    from . import api, params, runner
     from .tui import progress_for
 
     overrides = params.parse_overrides(args.set)
@@ -34,13 +34,7 @@ def _cmd_run(args) -> int:
         raise FedemuError("run needs a scenario name (e.g. default) or a scenario .py file")
     if args.log_level is not None and not args.log:
         raise ConfigError(f"--log-level {args.log_level} filters the event log: add --log FILE")
-    if args.record and args.journal:  # one journal per run, in one place: say which
-        where = os.path.join(args.out, "messages.log") if args.out else "OUT/messages.log"
-        raise ConfigError(f"--record writes the journal to {where} and --journal to {args.journal}: give one of "
-                          "them (--journal alone, or --record with --out)")
-    if args.record and not args.out:
-        args.out = outdir.default_run_dir(args.scenario, args.seed)
-    journal = args.journal or (os.path.join(args.out, "messages.log") if args.record else None)
+    args.out, journal = api.journal_place(args.scenario, args.seed, args.out, args.record, args.journal)
     view = [opt for opt, on in (("--tui", args.tui), ("--paused", args.paused), ("--pace", args.pace)) if on]
     if args.check_determinism and view:  # two runs, one in a child process: no live view to show them in
         raise ConfigError(f"--check-determinism runs the scenario twice, the second in another process, with no "
@@ -48,16 +42,8 @@ def _cmd_run(args) -> int:
     faults = _fault_plan(args.faults)
     if args.check_determinism:
         return _check_determinism(args, overrides, journal, faults)
-    level = args.log_level or "info"
-    outdir.check_outputs(args.out, {"--journal": journal, "--log": args.log}, probe=False)
-    with outdir.prepared(args.out), outdir.owned(args.out), progress_for(args) as progress:
-        _check_files(args.out, journal, args.log)
-        try:
-            result = runner.execute(args.scenario, seed=args.seed, overrides=overrides, journal_path=journal,
-                                    out_dir=args.out, progress=progress, log_path=args.log, log_level=level,
-                                    faults=faults)
-        except runner.RunInterrupted as stop:  # Ctrl-C, SIGTERM: the results so far, marked partial
-            result = stop.result
+    result, _, _ = api.execute_run(args.scenario, args.seed, overrides, out=args.out, journal=journal, log=args.log,
+                                   log_level=args.log_level or "info", faults=faults, progress=progress_for(args))
     with contextlib.redirect_stdout(sys.stderr) if args.log == STDOUT else contextlib.nullcontext():
         _print_summary(result.summary)  # with --log -, standard output holds the event log alone
         _warn_unfinished(result.summary)
@@ -294,8 +280,7 @@ def _cmd_fuzz(args) -> int:
 def _cmd_compare(args) -> int:
     from . import compare
 
-    with outdir.prepared(args.out):
-        return compare.main(args)
+    return compare.main(args)
 
 
 def _cmd_reproduce(args) -> int:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import gc
 import io
-import os
 import sys
 import time
 import traceback
@@ -72,8 +71,9 @@ def _seeds(text: str) -> list[int]:
     return list(dict.fromkeys(out))
 
 
-def plan_runs(scenario: str, schedulers: str, policies: str, seeds: str, overrides: dict, out: str) -> list[dict]:
-    """The runs to make, in table order; every parameter set is checked before anything runs."""
+def plan_runs(scenario: str, schedulers: str, policies: str, seeds: str, overrides: dict, out: str | None) -> list[dict]:
+    """The runs to make, in table order; every parameter set is checked before anything runs. Each run
+    writes its folder under ``out`` (None: none, its results come back in memory)."""
     from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES
 
     ref = runner.scenario_ref(scenario)
@@ -101,7 +101,8 @@ def plan_runs(scenario: str, schedulers: str, policies: str, seeds: str, overrid
                 label = "-" if free else policy
                 name = f"{scheduler}-{'any' if free else policy}-s{seed}"
                 plan.append({"scenario": ref, "scheduler": scheduler, "policy": label, "seed": seed,
-                             "overrides": run_overrides, "out_dir": str(Path(out) / name), "name": name})
+                             "overrides": run_overrides, "out_dir": None if out is None else str(Path(out) / name),
+                             "name": name})
     return plan
 
 
@@ -111,10 +112,14 @@ def run_one(spec: dict) -> dict:
     A pool worker runs one spec after another. A run's actors and records form cycles that only the
     collector frees, and the next run's ``kernel.gc_paused`` would freeze them unfreed: two workers held
     12 GB each after 21 megha-2023 paper-scale runs between them; one of those runs, alone, peaks at 3.5 GB.
-    So each run ends with a collection."""
+    So each run ends with a collection. A run without a folder brings its tables back (``tables``)."""
     try:
         result = runner.execute(spec["scenario"], seed=spec["seed"], overrides=spec["overrides"],
                                 out_dir=spec["out_dir"])
+        if spec["out_dir"] is None:
+            from .api_result import tables_of
+
+            return {"name": spec["name"], "summary": result.summary, "tables": tables_of(result.recorder)}
         return {"name": spec["name"], "summary": result.summary}
     except FedemuError as e:
         return {"name": spec["name"], "error": str(e), "config": True}
@@ -125,24 +130,34 @@ def run_one(spec: dict) -> dict:
         gc.collect()
 
 
-def execute_plan(plan: list[dict], jobs: int, console: Console, cluster=None,
-                 done: dict[str, dict] | None = None) -> dict[str, dict]:
+def execute_plan(plan: list[dict], jobs: int, cluster=None, done: dict[str, dict] | None = None, *,
+                 note=None, progress: bool = False) -> dict[str, dict]:
     """Run every spec not in ``done`` (``pool.run_all``: a spawn pool when jobs > 1, or the Dask ``cluster``,
-    a client or its address); results by run name, those of ``done`` included."""
+    a client or its address); results by run name, those of ``done`` included. ``note(result, finished,
+    total)`` is called as each run ends; ``progress``: the pool's progress bar (a terminal or a notebook)."""
     from . import pool
 
     results: dict[str, dict] = dict(done or {})
-    total = len(plan)
-    t0 = time.perf_counter()
 
-    def note(_, res):
+    def arrived(_, res):
         results[res["name"]] = res
-        state = "failed" if "error" in res else f"{res['summary'].get('wall_s', 0):.1f} s"
-        console.print(f"[{len(results)}/{total}] {res['name']}: {state}  (elapsed {time.perf_counter() - t0:.0f} s)")
+        if note is not None:
+            note(res, len(results), len(plan))
 
     todo = [spec for spec in plan if spec["name"] not in results]
-    pool.run_all(todo, run_one, jobs=jobs, cluster=cluster, on_result=note, progress=False)
+    pool.run_all(todo, run_one, jobs=jobs, cluster=cluster, on_result=arrived, progress=progress)
     return results
+
+
+def line_per_run(console: Console):
+    """``execute_plan``'s ``note`` for the command line: ``[k/n] name: wall s (elapsed s)`` on ``console``."""
+    t0 = time.perf_counter()
+
+    def note(res: dict, finished: int, total: int) -> None:
+        state = "failed" if "error" in res else f"{res['summary'].get('wall_s', 0):.1f} s"
+        console.print(f"[{finished}/{total}] {res['name']}: {state}  (elapsed {time.perf_counter() - t0:.0f} s)")
+
+    return note
 
 
 def plan_record(plan: list[dict]) -> dict:
@@ -251,17 +266,28 @@ def row_of(spec: dict, summary: dict) -> dict:
     return row
 
 
-def write_csv(path: Path, rows: list[dict]) -> None:
+def flat_rows(rows: list[dict]) -> tuple[list[str], list[list]]:
+    """compare.csv's header and cells (None where a value is missing): every counter any run kept is a
+    ``counter:<name>`` column, every fairness figure a ``fair:<name>`` one."""
     counter_names = sorted({k for r in rows for k in r["counters"]})
     fair_names = list(dict.fromkeys(k for r in rows for k in r.get("fairness", {})))
     fields = [k for k in rows[0] if k not in ("counters", "fairness")] if rows else []
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(fields + [f"counter:{c}" for c in counter_names] + [f"fair:{c}" for c in fair_names])
+    header = fields + [f"counter:{c}" for c in counter_names] + [f"fair:{c}" for c in fair_names]
+    cells = []
     for r in rows:
         fair = r.get("fairness", {})
-        w.writerow(["" if r[k] is None else r[k] for k in fields] + [r["counters"].get(c, "") for c in counter_names]
-                   + ["" if fair.get(c) is None else fair[c] for c in fair_names])
+        cells.append([r[k] for k in fields] + [r["counters"].get(c) for c in counter_names]
+                     + [fair.get(c) for c in fair_names])
+    return header, cells
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    header, cells = flat_rows(rows)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    for row in cells:
+        w.writerow(["" if v is None else v for v in row])
     write_text(path, buf.getvalue())
 
 
@@ -338,60 +364,37 @@ def mean_rows(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _column(path: Path, name: str) -> list[float]:
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return [float(r[name]) for r in csv.DictReader(f) if r.get(name) not in (None, "")]
-
-
-def plot(plan: list[dict], results: dict, out: Path) -> tuple[Path, Path]:
+def plot(comparison, out: Path) -> tuple[Path, Path]:
+    """delay_cdf.png and utilization_cdf.png in ``out``: each scheduler/policy's runs pooled into one curve."""
     from .results import plot_cdfs
 
-    delays: dict[str, list[float]] = {}
-    utils: dict[str, list[float]] = {}
-    for spec in plan:
-        if "summary" not in results.get(spec["name"], {}):
-            continue
-        label = spec["scheduler"] if spec["policy"] == "-" else f"{spec['scheduler']}/{spec['policy']}"
-        run_dir = Path(spec["out_dir"])
-        delays.setdefault(label, []).extend(_column(run_dir / "jobs.csv", "delay_s"))
-        utils.setdefault(label, []).extend(_column(run_dir / "utilization.csv", "utilization"))
     delay_png, util_png = out / "delay_cdf.png", out / "utilization_cdf.png"
-    plot_cdfs(delay_png, delays, "delay in job response time (s)", log=True, title="Job delay, all seeds pooled")
-    plot_cdfs(util_png, utils, "utilization (1 s buckets)", log=False, title="Utilization, all seeds pooled")
+    plot_cdfs(delay_png, comparison.pooled("delay"), "delay in job response time (s)", log=True,
+              title="Job delay, all seeds pooled")
+    plot_cdfs(util_png, comparison.pooled("utilization"), "utilization (1 s buckets)", log=False,
+              title="Utilization, all seeds pooled")
     return delay_png, util_png
 
 
 def main(args) -> int:
-    overrides = params_mod.parse_overrides(args.set)
-    out = Path(args.out)
-    plan = plan_runs(args.scenario, args.schedulers, args.policies, args.seeds, overrides, str(out))
-    from . import pool
+    """``fedemu compare``: the runs made by the API (``api.sweep``), their table printed."""
+    from . import api
 
-    jobs = args.jobs if args.jobs and args.jobs > 0 else (os.cpu_count() or 1)
-    with pool.connected(args.cluster) as client:  # before anything is written: a bad address leaves nothing
-        done = ready_folder(out, plan, args.force)
-        console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped inside a path
-        where = f"on the Dask cluster at {args.cluster}" if args.cluster else \
-            f"in {min(jobs, max(1, len(plan) - len(done)))} process(es)"
-        console.print(f"compare: {len(plan)} runs of {plan[0]['scenario']} {where}")
-        if done:
-            console.print(f"compare: resuming the compare in {out}: {len(done)} of {len(plan)} runs finished "
-                          "earlier are reused (--force starts again)")
-        results = execute_plan(plan, jobs, console, cluster=client, done=done)
-
-    rows = [row_of(spec, results[spec["name"]]["summary"]) for spec in plan if "summary" in results[spec["name"]]]
-    failures = [results[spec["name"]] for spec in plan if "error" in results[spec["name"]]]
+    console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped inside a path
+    comparison = api.sweep(args.scenario, schedulers=args.schedulers, policies=args.policies, seeds=args.seeds,
+                           overrides=params_mod.parse_overrides(args.set), out=args.out, force=args.force,
+                           processes=args.jobs, cluster=args.cluster, say=console.print,
+                           note=line_per_run(console))
+    rows = list(comparison.rows)
     if rows:
-        write_csv(out / "compare.csv", rows)
-        print_table(build_table(rows, f"{plan[0]['scenario']}: every run"))
-        seeds = {r["seed"] for r in rows}
-        if len(seeds) > 1:
+        print_table(build_table(rows, f"{comparison.scenario}: every run"))
+        if len({r["seed"] for r in rows}) > 1:
             print_table(build_table(mean_rows(rows), "mean over seeds", with_seed=False))
-        delay_png, util_png = plot(plan, results, out)
-        print(f"results: {out / 'compare.csv'}, {delay_png}, {util_png}, run folders under {out}")
-    return failed_status(failures, f"{len(failures)} of {len(plan)} runs failed (see above)")
+        out = Path(args.out)
+        print(f"results: {out / 'compare.csv'}, {out / 'delay_cdf.png'}, {out / 'utilization_cdf.png'}, "
+              f"run folders under {out}")
+    failures = [dict(f) for f in comparison.failures]
+    return failed_status(failures, f"{len(failures)} of {len(comparison.runs)} runs failed (see above)")
 
 
 def failed_status(failures: list[dict], summary: str) -> int:

@@ -133,9 +133,15 @@ def _dask(specs, fn, cluster, note) -> None:
 
 @contextlib.contextmanager
 def _bar(total: int, enabled: bool):
-    """A rich progress bar over runs (with the estimated time left) when stderr is a terminal."""
-    if not enabled or not sys.stderr.isatty():
+    """A rich progress bar over runs (with the estimated time left) when stderr is a terminal; in a notebook,
+    one drawn into it (``progress.NotebookBar``)."""
+    if not enabled:
         yield None
+        return
+    if not sys.stderr.isatty():
+        from .progress import NotebookBar, in_notebook
+
+        yield (NotebookBar(total), None) if in_notebook() else None
         return
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,

@@ -1,12 +1,15 @@
 """A rich progress bar on stderr: virtual time and jobs done of the total (the only place that reads wall time).
 
-It appears only when stderr is a terminal and ``--quiet`` is not given, so logs and pipes stay clean.
+It appears only when stderr is a terminal and ``--quiet`` is not given, so logs and pipes stay clean. In a
+notebook, ``fedemu.compare`` draws its bar over runs into the notebook instead (``NotebookBar``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import html
 import sys
+import time
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -37,3 +40,39 @@ def progress_bar(enabled: bool = True):
         yield update
 
 
+def in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (or Colab), where a bar is drawn into the notebook, not stderr."""
+    shell = sys.modules.get("IPython")
+    try:
+        ipython = shell.get_ipython() if shell is not None else None
+    except Exception:  # noqa: BLE001 - an IPython too old or too odd to ask: no notebook bar
+        return False
+    return ipython is not None and (type(ipython).__name__ == "ZMQInteractiveShell"
+                                    or "google.colab" in str(type(ipython)))
+
+
+class NotebookBar:
+    """A progress bar over runs in a notebook: one HTML line (a ``<progress>`` element, runs done of the
+    total, elapsed and estimated time left, the last run), updated in place through IPython's display
+    (no widget library needed). Its ``update(task, advance=, last=)`` is rich's, as ``tools.pool`` calls it."""
+
+    def __init__(self, total: int) -> None:
+        from IPython.display import HTML, display
+
+        self.total, self.done, self.last = total, 0, ""
+        self._html = HTML
+        self._t0 = time.monotonic()
+        self._handle = display(HTML(self._text()), display_id=True)
+
+    def _text(self) -> str:
+        elapsed = time.monotonic() - self._t0
+        left = f", about {elapsed / self.done * (self.total - self.done):.0f} s left" if self.done else ""
+        last = f" ({html.escape(self.last)})" if self.last else ""
+        return (f"<progress value='{self.done}' max='{max(self.total, 1)}' style='width: 40%'></progress> "
+                f"runs {self.done}/{self.total}: {elapsed:.0f} s{left}{last}")
+
+    def update(self, task=None, *, advance: int = 0, last: str = "") -> None:
+        self.done += advance
+        self.last = last or self.last
+        if self._handle is not None:
+            self._handle.update(self._html(self._text()))

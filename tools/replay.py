@@ -136,6 +136,17 @@ def show(log_path, *, actor=None, kind=None, t_from=None, t_to=None, out=print, 
     An ``actor`` not in the header, or a ``kind`` that is neither a record type nor a message kind
     of this run, is a ConfigError listing the known names. Nothing the journal names is imported: a
     user's own message kinds print as plain lists unless ``scenario_file`` names the file of its run."""
+    shown, total, footer = select(log_path, lambda index, rec, line, fmt: out(line), actor=actor, kind=kind,
+                                  t_from=t_from, t_to=t_to, scenario_file=scenario_file, say=say)
+    out(f"-- {shown} of {total} records shown; footer (digest checked): {footer}{ending(footer)}")
+    return 0
+
+
+def select(log_path, emit, *, actor=None, kind=None, t_from=None, t_to=None, scenario_file=None,
+           say=_say) -> tuple[int, int, dict]:
+    """``emit(index, record, line, formatter)`` for each record matching every filter given (``show``'s,
+    checked as it says); returns how many matched, how many records there were, and the footer (its
+    digest checked)."""
     reader = JournalReader(log_path)
     try:
         names = reader.header.get("actors", [])
@@ -160,12 +171,11 @@ def show(log_path, *, actor=None, kind=None, t_from=None, t_to=None, out=print, 
                 continue
             if kind is not None and kind != fmt.kind_of(rec) and kind != CODE_NAMES[rec[0]]:
                 continue
-            out(line)
+            emit(index, rec, line, fmt)
             shown += 1
     finally:
         reader.close()
     if kind is not None and shown == 0 and kind not in CODE_NAMES and kind not in fmt.kinds.values():
         tags = sorted(set(fmt.kinds.values()))
         raise unknown("--kind (a record type, or a message kind of this run)", kind, [*CODE_NAMES, *tags])
-    out(f"-- {shown} of {total} records shown; footer (digest checked): {reader.footer}{ending(reader.footer)}")
-    return 0
+    return shown, total, reader.footer

@@ -106,7 +106,7 @@ def write_summary(out_dir, summary: dict) -> dict:
 MAX_SUMMARY_BYTES = 64 << 20  # a summary.json larger than this is not one a run wrote
 
 
-def _read_summary(out_dir) -> dict | None:
+def read_summary(out_dir) -> dict | None:
     try:
         with open(Path(out_dir) / "summary.json", encoding="utf-8") as f:
             summary = json.loads(f.read(MAX_SUMMARY_BYTES))
@@ -118,22 +118,65 @@ def _read_summary(out_dir) -> dict | None:
 def finished(out_dir) -> dict | None:
     """The summary of a complete result set in ``out_dir`` (written whole, not marked incomplete, of a run
     that was not stopped early), else None."""
-    summary = _read_summary(out_dir)
+    summary = read_summary(out_dir)
     whole = summary is not None and INCOMPLETE not in summary and "partial" not in summary
     return summary if whole and "digest" in summary else None
 
 
 def incomplete(out_dir) -> bool:
     """Whether ``out_dir`` holds a result set marked incomplete (its writing was cut short)."""
-    return INCOMPLETE in (_read_summary(out_dir) or {})
+    return INCOMPLETE in (read_summary(out_dir) or {})
 
 
-def _seconds(us: np.ndarray, present: np.ndarray | None = None) -> list:
-    """us -> float seconds as a list; None (an empty CSV cell) where ``present`` is False."""
-    out = (us / US).tolist()
-    if present is not None:
-        for i in np.flatnonzero(~present).tolist():
-            out[i] = None
+def job_columns(jobs: dict) -> dict[str, np.ndarray]:
+    """jobs.csv's columns (``JOBS_HEADER``) from ``metrics.job_table``, as arrays: times in s (float), NaN where
+    a job has not completed; ``short`` as bool. The one place these are computed: the CSV is written from
+    them, and the Python API (``tools.api_result``) holds them."""
+    done = jobs["completion_us"] >= 0
+    arrival, completion = jobs["arrival_us"], jobs["completion_us"]
+    return {
+        "job_id": jobs["job_id"],
+        "arrival_s": arrival / US,
+        "num_tasks": jobs["num_tasks"],
+        "ideal_jrt_s": jobs["ideal_jrt_us"] / US,
+        "completion_s": _seconds(completion, done),
+        "jrt_s": _seconds(completion - arrival, done),
+        "delay_s": _seconds(completion - arrival - jobs["ideal_jrt_us"], done),
+        "short": jobs["short"].astype(bool),
+    }
+
+
+def task_columns(tasks: dict) -> dict[str, np.ndarray]:
+    """tasks.csv's columns (``TASKS_HEADER``) from ``metrics.task_table``: times in s (float), NaN for what
+    has not happened; ``worker`` -1 for a task never placed."""
+    started = tasks["start_us"] >= 0
+    return {
+        "job_id": tasks["job_id"],
+        "index": tasks["index"],
+        "arrival_s": tasks["arrival_us"] / US,
+        "start_s": _seconds(tasks["start_us"], started),
+        "end_s": _seconds(tasks["end_us"], tasks["end_us"] >= 0),
+        "worker": np.where(tasks["worker"] < 0, -1, tasks["worker"]),
+        "allocation_s": _seconds(tasks["start_us"] - tasks["arrival_us"], started),
+        **{f"{name}_s": tasks[column] / US for name, column in metrics.ALLOCATION_PARTS},
+        "attempts": tasks["attempts"],
+    }
+
+
+def _seconds(us: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """us -> float seconds; NaN where ``present`` is False."""
+    return np.where(present, us / US, np.nan)
+
+
+def _cells(column: np.ndarray, negative_blank: bool = False) -> list:
+    """A column as CSV cells: floats as Python floats (their repr reads back exactly), NaN as an empty cell;
+    bools as 0/1; with ``negative_blank`` (the worker: -1, never placed) a negative number as an empty cell."""
+    if column.dtype == bool:
+        return column.astype(np.int64).tolist()
+    out = column.tolist()
+    missing = np.isnan(column) if column.dtype.kind == "f" else column < 0 if negative_blank else ()
+    for i in np.flatnonzero(missing).tolist():
+        out[i] = None
     return out
 
 
@@ -146,41 +189,14 @@ def _write_csv(path: Path, header, rows) -> None:
 
 def write_jobs_csv(path, jobs: dict) -> None:
     """jobs.csv from ``metrics.job_table``; completion/jrt/delay cells are empty for unfinished jobs."""
-    done = jobs["completion_us"] >= 0
-    arrival, completion = jobs["arrival_us"], jobs["completion_us"]
-    rows = zip(
-        jobs["job_id"].tolist(),
-        _seconds(arrival),
-        jobs["num_tasks"].tolist(),
-        _seconds(jobs["ideal_jrt_us"]),
-        _seconds(completion, done),
-        _seconds(completion - arrival, done),
-        _seconds(completion - arrival - jobs["ideal_jrt_us"], done),
-        jobs["short"].astype(np.int64).tolist(),
-    )
-    _write_csv(Path(path), JOBS_HEADER, rows)
+    cols = job_columns(jobs)
+    _write_csv(Path(path), JOBS_HEADER, zip(*(_cells(cols[name]) for name in JOBS_HEADER)))
 
 
 def write_tasks_csv(path, tasks: dict) -> None:
     """tasks.csv from ``metrics.task_table``; cells of things that have not happened are empty."""
-    started = tasks["start_us"] >= 0
-    ended = tasks["end_us"] >= 0
-    alloc = tasks["start_us"] - tasks["arrival_us"]
-    worker = tasks["worker"].tolist()
-    for i in np.flatnonzero(tasks["worker"] < 0).tolist():
-        worker[i] = None
-    rows = zip(
-        tasks["job_id"].tolist(),
-        tasks["index"].tolist(),
-        _seconds(tasks["arrival_us"]),
-        _seconds(tasks["start_us"], started),
-        _seconds(tasks["end_us"], ended),
-        worker,
-        _seconds(alloc, started),
-        *(_seconds(tasks[column]) for _, column in metrics.ALLOCATION_PARTS),
-        tasks["attempts"].tolist(),
-    )
-    _write_csv(Path(path), TASKS_HEADER, rows)
+    cols = task_columns(tasks)
+    _write_csv(Path(path), TASKS_HEADER, zip(*(_cells(cols[name], name == "worker") for name in TASKS_HEADER)))
 
 
 def write_utilization_csv(path, times_s: np.ndarray, util: np.ndarray) -> None:
@@ -219,6 +235,21 @@ def plot_cdfs(
     """
     fig = agg_figure(figsize=(7, 4.8))
     ax = fig.add_subplot()
+    clipped = draw_cdfs(ax, series, xlabel, log, title=title, floor=floor)
+    if clipped:
+        fig.text(0.01, 0.01, f"values <= 0 (e.g. a zero delay) are drawn at {floor:g} on the log axis",
+                 fontsize=8, color="0.3")
+    fig.tight_layout(rect=(0, 0.03 if clipped else 0, 1, 1))
+    fmt = Path(path).suffix.lstrip(".") or "png"
+    with atomic_write(path, "wb") as f:
+        fig.savefig(f, format=fmt, dpi=110, metadata={"Software": None} if fmt == "png" else None)
+
+
+def draw_cdfs(ax, series: dict, xlabel: str, log: bool = True, *, title: str | None = None,
+              floor: float = DELAY_FLOOR_S) -> bool:
+    """Draw the empirical CDF of each labelled series onto the matplotlib axis ``ax`` (after the curves it
+    holds already, each in a style of its own); returns whether values <= 0 were drawn at ``floor``."""
+    drawn = len(ax.get_lines())  # the curves an earlier call drew: the styles go on from there
     plotted = 0
     clipped = False
     for label, values in series.items():
@@ -233,9 +264,10 @@ def plot_cdfs(
                 clipped = True
             v = np.maximum(v, floor)
         x, p = _ecdf_points(v)
-        style, marker, width = LINE_STYLES[plotted % len(LINE_STYLES)]
+        style, marker, width = LINE_STYLES[(drawn + plotted) % len(LINE_STYLES)]
         ax.step(x, p, where="post", label=text + ")", linestyle=style, linewidth=width, marker=marker,
-                markevery=_marks(x.size, plotted), markersize=5, markerfacecolor="none", zorder=2 + plotted)
+                markevery=_marks(x.size, drawn + plotted), markersize=5, markerfacecolor="none",
+                zorder=2 + drawn + plotted)
         plotted += 1
     if log and plotted:
         ax.set_xscale("log")
@@ -245,17 +277,11 @@ def plot_cdfs(
     ax.grid(True, which="major", alpha=0.4)
     if title:
         ax.set_title(title)
-    if plotted:
+    if plotted or drawn:
         ax.legend(loc="lower right")
     else:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
-    if clipped:
-        fig.text(0.01, 0.01, f"values <= 0 (e.g. a zero delay) are drawn at {floor:g} on the log axis",
-                 fontsize=8, color="0.3")
-    fig.tight_layout(rect=(0, 0.03 if clipped else 0, 1, 1))
-    fmt = Path(path).suffix.lstrip(".") or "png"
-    with atomic_write(path, "wb") as f:
-        fig.savefig(f, format=fmt, dpi=110, metadata={"Software": None} if fmt == "png" else None)
+    return clipped
 
 
 def plot_balance(path, times_s: np.ndarray, imbalance: np.ndarray, variance: np.ndarray, *,

@@ -40,10 +40,12 @@ SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 
 class RunViolation(FedemuError):
     """A run ended, but broke an invariant: the verdict names it, the job, task or worker, and the
-    virtual time. Exit status 1; the run's results and journal are still written."""
+    virtual time. Exit status 1; the run's results and journal are still written, and ``result`` holds
+    what ``execute`` would have returned (None where it was not kept)."""
 
     exit_status = 1
     label = "violation"
+    result = None
 
 
 def scenario_ref(ref: str) -> str:
@@ -291,12 +293,14 @@ def clear_interrupt() -> None:
 
 @attrs.define
 class RunResult:
-    """What ``execute`` returns: the fabric after the run, the summary, and the journal digest."""
+    """What ``execute`` returns: the fabric after the run, the summary, the journal digest, and the run's
+    recorder (None for a scenario without one), from which the Python API takes its columns."""
 
     fabric: Fabric
     summary: dict
     digest: str
     wall_s: float
+    recorder: object = None
 
 
 def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_path=None, out_dir=None,
@@ -400,13 +404,16 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
             {**summary, **summarize_run(recorder)}
     elif out_dir:  # a scenario without a recorder (e.g. demo) still leaves its summary
         summary = write_summary(out_dir, summary)
+    result = RunResult(fabric, summary, digest, wall, recorder)
     if broken:  # the verdict: results and journal are written, and the run's status is 1
         more = f" (and {len(broken) - 1} more invariant(s) broken; see summary.json)" if len(broken) > 1 else ""
         kept = f"; the journal is kept in {journal.path}" if journal.path else ""
-        raise RunViolation(f"{broken[0]}{more}{kept}")
+        violation = RunViolation(f"{broken[0]}{more}{kept}")
+        violation.result = result
+        raise violation
     if stop.by is not None:
-        raise RunInterrupted(RunResult(fabric, summary, digest, wall))
-    return RunResult(fabric, summary, digest, wall)
+        raise RunInterrupted(result)
+    return result
 
 
 def run_horizon(run, fabric) -> dict | None:
