@@ -86,7 +86,9 @@ def main(argv=None) -> int:
     moved = [n for n in lines if n in before and before[n] != lines[n]]
     for n in moved:
         print(f"MOVED {n}:\n  before {before[n]}\n  now    {lines[n]}", file=sys.stderr)
-    print(f"{len(lines) - len(moved)} of {len(lines)} cases unchanged", file=sys.stderr)
+    new = [n for n in lines if n not in before]
+    print(f"{len(lines) - len(moved) - len(new)} of {len(lines) - len(new)} cases unchanged"
+          + (f"; {len(new)} new (not in {args.against}): {', '.join(new)}" if new else ""), file=sys.stderr)
     return 1 if moved else 0
 
 
