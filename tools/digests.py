@@ -16,11 +16,13 @@ from fedemu.fabric.errors import FedemuError
 
 ROOT = Path(__file__).resolve().parent.parent
 YH1 = ROOT.parent / "shared" / "data" / "meghanat_megha_simulator" / "traces" / "input" / "YH1_sub.tr"
-SCHEDULERS = ("megha", "centralized", "pigeon", "pigeonc", "sparrow", "hawk", "eagle")
 
 
 def _cases() -> list[tuple[str, str, dict, str | None]]:
-    """(name, scenario, overrides, fault plan path or None), in a fixed order."""
+    """(name, scenario, overrides, fault plan path or None), in a fixed order: every registered scheduler's
+    cases (a new scheduler gets its own; ``--against`` matches cases by name)."""
+    from fedemu.actors.registry import SCHEDULERS
+
     small = {"jobs": 150}
     cases = [(f"default-{s}", "default", {**small, "scheduler": s}, None) for s in SCHEDULERS]
     cases += [(f"lossy-{s}", "default", {**small, "scheduler": s, "loss": 0.05}, None)
