@@ -13,6 +13,8 @@ import types
 from collections import Counter, defaultdict
 from heapq import heappop, heappush
 
+import attrs
+
 from fedemu.fabric import messages, rand, ties
 from fedemu.fabric.actor import RANK_FAULT, RANK_MESSAGE, RANK_RETRY, RANK_TIMER, Actor
 from fedemu.fabric.connections import ConnectionBroken
@@ -279,192 +281,221 @@ def multiset_diff(expected, got, limit: int = 8) -> str:
 
 
 # ---- the reference: one event at a time, in heap-key order ---------------------------------
+@attrs.define
+class _Stall:
+    """A connection whose first undelivered message (``seq``, first due at ``first``) is being retransmitted;
+    what the sender sent after it on the connection waits behind it (``held``: (seq, message))."""
+
+    seq: int
+    first: int
+    tries: int = 0
+    held: list = attrs.Factory(list)
+
+
+class _Reference:
+    """The fabric written again as plainly as it can be: one heap of events keyed as the fabric documents
+    them, ``(time, rank + tie, src, seq)``, popped one at a time; handlers called directly. The network's
+    ``route``, ``loss_of``, ``blocked`` and ``apply`` are reused (tested on their own); the connections are
+    written again here: each pair that talked, its stall, its cut when it broke."""
+
+    def __init__(self, seed: int, names: list[str], factories: list, network: Network, tie_order: str) -> None:
+        self.seed, self.names, self.factories, self.network = seed, names, factories, network
+        self.index = {name: i for i, name in enumerate(names)}
+        self.net_keys = [rand.name_key(seed, f"net/{name}") for name in names]
+        self.tie_keys = [ties.sender_key(seed, name, tie_order) for name in names]
+        self.outside_tie = ties.sender_key(seed, "outside", tie_order)
+        self.fabric = types.SimpleNamespace(stop=lambda: None, _send=self.send, _set_timer=self.set_timer)
+        self.heap: list = []
+        self.records: list = []
+        self.now = 0
+        self.actors: list = [None] * len(names)  # the live incarnation of each actor, None while down
+        self.seqs = [0] * len(names)  # each actor's latest seq, kept across its incarnations
+        self.epochs = [0] * len(names)  # its seq when it last restarted: its timers up to it are stale
+        self.incarnations = [0] * len(names)
+        self.sends: list = [[] for _ in names]  # per actor, (time, seq) of each of its sends
+        self.outside_seq = 0
+        self.talked: dict = {}  # (src, dst) -> the time of its latest send
+        self.broken_at: dict = {}  # (src, dst) -> the time its connection last broke
+        self.cut: dict = {}  # (src, dst) -> the sender's last seq sent before its connection broke
+        self.stalls: dict = {}  # (src, dst) -> _Stall
+        self.starting: list = []  # actors to start once every fault due now is applied
+
+    # -- what actors call
+    def send(self, actor, dst: int, msg) -> None:
+        src, seq, now = actor.id, actor._seq, actor._now
+        self.seqs[src] = seq
+        at = self.network.route(src, dst, seq, now, self.net_keys[src])
+        self.records.append((SEND, now, src, seq, dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
+        self.talked[(src, dst)] = now
+        self.sends[src].append((now, seq))
+        self.push(at, RANK_MESSAGE + ties.tie(self.tie_keys[src], at), src, seq, dst, msg)
+
+    def set_timer(self, actor, at: int, msg) -> None:  # never merged into a mailbox: no windows here
+        seq = self.seqs[actor.id] = actor._seq
+        self.records.append((TIMER_SET, actor._now, actor.id, seq, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
+        self.push(at, RANK_TIMER, actor.id, seq, actor.id, msg)
+
+    # -- the heap and the actors
+    def push(self, at: int, rank: int, src: int, seq: int, dst: int, payload) -> None:
+        heappush(self.heap, (at, rank, src, seq, dst, payload))
+
+    def outside_send(self, now: int, dst: int, msg, at: int) -> None:
+        self.outside_seq += 1
+        seq = self.outside_seq
+        self.records.append((SEND, now, OUTSIDE, seq, dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
+        self.push(at, RANK_MESSAGE + ties.tie(self.outside_tie, at), OUTSIDE, seq, dst, msg)
+
+    def fresh(self, i: int) -> None:
+        """A new incarnation of actor ``i``, to start once the faults due now are applied."""
+        actor = self.actors[i] = self.factories[i]()
+        actor.fabric = self.fabric
+        actor.id, actor.name, actor.incarnation = i, self.names[i], self.incarnations[i]
+        actor.rng = rand.Stream(self.seed, f"actor/{self.names[i]}#{self.incarnations[i]}")
+        actor._now, actor._seq = self.now, self.seqs[i]
+        self.starting.append(actor)
+
+    def start_fresh(self) -> None:
+        for actor in self.starting:
+            if self.actors[actor.id] is actor:  # not crashed again before it started
+                actor.on_start()
+        self.starting.clear()
+
+    def handle(self, dst: int, src: int, msg) -> None:
+        actor = self.actors[dst]
+        actor._now = self.now
+        getattr(actor, "on_" + type(msg).__name__)(msg, src)
+
+    # -- connections
+    def broke(self, pair: tuple, cause: str) -> None:
+        """The connection ``pair`` broke now: what its sender sent before now and is not delivered is lost,
+        and each live end is told."""
+        src, dst = pair
+        self.cut[pair] = max((seq for t, seq in self.sends[src] if t < self.now), default=0)
+        stall = self.stalls.pop(pair, None)
+        for seq, _ in sorted(stall.held if stall else []):
+            self.records.append((DROP, self.now, src, seq, dst, "broken"))
+        self.broken_at[pair] = self.now
+        for end in pair:
+            if self.actors[end] is not None:
+                self.outside_send(self.now, end, ConnectionBroken(src, dst, self.now, cause),
+                                  self.now + self.network.window)
+
+    def gets_through(self, src: int, seq: int, dst: int, tries: int) -> bool:
+        loss = self.network.loss_of(src, dst)
+        lost = loss > 0 and rand.unit(self.net_keys[src], 4 * seq + 2 + (tries << 40)) < loss
+        return not lost and not self.network.blocked(src, dst)
+
+    def deliver(self, src: int, seq: int, dst: int, msg, tries: int) -> None:
+        self.records.append((DELIVER, self.now, src, seq, dst, tries))
+        self.handle(dst, src, msg)
+
+    def retransmit(self, src: int, seq: int, dst: int, msg) -> None:
+        """Not through: try again after the backoff, or break the connection once it has waited too long."""
+        stall = self.stalls.setdefault((src, dst), _Stall(seq, self.now))
+        deadline = stall.first + self.network.timeout_us
+        if self.now >= deadline:
+            self.records.append((DROP, self.now, src, seq, dst, "broken"))
+            self.broke((src, dst), "timeout")
+            return
+        wait = min(self.network.rto_us * 2 ** stall.tries, 120_000_000)
+        stall.tries += 1
+        self.push(max(min(self.now + wait, deadline), self.now + self.network.window), RANK_RETRY, src, seq, dst, msg)
+
+    # -- the events
+    def arrive(self, src: int, seq: int, dst: int, msg) -> None:
+        """A message is due at ``dst`` (an actor's, or the fabric's own notice from OUTSIDE)."""
+        pair = (src, dst)
+        if src == OUTSIDE:
+            self.notice(seq, dst, msg)
+        elif seq <= self.cut.get(pair, 0):
+            self.records.append((DROP, self.now, src, seq, dst, "broken"))
+        elif self.actors[dst] is None:  # refused: this message only; its sender is told
+            self.records.append((DROP, self.now, src, seq, dst, "refused"))
+            if self.actors[src] is not None:
+                self.outside_send(self.now, src, ConnectionBroken(src, dst, self.now, "refused"),
+                                  self.now + self.network.window)
+        elif pair in self.stalls and self.stalls[pair].seq != seq:
+            self.stalls[pair].held.append((seq, msg))  # FIFO: behind the one being retransmitted
+        else:
+            self.transmit(src, seq, dst, msg)
+
+    def notice(self, seq: int, dst: int, msg) -> None:
+        if self.actors[dst] is None:
+            self.records.append((DROP, self.now, OUTSIDE, seq, dst, "dead"))
+        else:
+            self.deliver(OUTSIDE, seq, dst, msg, 0)
+
+    def transmit(self, src: int, seq: int, dst: int, msg) -> None:
+        """The first message waiting on a live connection to a live actor: delivered, with what waited
+        behind it, or retransmitted."""
+        stall = self.stalls.get((src, dst))
+        tries = stall.tries if stall else 0
+        if not self.gets_through(src, seq, dst, tries):
+            self.retransmit(src, seq, dst, msg)
+            return
+        self.deliver(src, seq, dst, msg, tries)
+        if stall is not None:
+            del self.stalls[(src, dst)]
+            for held_seq, held_msg in sorted(stall.held, key=lambda h: h[0]):
+                self.deliver(src, held_seq, dst, held_msg, 0)
+
+    def timer(self, seq: int, dst: int, msg) -> None:
+        if self.actors[dst] is None or seq <= self.epochs[dst]:
+            self.records.append((DROP, self.now, dst, seq, dst, "stale-timer"))
+        else:
+            self.records.append((TIMER_FIRE, self.now, dst, seq))
+            self.handle(dst, dst, msg)
+
+    def fault(self, k: int, f) -> None:
+        self.records.append((FAULT, self.now, k, f.kind, f.target, f.value))
+        if f.kind not in ("crash", "restart"):
+            self.network.apply(f.resolve(self.index))  # the network's own faults (tested on their own)
+            return
+        i = self.index[f.target[0]]
+        if f.kind == "crash" and self.actors[i] is not None:
+            self.actors[i] = None
+            for pair in sorted(p for p, t in self.talked.items() if i in p and t >= self.broken_at.get(p, -1)):
+                self.broke(pair, "crash")  # every pair that talked since it last broke
+        elif f.kind == "restart" and self.actors[i] is None:
+            self.incarnations[i] += 1
+            self.epochs[i] = self.seqs[i]
+            self.fresh(i)
+
+    def run(self, faults, injects) -> list[tuple]:
+        for dst, msg, at in injects:
+            self.outside_send(0, dst, msg, at)
+        for k, fault in enumerate(make_plan(faults)):
+            self.push(fault.at_us, RANK_FAULT, OUTSIDE, k, OUTSIDE, fault)
+        for i in range(len(self.names)):
+            self.fresh(i)
+        while self.starting or self.heap:
+            # faults due at a time come before everything else then, the start of the actors they restart
+            # (and the first start, at 0) included: an actor restarted and crashed again at t never runs
+            if self.starting and not self.fault_due():
+                self.start_fresh()
+            elif self.heap:
+                self.step(heappop(self.heap))
+        return self.records
+
+    def fault_due(self) -> bool:
+        return bool(self.heap) and self.heap[0][1] == RANK_FAULT and self.heap[0][0] <= self.now
+
+    def step(self, event: tuple) -> None:
+        self.now, rank, src, seq, dst, payload = event
+        if rank == RANK_FAULT:
+            self.fault(seq, payload)
+        elif rank == RANK_TIMER:
+            self.timer(seq, dst, payload)
+        else:
+            self.arrive(src, seq, dst, payload)
+
+
 def reference_run(seed: int, names: list[str], factories: list, network: Network, faults=(),
                   injects=(), tie_order: str = "seeded") -> list[tuple]:
-    """Run the same actors tick by tick, one heap event at a time, without trio or windows.
-
-    Event keys are the fabric's documented ``(time, rank + tie, src, seq, copy)`` (``tie_order`` as the
-    fabric's ``ties``); handlers are called directly. The network's ``route``, ``loss_of`` and ``apply``
-    are reused (the thing under test here is the kernel); the connections (``fabric.connections``) are
-    written again here, plainly, tracking every pair that talks. Returns the records it would journal
-    (in its own order; compare as multisets)."""
-    n = len(names)
-    index = {name: i for i, name in enumerate(names)}
-    heap: list = []
-    records: list = []
-    actors: list = [None] * n
-    seqs = [0] * n
-    epochs = [0] * n
-    incs = [0] * n
-    keys = [rand.name_key(seed, f"net/{name}") for name in names]
-    tie_keys = [ties.sender_key(seed, name, tie_order) for name in names]
-    outside_tie = ties.sender_key(seed, "outside", tie_order)
-    def send(actor, dst, msg) -> None:
-        seq, now = actor._seq, actor._now
-        at = network.route(actor.id, dst, seq, now, keys[actor.id])
-        records.append((SEND, now, actor.id, seq, dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
-        talked[(actor.id, dst)] = now
-        sent_at[actor.id].append((now, seq))
-        heappush(heap, (at, RANK_MESSAGE + ties.tie(tie_keys[actor.id], at), actor.id, seq, 0, dst, msg))
-
-    def set_timer(actor, at, msg) -> None:  # never merged into a mailbox: no windows here
-        seq = actor._seq
-        records.append((TIMER_SET, actor._now, actor.id, seq, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
-        heappush(heap, (at, RANK_TIMER, actor.id, seq, 0, actor.id, msg))
-
-    fake_fabric = types.SimpleNamespace(stop=lambda: None, _send=send, _set_timer=set_timer)
-
-    # connections, written plainly: a stalled pair's waiting message (seq, first due, retransmissions so
-    # far) and what waits behind it; each broken pair's cut (its sender's last seq); the pairs that talked
-    stalls: dict = {}
-    cut: dict = {}
-    talked: dict = {}  # (src, dst) -> the time of its latest send
-    broken_at: dict = {}  # (src, dst) -> the time its connection last broke
-    outside = [0]
-
-    def outside_send(now: int, dst: int, msg, at: int) -> None:
-        outside[0] += 1
-        records.append((SEND, now, OUTSIDE, outside[0], dst, at, msg._fedemu_tag, msg._fedemu_fields(msg)))
-        heappush(heap, (at, RANK_MESSAGE + ties.tie(outside_tie, at), OUTSIDE, outside[0], 0, dst, msg))
-
-    sent_at: list = [[] for _ in range(n)]  # per actor, (time, seq) of its sends
-
-    def broke(pair, at: int, cause: str) -> None:
-        src, dst = pair
-        cut[pair] = max([seq for t, seq in sent_at[src] if t < at], default=0)  # what it sent before the break
-        stall = stalls.pop(pair, None)
-        for held_seq, _ in sorted(stall["held"] if stall else []):
-            records.append((DROP, at, src, held_seq, dst, "broken"))
-        broken_at[pair] = at
-        for end in pair:
-            if actors[end] is not None:
-                outside_send(at, end, ConnectionBroken(src, dst, at, cause), at + network.window)
-
-    def arrive(at: int, rank: int, src: int, seq: int, dst: int, msg) -> None:
-        actor = actors[dst]
-        if src == OUTSIDE:
-            if actor is None:
-                records.append((DROP, at, src, seq, dst, "dead"))
-            else:
-                records.append((DELIVER, at, src, seq, dst, 0))
-                handle(actor, at, src, msg)
-            return
-        pair = (src, dst)
-        if seq <= cut.get(pair, 0):
-            records.append((DROP, at, src, seq, dst, "broken"))
-            return
-        if actor is None:  # refused: this message only; its sender is told
-            records.append((DROP, at, src, seq, dst, "refused"))
-            if actors[src] is not None:
-                outside_send(at, src, ConnectionBroken(src, dst, at, "refused"), at + network.window)
-            return
-        stall = stalls.get(pair)
-        if stall is not None and stall["seq"] != seq:
-            stall["held"].append((seq, msg))
-            return
-        tries = stall["tries"] if stall else 0
-        loss = network.loss_of(src, dst)
-        lost = loss > 0 and rand.unit(keys[src], 4 * seq + 2 + (tries << 40)) < loss
-        if not network.blocked(src, dst) and not lost:
-            records.append((DELIVER, at, src, seq, dst, tries))
-            handle(actor, at, src, msg)
-            if stall is not None:
-                del stalls[pair]
-                for held_seq, held_msg in sorted(stall["held"], key=lambda h: h[0]):
-                    records.append((DELIVER, at, src, held_seq, dst, 0))
-                    if actors[dst] is not None:
-                        handle(actors[dst], at, src, held_msg)
-            return
-        if stall is None:
-            stall = stalls[pair] = {"seq": seq, "first": at, "tries": 0, "held": []}
-        deadline = stall["first"] + network.timeout_us
-        if at >= deadline:
-            records.append((DROP, at, src, seq, dst, "broken"))
-            broke(pair, at, "timeout")
-            return
-        nxt = max(min(at + min(network.rto_us * 2 ** tries, 120_000_000), deadline), at + network.window)
-        stall["tries"] = tries + 1
-        heappush(heap, (nxt, RANK_RETRY, src, seq, 0, dst, msg))
-
-    for k, (dst, msg, at) in enumerate(injects, start=1):
-        outside_send(0, dst, msg, at)
-    for k, fault in enumerate(make_plan(faults)):
-        heappush(heap, (fault.at_us, RANK_FAULT, OUTSIDE, k, 0, OUTSIDE, fault))
-
-    def flush(actor) -> None:
-        seqs[actor.id] = actor._seq
-
-    def spawn(i: int, now: int) -> None:
-        actor = actors[i] = _fresh(i, now)
-        actor.on_start()
-        flush(actor)
-
-    def _fresh(i: int, now: int):
-        actor = factories[i]()
-        actor.fabric = fake_fabric
-        actor.id, actor.name, actor.incarnation = i, names[i], incs[i]
-        actor.rng = rand.Stream(seed, f"actor/{names[i]}#{incs[i]}")
-        actor._now, actor._seq = now, seqs[i]
-        return actor
-
-    def handle(actor, at: int, src: int, msg) -> None:
-        actor._now = at
-        getattr(actor, "on_" + type(msg).__name__)(msg, src)
-        flush(actor)
-
-    def apply(at: int, k: int, f, starting: bool) -> None:
-        records.append((FAULT, at, k, f.kind, f.target, f.value))
-        if f.kind in ("crash", "restart"):
-            i = index[f.target[0]]
-            if f.kind == "crash":
-                if starting:
-                    dead_at_start.add(i)
-                if actors[i] is not None:
-                    actors[i] = None
-                    for pair in sorted(p for p, t in talked.items() if i in p and t >= broken_at.get(p, -1)):
-                        broke(pair, at, "crash")
-                actors[i] = None
-            elif starting and i in dead_at_start:  # restarted before it ever started
-                dead_at_start.discard(i)
-                incs[i] += 1
-            elif not starting and actors[i] is None:
-                incs[i] += 1
-                epochs[i] = seqs[i]
-                actors[i] = _fresh(i, at)  # it starts once every fault due now is applied
-                pending_starts.append(actors[i])
-        else:  # the network's own faults: Network.apply (tested on its own against a model)
-            network.apply(f.resolve(index))
-
-    # Faults due at a time come before everything else at that time, including the start of the actors they
-    # restart (and the first start, at 0): an actor restarted and crashed again at t never runs.
-    pending_starts: list = []
-    dead_at_start: set = set()
-    while heap and heap[0][1] == RANK_FAULT and heap[0][0] <= 0:
-        at, _, _, k, _, _, f = heappop(heap)
-        apply(at, k, f, True)
-    for i in range(n):
-        if i not in dead_at_start:
-            spawn(i, 0)
-    while heap:
-        at, rank, src, seq, copy, dst, payload = heappop(heap)
-        if rank == RANK_FAULT:
-            apply(at, seq, payload, False)
-            if not (heap and heap[0][1] == RANK_FAULT and heap[0][0] == at):
-                for actor in pending_starts:
-                    if actors[actor.id] is actor:
-                        actor.on_start()
-                        flush(actor)
-                pending_starts.clear()
-        elif rank == RANK_TIMER:
-            actor = actors[dst]
-            if actor is None or seq <= epochs[dst]:
-                records.append((DROP, at, src, seq, dst, "stale-timer"))
-                continue
-            records.append((TIMER_FIRE, at, dst, seq))
-            handle(actor, at, src, payload)
-        else:
-            arrive(at, rank, src, seq, dst, payload)
-    return records
+    """Run the same actors tick by tick, one heap event at a time, without trio or windows (``_Reference``;
+    ``tie_order`` as the fabric's ``ties``). Returns the records it would journal (in its own order;
+    compare as multisets)."""
+    return _Reference(seed, names, factories, network, tie_order).run(faults, injects)
 
 
 # ---- invariants read from a journal --------------------------------------------------------
