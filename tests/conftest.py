@@ -1,0 +1,72 @@
+"""The suite's three tiers (README, Tests; issue 46), marked here by rules rather than in each file:
+
+- ``unit`` (``pytest -m unit``): the tests of the pieces below a whole run: unit, property and stateful tests.
+  A test file is in it when its imports name nothing of ``fedemu.scenarios``, ``fedemu.tools``, the
+  ``fedemu`` API or ``subprocess`` (read from the file, so a new file is placed by what it imports), unless
+  ``NOT_UNIT`` names it (it runs whole runs by another road).
+- ``slow``: the tests ``SLOW`` names: reproductions, Dask, process pools, bounded fault searches and every
+  command of every doc page. ``pytest -m "not slow"`` is the default tier; CI runs everything.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+WHOLE_RUNS = ("fedemu.scenarios", "fedemu.tools", "subprocess")
+NOT_UNIT = {
+    "test_api_docs.py",  # runs docs/api.md's examples: whole runs through the API
+    "test_bounded_inputs.py",  # runs ``python -m fedemu`` in capped processes (fabric_helpers.capped_fedemu)
+}
+# node ids (fnmatch patterns; ``[...]`` parameters as ``*``), each with why it is slow
+SLOW = {
+    "test_doc_printouts.py::test_the_printouts_of_a_page_are_what_its_commands_print*": "every command of a page",
+    "test_doc_printouts.py::test_the_failover_diagram_and_picture_are_what_the_docs_commands_draw":
+        "runs and draws the failover scenario in processes",
+}
+
+
+@cache
+def imports_a_whole_run(path: Path) -> bool:
+    """Whether the test file at ``path`` imports a module that runs whole scenarios (or starts processes)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        else:
+            continue
+        if any(n == "fedemu" or n.startswith(WHOLE_RUNS) for n in names):
+            return True
+    return False
+
+
+def is_unit(path: Path) -> bool:
+    return path.name.startswith("test_") and path.name not in NOT_UNIT and not imports_a_whole_run(path)
+
+
+def is_slow(nodeid: str) -> bool:
+    """Whether SLOW names the test ``nodeid`` (``tests/test_x.py::test_y[...]``; patterns start at the file)."""
+    path, _, rest = nodeid.partition("::")
+    name = f"{Path(path).name}::{rest}"
+    return any(fnmatch.fnmatchcase(name, pattern.replace("[", "[[]")) for pattern in SLOW)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if is_slow(item.nodeid):
+            item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("slow") is None and is_unit(Path(item.fspath)):
+            item.add_marker(pytest.mark.unit)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """``pytest -m unit`` does not import the other files at all (collecting them all costs ~10 CPU-s)."""
+    if (config.getoption("markexpr") == "unit" and collection_path.suffix == ".py"
+            and collection_path.name.startswith("test_") and not is_unit(collection_path)):
+        return True
+    return None
