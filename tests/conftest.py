@@ -27,6 +27,13 @@ SLOW = {
     "test_doc_printouts.py::test_the_printouts_of_a_page_are_what_its_commands_print*": "every command of a page",
     "test_doc_printouts.py::test_the_failover_diagram_and_picture_are_what_the_docs_commands_draw":
         "runs and draws the failover scenario in processes",
+    "test_fuzz.py::test_a_bounded_search_finds_nothing*": "a bounded fault search, 14-24 s per scheduler",
+    "test_api.py::test_compare_on_a_dask_client_gives_the_same_runs": "Dask: a LocalCluster of processes",
+    "test_reproduce.py::test_on_dask_each_run_has_a_process_of_its_own": "Dask: a LocalCluster of processes",
+}
+# fixtures whose tests are slow however many use them
+SLOW_FIXTURES = {
+    "tiny_run": "the tiny megha-2023 reproduction (test_reproduce.py): 137 s of setup; a process pool and Dask",
 }
 
 
@@ -58,7 +65,7 @@ def is_slow(nodeid: str) -> bool:
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if is_slow(item.nodeid):
+        if is_slow(item.nodeid) or SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("slow") is None and is_unit(Path(item.fspath)):
             item.add_marker(pytest.mark.unit)

@@ -40,3 +40,8 @@ def test_a_file_is_unit_by_what_it_imports(tmp_path):
         path.write_text(text)
         assert conftest.is_unit(path) is unit, text
     assert not conftest.is_unit(HERE / "test_api_docs.py")  # NOT_UNIT: it runs whole runs through the API
+
+
+def test_every_slow_fixture_exists():
+    for fixture in conftest.SLOW_FIXTURES:
+        assert any(re.search(rf"^def {fixture}\(", p.read_text(), re.M) for p in HERE.glob("*.py")), fixture
