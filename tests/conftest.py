@@ -63,12 +63,32 @@ def is_slow(nodeid: str) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern.replace("[", "[[]")) for pattern in SLOW)
 
 
+TIER_OF: dict[str, str] = {}  # node id -> "unit", "default" or "slow", for the summary
+SPENT: dict[str, list] = {}  # tier -> [tests, seconds]
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if is_slow(item.nodeid) or SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("slow") is None and is_unit(Path(item.fspath)):
             item.add_marker(pytest.mark.unit)
+        TIER_OF[item.nodeid] = "slow" if item.get_closest_marker("slow") else \
+            "unit" if item.get_closest_marker("unit") else "default"
+
+
+def pytest_runtest_logreport(report):
+    spent = SPENT.setdefault(TIER_OF.get(report.nodeid, "default"), [0, 0.0])
+    spent[0] += report.when == "call"
+    spent[1] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per tier that ran: its tests and their time (setup included), so that CI's output says them."""
+    names = {"unit": "unit", "default": "the rest of the default tier", "slow": "slow"}
+    said = [f"{names[tier]}: {SPENT[tier][0]} tests, {SPENT[tier][1]:.0f} s" for tier in names if tier in SPENT]
+    if said:
+        terminalreporter.write_line("tiers: " + "; ".join(said))
 
 
 def pytest_ignore_collect(collection_path, config):

@@ -56,3 +56,14 @@ def test_against_skips_cases_it_could_not_run_and_names_those_that_moved(tmp_pat
     err = capsys.readouterr().err
     assert "MOVED b" in err and "MOVED a" not in err and "MOVED t" not in err
     assert "1 of 2 cases unchanged; 1 skipped" in err
+
+
+def test_ci_runs_the_readmes_test_command_and_the_digests():
+    """``.ci/run`` runs exactly the README's test command (every tier), then the digests against the committed
+    file."""
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    command = re.search(r"```sh\n(python3 -m venv .venv && .venv/bin/pip install -e ..\[test\]. && (.+?pytest.*?))\n```",
+                        README.read_text())
+    assert command, "README.md: no test command block"
+    assert command.group(2) in ci
+    assert ".venv/bin/python -m fedemu.tools.digests --against tests/digests.txt" in ci
