@@ -30,6 +30,8 @@ SLOW = {
     "test_fuzz.py::test_a_bounded_search_finds_nothing*": "a bounded fault search, 14-24 s per scheduler",
     "test_api.py::test_compare_on_a_dask_client_gives_the_same_runs": "Dask: a LocalCluster of processes",
     "test_reproduce.py::test_on_dask_each_run_has_a_process_of_its_own": "Dask: a LocalCluster of processes",
+    "test_reproduce.py::test_the_worked_example_centralized_sum_is_the_papers":
+        "a reproduction: pigeon-2019's worked example, 4 seeds (over 20 min on two loaded cores)",
 }
 # fixtures whose tests are slow however many use them
 SLOW_FIXTURES = {
