@@ -4,8 +4,9 @@
   A test file is in it when its imports name nothing of ``fedemu.scenarios``, ``fedemu.tools``, the
   ``fedemu`` API or ``subprocess`` (read from the file, so a new file is placed by what it imports), unless
   ``NOT_UNIT`` names it (it runs whole runs by another road).
-- ``slow``: the tests ``SLOW`` names: reproductions, Dask, process pools, bounded fault searches and every
-  command of every doc page. ``pytest -m "not slow"`` is the default tier; CI runs everything.
+- ``slow``: the tests ``SLOW`` names (reproductions, Dask, process pools, bounded fault searches and every
+  command of every doc page), those using a ``SLOW_FIXTURES`` fixture, and those ``tests/slow.txt`` lists
+  (5 s or more in a measured run). ``pytest -m "not slow"`` is the default tier; CI runs everything.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ SLOW = {
     "test_reproduce.py::test_the_worked_example_centralized_sum_is_the_papers":
         "a reproduction: pigeon-2019's worked example, 4 seeds (over 20 min on two loaded cores)",
 }
+# and every test tests/slow.txt lists: those of the default tier that took 5 s or more in a measured run
+MEASURED = Path(__file__).with_name("slow.txt")
+SLOW_MEASURED = {line.split()[1] for line in MEASURED.read_text().splitlines() if line.strip() and line[0] != "#"}
 # fixtures whose tests are slow however many use them
 SLOW_FIXTURES = {
     "tiny_run": "the tiny megha-2023 reproduction (test_reproduce.py): 137 s of setup; a process pool and Dask",
@@ -62,7 +66,7 @@ def is_slow(nodeid: str) -> bool:
     """Whether SLOW names the test ``nodeid`` (``tests/test_x.py::test_y[...]``; patterns start at the file)."""
     path, _, rest = nodeid.partition("::")
     name = f"{Path(path).name}::{rest}"
-    return any(fnmatch.fnmatchcase(name, pattern.replace("[", "[[]")) for pattern in SLOW)
+    return name in SLOW_MEASURED or any(fnmatch.fnmatchcase(name, pattern.replace("[", "[[]")) for pattern in SLOW)
 
 
 TIER_OF: dict[str, str] = {}  # node id -> "unit", "default" or "slow", for the summary

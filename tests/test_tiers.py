@@ -45,3 +45,12 @@ def test_a_file_is_unit_by_what_it_imports(tmp_path):
 def test_every_slow_fixture_exists():
     for fixture in conftest.SLOW_FIXTURES:
         assert any(re.search(rf"^def {fixture}\(", p.read_text(), re.M) for p in HERE.glob("*.py")), fixture
+
+
+def test_every_measured_slow_test_exists():
+    """tests/slow.txt names tests by node id: each names a test function of an existing file."""
+    for nodeid in conftest.SLOW_MEASURED:
+        file, _, test = nodeid.partition("::")
+        name = re.match(r"\w+", test).group(0)
+        assert (HERE / file).exists() and re.search(rf"^\s*(def|class) {name}\b|^{name} = ", (HERE / file).read_text(), re.M), \
+            f"tests/slow.txt: {nodeid} is gone; remove it"
