@@ -27,12 +27,12 @@ import attrs
 
 from fedemu.fabric.errors import ConfigError
 from fedemu.model import one_of, param, seconds_between, seconds_to_us, typed, whole_at_least
-from fedemu.policies.constraint_sets import SubsetMergedCounts
 from fedemu.policies.fair_queue import check_weight
 
 from ..common.invariants import Violation
 from ..plugin import FRONT_END_COUNTERS, Column, Context, Role, Scheduler, Size, Table
-from .distributor import ConstraintSetCounts, Distributor
+from .constraint_sets import ConstraintSetCounts, SubsetMergedCounts
+from .distributor import Distributor
 from .events import EVENTS
 from .group import GroupConfig
 from .master import GroupMember, Master
@@ -111,7 +111,7 @@ class PigeonCParams(PigeonBaseParams):
     cs_counts: str = param("paper", "the per-cluster constraint-set counts the distributors weigh clusters by: paper "
                            "(each machine set with its frequency, Megha 2023 4.2) or subset-merge (as the authors' "
                            "simulator builds them: a machine whose set is a subset of sets already counted adds one "
-                           "to each of them; policies/constraint_sets.py)", one_of(("paper", "subset-merge")))
+                           "to each of them; actors/pigeon/constraint_sets.py)", one_of(("paper", "subset-merge")))
 
 
 @attrs.frozen
