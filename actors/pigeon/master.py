@@ -44,9 +44,11 @@ class MasterCore:
     """The master role of one epoch: the group's dispatch, what each worker runs, the periodic sync to
     the second master; its recovery is a component beside it (``recovery``)."""
 
-    # what the recovery component (``failover.MasterRecovery``) and the election (``election.Election``) use
-    # of the role: the epoch and the claim it was declared with, the dispatch, what each worker runs and the
-    # launches sent to it, the workers' addresses, and the bookkeeping below
+    # all that the recovery component (``failover.MasterRecovery``, through its ``core``) and the election
+    # (``election.Election``, through its ``role``) use of the role: the epoch, the dispatch, what each worker
+    # runs and the launches sent to it, the workers' addresses and the bookkeeping below; and, for the
+    # election, the claim the role was declared with and the recovery it starts at a takeover and tells of
+    # a broken connection
     CORE = frozenset({"epoch", "declared_us", "dispatch", "running", "where", "seq", "mark", "worker_ids",
                       "local_of", "requeue", "drop_running", "changed", "resync", "activity", "dispatch_pass",
                       "recovery"})
