@@ -16,7 +16,7 @@ from collections import deque
 import trio
 
 from . import parking
-from .kernel import gc_paused
+from .collector import gc_paused
 
 _DRIVER = object()  # what ``Fabric._end`` wakes when the run is over: the loop has no driver task
 

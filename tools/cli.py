@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 import threading
 
 from fedemu.fabric.atomic import STDOUT
@@ -282,9 +283,27 @@ def _cmd_fuzz(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from . import compare
+    """``fedemu compare``: the runs made by the API (``api.sweep``), their table printed."""
+    from rich.console import Console
 
-    return compare.main(args)
+    from . import api, params
+    from .compare import build_table, failed_status, line_per_run, mean_rows, print_table
+
+    console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped inside a path
+    comparison = api.sweep(args.scenario, schedulers=args.schedulers, policies=args.policies, seeds=args.seeds,
+                           overrides=params.parse_overrides(args.set), out=args.out, force=args.force,
+                           processes=args.jobs, cluster=args.cluster, say=console.print,
+                           note=line_per_run(console), plots=args.plots, engine=args.engine)
+    rows = list(comparison.rows)
+    if rows:
+        print_table(build_table(rows, f"{comparison.scenario}: every run"))
+        if len({r["seed"] for r in rows}) > 1:
+            print_table(build_table(mean_rows(rows), "mean over seeds", with_seed=False))
+        out = Path(args.out)
+        print(f"results: {out / 'compare.csv'}, {out / 'delay_cdf.png'}, {out / 'utilization_cdf.png'}, "
+              f"run folders under {out}" + ("" if args.plots else " (without plots of their own: --plots draws them)"))
+    failures = [dict(f) for f in comparison.failures]
+    return failed_status(failures, f"{len(failures)} of {len(comparison.runs)} runs failed (see above)")
 
 
 def _cmd_reproduce(args) -> int:

@@ -379,27 +379,6 @@ def plot(comparison, out: Path) -> tuple[Path, Path]:
     return delay_png, util_png
 
 
-def main(args) -> int:
-    """``fedemu compare``: the runs made by the API (``api.sweep``), their table printed."""
-    from . import api
-
-    console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped inside a path
-    comparison = api.sweep(args.scenario, schedulers=args.schedulers, policies=args.policies, seeds=args.seeds,
-                           overrides=params_mod.parse_overrides(args.set), out=args.out, force=args.force,
-                           processes=args.jobs, cluster=args.cluster, say=console.print,
-                           note=line_per_run(console), plots=args.plots, engine=args.engine)
-    rows = list(comparison.rows)
-    if rows:
-        print_table(build_table(rows, f"{comparison.scenario}: every run"))
-        if len({r["seed"] for r in rows}) > 1:
-            print_table(build_table(mean_rows(rows), "mean over seeds", with_seed=False))
-        out = Path(args.out)
-        print(f"results: {out / 'compare.csv'}, {out / 'delay_cdf.png'}, {out / 'utilization_cdf.png'}, "
-              f"run folders under {out}" + ("" if args.plots else " (without plots of their own: --plots draws them)"))
-    failures = [dict(f) for f in comparison.failures]
-    return failed_status(failures, f"{len(failures)} of {len(comparison.runs)} runs failed (see above)")
-
-
 def failed_status(failures: list[dict], summary: str) -> int:
     """Name each failed run on stderr; exit status 1 if one ended in a verdict (a run's failure), a
     one-line error if all were refused as bad input, else 0."""
