@@ -1,4 +1,4 @@
-"""Pigeon's order of master claims (``group.claim_key``, ``GroupMember.on_Claim``) against a small model,
+"""Pigeon's order of master claims (``group.claim_key``, ``election.Election.on_Claim``) against a small model,
 step by step (issue 46).
 
 Members of one group hear claims in any order, more than once, from their masters or passed on by others.
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from fedemu.actors.pigeon.group import claim_key
-from fedemu.actors.pigeon.membership import GroupMember
+from fedemu.actors.pigeon.election import Election
 from fedemu.actors.pigeon.messages import Claim
 
 MEMBERS = (1, 2, 3)  # the members under test: never named master, so none of them takes the role
@@ -30,7 +30,7 @@ class Config:
     group = GROUP
 
 
-class Member(GroupMember):
+class Member(Election):
     """A group member without a fabric: it records what it sends."""
 
     def __init__(self, ident: int) -> None:
