@@ -51,7 +51,7 @@ class GmRecovery:
     epoch (``heard``), an answer from a replica (``followed``), a job's arrival (``job_arrived``)."""
 
     def __init__(self, gm, lms: int) -> None:
-        self.gm = gm
+        self.core = gm
         self.lm_inc = [0] * lms  # each LM's epoch as last heard (its incarnation without standbys)
         self.rebuilding: set[int] = set()  # LMs whose view is empty until their snapshot comes
         self.snapshot_asks = 0
@@ -66,9 +66,9 @@ class GmRecovery:
     def start(self) -> None:
         """A restarted (stateless) GM: empty every LM's view, ask for snapshots, and ask the submitter (the
         jobs' owner of record) for its jobs back."""
-        gm = self.gm
+        gm = self.core
         self.started_us = gm.now
-        for lm in range(len(gm.lm_names)):
+        for lm in range(len(self.lm_inc)):
             self.forget(lm)
         self.ask_snapshots()
         if "submitter" in gm.fabric.names:
@@ -77,7 +77,7 @@ class GmRecovery:
     # ---- the view: emptied, rebuilt, asked again ------------------------------------------
     def forget(self, lm: int) -> None:
         """Treat LM ``lm``'s view as empty (launch nothing there) until its snapshot arrives."""
-        gm = self.gm
+        gm = self.core
         search = gm.search
         n = search.num_partitions * search.per_partition
         zero = (0,) * search.views[lm][0].num_resources
@@ -87,7 +87,7 @@ class GmRecovery:
             gm.users.forget_holders(lm)
 
     def ask_snapshots(self) -> None:
-        gm = self.gm
+        gm = self.core
         for lm in sorted(self.rebuilding):
             self.ask_state(lm)
         self.snapshot_asks += 1
@@ -98,7 +98,7 @@ class GmRecovery:
         after a long cut, a retry period later when the LM is down); already asking it, ask again at once
         after a cut (the asks went down with the connection). A break with the replica this GM does not
         follow changes nothing: that one acts on nothing it was sent."""
-        gm = self.gm
+        gm = self.core
         peer = msg.dst if msg.src == gm.id else msg.src
         lm = gm.lm_of.get(peer)
         if lm is None or (gm.replicas and peer != gm.lm_ids[lm]):
@@ -117,27 +117,36 @@ class GmRecovery:
             return  # already asking (an empty view is asked for until its snapshot comes)
         self.resyncing.add(lm)
         self.resync_asks[lm] = 0
-        self.gm.recorder.count("view_resyncs")
+        self.core.recorder.count("view_resyncs")
         if now:
             self.ask_resync(lm)
         else:
-            self.gm.set_timer(self.gm.request_timeout_us, GmTimer(f"resync {lm}"))
+            self.core.set_timer(self.core.request_timeout_us, GmTimer(f"resync {lm}"))
+
+    def refresh(self, lm: int) -> None:
+        """``view_refresh=full``: ask LM ``lm`` for its whole state now, unless already asking (counted in
+        ``view_refreshes`` by the GM, not as a resync)."""
+        if lm in self.resyncing or lm in self.rebuilding:
+            return
+        self.resyncing.add(lm)
+        self.resync_asks[lm] = 0
+        self.ask_resync(lm)
 
     def ask_resync(self, lm: int) -> None:
-        gm = self.gm
+        gm = self.core
         self.resync_asks[lm] += 1
         self.ask_state(lm)
         gm.set_timer(backoff(gm.request_timeout_us, self.resync_asks[lm]), GmTimer(f"resync {lm}"))
 
     def ask_state(self, lm: int) -> None:
         """Ask LM ``lm`` for a snapshot, noting which launches it will already have seen."""
-        self.asked_at[lm] = self.gm.attempts
-        self.gm.to_lm(lm, SnapshotRequest(self.gm.gm))
+        self.asked_at[lm] = self.core.attempts
+        self.core.to_lm(lm, SnapshotRequest(self.core.gm))
 
     def retake(self, lm: int) -> set:
         """A snapshot asked for reflects the launches sent before the ask (the connection is FIFO), not
         those sent since, which its values just undid in the view: take their demand again. Returns them."""
-        gm = self.gm
+        gm = self.core
         after, self.asked_at[lm] = self.asked_at[lm], -1
         if after < 0:
             return set()
@@ -150,7 +159,7 @@ class GmRecovery:
     def on_snapshot(self, msg, src: int) -> None:
         """An LM's whole state: asked for, or sent unasked by an LM that rebuilt its state (a restart, or a
         standby that took over: a later epoch, which this GM follows from now on)."""
-        gm = self.gm
+        gm = self.core
         lm = msg.lm
         if not self.follow(lm, msg.incarnation, src):
             return
@@ -175,7 +184,7 @@ class GmRecovery:
         """Ask LM ``lm`` again for every launch in flight there (their answers may have been lost). The
         snapshot just learnt may not count them (lost, or not there yet): their demand is taken again
         (``taken`` already were), until the answer says what the LM holds."""
-        gm = self.gm
+        gm = self.core
         for key in sorted(k for k, f in gm.inflight.items() if f.lm == lm):
             flight = gm.inflight[key]
             if key not in taken:
@@ -191,7 +200,7 @@ class GmRecovery:
         there), and meanwhile queue elsewhere the launches that fall overdue (``give_up``). An answer from
         the replica this GM no longer follows is stale."""
         lm = msg.lm
-        if src != self.gm.lm_ids[lm]:
+        if src != self.core.lm_ids[lm]:
             return
         self.broken.add(lm)
         self.reask.add(lm)
@@ -205,7 +214,7 @@ class GmRecovery:
         have run out), and launch nothing there until its state comes."""
         if lm not in self.broken or asks < PATIENCE:
             return
-        gm = self.gm
+        gm = self.core
         late = gm.now - gm.launch_timeout_us if asks < REQUEST_TRIES else None
         for key in sorted(k for k, f in gm.inflight.items() if f.lm == lm and (late is None or f.end_us <= late)):
             flight = gm.inflight.pop(key)
@@ -216,7 +225,7 @@ class GmRecovery:
             self.forget(lm)
         gm.schedule()
 
-    def on_timer(self, msg: GmTimer) -> None:
+    def due(self, msg: GmTimer) -> None:
         what = msg.what.split()
         if what[0] == "snapshots":
             if self.rebuilding:
@@ -253,7 +262,7 @@ class GmRecovery:
         """Whether a heartbeat or snapshot of ``epoch`` from ``src`` is current: one from a later epoch
         makes ``src`` the LM this GM follows; one from an older epoch is refused (and, with standbys,
         answered ``Fenced``: an old active that still believes it is one)."""
-        gm = self.gm
+        gm = self.core
         if epoch < self.lm_inc[lm]:
             if gm.replicas:
                 gm.send(src, Fenced(self.lm_inc[lm]))
@@ -267,7 +276,7 @@ class GmRecovery:
         """Whether an answer's free vectors may be learnt: with standby LMs only the followed replica's
         are. An answer from the other is an old active's, or a new active's this GM has not heard the
         epoch of: ask both for a snapshot, whose epoch says which to follow."""
-        if not self.gm.replicas or src == self.gm.lm_ids[lm]:
+        if not self.core.replicas or src == self.core.lm_ids[lm]:
             return True
         self.reask.add(lm)
         self.resync(lm)
@@ -276,7 +285,7 @@ class GmRecovery:
     # ---- a job handed again -----------------------------------------------------------------
     def on_resubmit(self, msg, src: int) -> None:
         """A job handed again (its GM failed, or its connection broke): ask the LMs what of it ran."""
-        gm = self.gm
+        gm = self.core
         job = msg.job
         if not gm.admit(job, src):
             return
@@ -285,7 +294,7 @@ class GmRecovery:
         self.ask_adoption(job.job_id)
 
     def ask_adoption(self, job_id: int) -> None:
-        gm = self.gm
+        gm = self.core
         entry = self.adopting[job_id]
         entry[4] += 1
         for lm in sorted(entry[1]):
@@ -304,7 +313,7 @@ class GmRecovery:
             self.adopted(msg.job_id)
 
     def adopted(self, job_id: int) -> None:
-        gm = self.gm
+        gm = self.core
         if gm.gang is not None and gm.gang.adopted(job_id):
             return  # a gang again
         job, _, running, done, _ = self.adopting.pop(job_id)
@@ -327,7 +336,7 @@ class GmRecovery:
 
     def on_ping(self, msg, src: int) -> None:
         """The submitter asks about the jobs it handed here: answer those this GM does not hold."""
-        gm = self.gm
+        gm = self.core
         unknown = tuple(j for j in msg.jobs if j not in gm.open_jobs and j not in self.adopting)
         gm.send(src, Pong(gm.gm, unknown))
 
@@ -335,7 +344,7 @@ class GmRecovery:
     def on_launch_accepted(self, msg: LaunchAccepted, src: int) -> None:
         """A launch asked again of a task already running there: wait for its end. (An answer about
         another launch of the task, an earlier one elsewhere, moves nothing but the view.)"""
-        gm = self.gm
+        gm = self.core
         if not self.followed(msg.lm, src):
             return
         gm.set_free(msg.lm, msg.worker, msg.free)
@@ -347,7 +356,7 @@ class GmRecovery:
     def on_task_lost(self, msg: TaskLost, src: int) -> None:
         """The task's worker stayed down: schedule it again. A job being adopted forgets that the LM ran
         it (its answer came before the hand-back), so the adoption queues it."""
-        gm = self.gm
+        gm = self.core
         entry = self.adopting.get(msg.job_id)
         if entry is not None and entry[2].get(msg.index, (-1,))[0] == msg.lm:
             del entry[2][msg.index]
