@@ -28,6 +28,11 @@ restart, a resubmitted job or a later LM epoch. Our reading of the 2022 paper's 
   queued again (a task still running there runs twice, a duplicate execution, counted; its completion
   counts once). A ``TaskLost`` meanwhile takes that task off what the adoption found running.
 - **Worker loss**: an LM hands back the tasks of a worker down too long (``TaskLost``): queued again.
+- **One chain of asks at a time.** Each retry (an LM's state, the snapshots, a job's adoption) is one
+  timer ``GmTimer(what, key, nonce)``; starting a chain again (an LM asked again after its state came, a
+  job handed again) supersedes the timer of the one before, which is dropped when it fires. (Without the
+  nonce a timer of an ended chain went on asking inside the next one: two chains per LM, each re-asking
+  and backing off on its own; ``tests/test_megha_resync.py``.)
 - **Active-standby LMs** (``lm_standby``, see ``standby``): an ask for an LM's state or a job's tasks goes
   to both replicas; the GM follows the replica of the latest epoch a heartbeat or snapshot came from (and
   asks it for its state, as after a break), and answers one from an older epoch with ``Fenced``. A
@@ -62,6 +67,8 @@ class GmRecovery:
         self.reask: set[int] = set()  # LMs whose launches in flight are asked again when their state comes
         self.adopting: dict[int, list] = {}  # job -> [job, LMs yet to answer, running, done, asks]
         self.started_us = -1  # a restarted GM: when it started to rebuild
+        self.armed: dict[tuple[str, int], int] = {}  # (what, key) -> nonce of the one timer wanted for it
+        self.nonce = 0
 
     def start(self) -> None:
         """A restarted (stateless) GM: empty every LM's view, ask for snapshots, and ask the submitter (the
@@ -91,7 +98,14 @@ class GmRecovery:
         for lm in sorted(self.rebuilding):
             self.ask_state(lm)
         self.snapshot_asks += 1
-        gm.set_timer(backoff(gm.request_timeout_us, self.snapshot_asks), GmTimer("snapshots"))
+        self.arm(backoff(gm.request_timeout_us, self.snapshot_asks), "snapshots", -1)
+
+    def arm(self, delay_us: int, what: str, key: int) -> None:
+        """Set the one timer of ``what`` for ``key``: one set before for them is superseded (its chain of
+        asks ended, and a new one began), and is dropped when it fires."""
+        self.nonce += 1
+        self.armed[(what, key)] = self.nonce
+        self.core.set_timer(delay_us, GmTimer(what, key, self.nonce))
 
     def on_connection_broken(self, msg) -> None:
         """A connection with an LM broke (docs/connections.md): ask that LM for its whole state (at once
@@ -121,7 +135,7 @@ class GmRecovery:
         if now:
             self.ask_resync(lm)
         else:
-            self.core.set_timer(self.core.request_timeout_us, GmTimer(f"resync {lm}"))
+            self.arm(self.core.request_timeout_us, "resync", lm)
 
     def refresh(self, lm: int) -> None:
         """``view_refresh=full``: ask LM ``lm`` for its whole state now, unless already asking (counted in
@@ -136,7 +150,7 @@ class GmRecovery:
         gm = self.core
         self.resync_asks[lm] += 1
         self.ask_state(lm)
-        gm.set_timer(backoff(gm.request_timeout_us, self.resync_asks[lm]), GmTimer(f"resync {lm}"))
+        self.arm(backoff(gm.request_timeout_us, self.resync_asks[lm]), "resync", lm)
 
     def ask_state(self, lm: int) -> None:
         """Ask LM ``lm`` for a snapshot, noting which launches it will already have seen."""
@@ -226,19 +240,23 @@ class GmRecovery:
         gm.schedule()
 
     def due(self, msg: GmTimer) -> None:
-        what = msg.what.split()
-        if what[0] == "snapshots":
+        """A retry timer: dropped unless it is the one wanted for its ``what`` and ``key`` (a chain of asks
+        that ended and began again has a later one: two chains would each ask, and back off, on their own)."""
+        if self.armed.get((msg.what, msg.key)) != msg.nonce:
+            return
+        del self.armed[(msg.what, msg.key)]
+        if msg.what == "snapshots":
             if self.rebuilding:
                 for lm in sorted(self.broken & self.rebuilding):
                     self.give_up(lm, self.snapshot_asks)
                 self.ask_snapshots()  # backing off to a minute, for as long as an LM may return
-        elif what[0] == "resync":
-            lm = int(what[1])
+        elif msg.what == "resync":
+            lm = msg.key
             if lm in self.resyncing:  # asked again, backing off to a minute, for as long as the LM may return
                 self.give_up(lm, self.resync_asks[lm])
                 self.ask_resync(lm)
-        else:  # "adopt <job>"
-            job_id = int(what[1])
+        else:  # "adopt"
+            job_id = msg.key
             entry = self.adopting.get(job_id)
             if entry is not None:
                 if entry[4] < REQUEST_TRIES:
@@ -299,7 +317,7 @@ class GmRecovery:
         entry[4] += 1
         for lm in sorted(entry[1]):
             gm.to_lm(lm, AdoptJob(job_id, gm.gm))
-        gm.set_timer(backoff(gm.request_timeout_us, entry[4]), GmTimer(f"adopt {job_id}"))
+        self.arm(backoff(gm.request_timeout_us, entry[4]), "adopt", job_id)
 
     def on_job_tasks(self, msg: JobTasks, src: int) -> None:
         entry = self.adopting.get(msg.job_id)

@@ -223,9 +223,12 @@ class NotActive:
 
 @message("megha.gm_timer")
 class GmTimer:
-    """GM's own timer for a retry: ``what`` is "snapshots", "resync <lm>" or "adopt <job>"."""
+    """GM's own timer for a retry: ``what`` is "snapshots", "resync" (``key``: the LM) or "adopt" (``key``:
+    the job); ``nonce`` says which arming (a later one for the same ``what`` and ``key`` supersedes it)."""
 
     what: str
+    key: int
+    nonce: int
 
 
 @message("megha.lm_timer")
