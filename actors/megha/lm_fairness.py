@@ -123,14 +123,15 @@ class LmFairness:
 
     def due(self, msg: LmTimer) -> None:
         """No answer to a stop: ask again, or give the preemption up after the probe retries."""
-        entry = self.stopping.get(msg.worker)
+        w = msg.key
+        entry = self.stopping.get(w)
         if entry is None or entry[3] != msg.nonce:
             return
         if entry[2] < self.core.faults.probe_retries:
             entry[2] += 1
-            self.ask_stop(msg.worker)
+            self.ask_stop(w)
             return
-        del self.stopping[msg.worker]
+        del self.stopping[w]
         self._preempt_failed(entry[0], "the worker did not answer the stop")
 
     def on_stopped(self, msg, src: int) -> None:

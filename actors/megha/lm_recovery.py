@@ -23,7 +23,7 @@ Our reading of the 2022 paper's high availability (section IV), with our timers 
   validates anything (messages meanwhile wait), then sends every GM its whole state. A standby that takes
   over rebuilds the same way (``standby``).
 
-Its timers are the LM's ``LmTimer`` (what, worker, nonce): "probe", "down" and "rebuild" (whose nonce is
+Its timers are the LM's ``LmTimer`` (what, key, nonce): "probe" and "down" (key: the worker), "rebuild" (whose nonce is
 the ask's attempt; a rebuild over drops it).
 """
 
@@ -167,7 +167,7 @@ class LmRecovery:
 
     def due(self, msg: LmTimer) -> None:
         """A probe unanswered, a worker down long enough, or a rebuild's ask unanswered."""
-        w = msg.worker
+        w = msg.key
         if msg.what == "probe":
             probe = self.probing.get(w)
             if probe is None or probe[1] != msg.nonce:

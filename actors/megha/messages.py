@@ -233,10 +233,11 @@ class GmTimer:
 
 @message("megha.lm_timer")
 class LmTimer:
-    """LM's own timer: ``what`` is "probe", "down", "rebuild" or "stop"; ``worker`` and ``nonce`` say which."""
+    """LM's own timer: ``what`` is "probe", "down" or "stop" (``key``: the worker), or "rebuild" (``key`` -1,
+    ``nonce``: the ask's attempt); ``nonce`` says which arming."""
 
     what: str
-    worker: int
+    key: int
     nonce: int
 
 
