@@ -1,7 +1,7 @@
 """The role shape (``actors/common/components.py``): a component reaches its core only through the core's ``CORE``.
 
-Read from the source (nothing is run). In each component class, every use of the core (``self.core``, or a
-local name bound to it, ``lm = self.core``) is checked: an attribute it reads, calls or writes must be in
+Read from the source (nothing is run). In each component class, every use of the core (``self.core``, a
+local name bound to it, ``lm = self.core``, or the constructor's first argument) is checked: an attribute it reads, calls or writes must be in
 the core's ``CORE`` or the actor's own ``ACTOR``; the core itself may be passed on whole (to ``emit``, to a
 ``Retries``: they use the actor's API); ``getattr``/``setattr`` on it are not allowed (they would hide the
 name). The other way, a core never writes its components' fields (it calls their methods; it may read).
@@ -71,9 +71,12 @@ def _aliases(fn, attr: str) -> set[str]:
     return out
 
 
-def _uses(fn, attr: str):
-    """(line, node, parent) for each use of ``self.<attr>`` or an alias of it in ``fn``."""
+def _uses(fn, attr: str, given: bool = False):
+    """(line, node, parent) for each use of ``self.<attr>`` or an alias of it in ``fn`` (``given``: a
+    constructor's first argument is one too, the core a component is built with)."""
     names = _aliases(fn, attr)
+    if given and fn.name == "__init__" and len(fn.args.args) > 1:
+        names.add(fn.args.args[1].arg)
     parents = {child: node for node in ast.walk(fn) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(fn):
         if _is_self_attr(node, attr) or (isinstance(node, ast.Name) and node.id in names
@@ -87,7 +90,7 @@ def component_violations(component: ast.ClassDef, allowed: frozenset, where: str
     for fn in ast.walk(component):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        for line, node, parent in _uses(fn, "core"):
+        for line, node, parent in _uses(fn, "core", given=True):
             if isinstance(parent, ast.Assign) and parent.value is node:
                 continue  # bound to a local name: its uses are checked
             if isinstance(parent, ast.Attribute) and parent.value is node:
@@ -160,6 +163,7 @@ def test_the_check_catches_a_component_reaching_past_core():
         "class C:\n"
         "    def __init__(self, core):\n"
         "        self.core = core\n"
+        "        self.n = len(core.unlisted)\n"
         "    def ok(self):\n"
         "        self.core.send(1, 2)\n"
         "        x = self.core.tasks\n"
@@ -170,9 +174,10 @@ def test_the_check_catches_a_component_reaching_past_core():
         "        gm.hidden()\n"
         "        getattr(self.core, 'tasks')\n").body[0]
     found = component_violations(component, frozenset({"tasks"}) | ACTOR, "c.py")
-    assert sorted(found) == ["c.py:11: uses the core's 'hidden', not in its CORE",
-                             "c.py:12: reaches the core by getattr()",
-                             "c.py:9: uses the core's 'secret', not in its CORE"]
+    assert sorted(found) == ["c.py:10: uses the core's 'secret', not in its CORE",
+                             "c.py:12: uses the core's 'hidden', not in its CORE",
+                             "c.py:13: reaches the core by getattr()",
+                             "c.py:4: uses the core's 'unlisted', not in its CORE"]
     core = ast.parse(
         "class K:\n"
         "    def ok(self):\n"

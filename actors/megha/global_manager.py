@@ -99,7 +99,7 @@ class GlobalManager(JobFrontEnd, Actor):
 
     COST_ROLE, COST_UNITS = "gm", ("worker", "change")  # a single server (fabric.service): what it charges
     CORE = frozenset({  # what its components may use (tests/test_role_shape.py)
-        "gm", "lm_ids", "lm_of", "replicas", "lm_upto", "search", "queue", "inflight", "attempts", "open_jobs",
+        "gm", "lm_names", "lm_ids", "lm_of", "replicas", "lm_upto", "search", "queue", "inflight", "attempts", "open_jobs",
         "launch_timeout_us", "request_timeout_us", "recorder", "launches", "internal", "external", "passes",
         "users", "gang", "recovery", "admit", "apply", "set_free", "enqueue", "requeue", "schedule", "launch",
         "new_flight", "track", "send_launch", "released", "task_done", "to_lm"})
