@@ -99,10 +99,10 @@ class GlobalManager(JobFrontEnd, Actor):
 
     COST_ROLE, COST_UNITS = "gm", ("worker", "change")  # a single server (fabric.service): what it charges
     CORE = frozenset({  # what its components may use (tests/test_role_shape.py)
-        "gm", "lm_names", "lm_ids", "lm_of", "replicas", "lm_upto", "search", "queue", "inflight", "attempts", "open_jobs",
-        "launch_timeout_us", "request_timeout_us", "recorder", "launches", "internal", "external", "passes",
-        "users", "gang", "recovery", "admit", "apply", "set_free", "enqueue", "requeue", "schedule", "launch",
-        "new_flight", "track", "send_launch", "released", "task_done", "to_lm"})
+        "gm", "lm_names", "lm_ids", "lm_of", "replicas", "lm_upto", "search", "queue", "inflight", "attempts",
+        "open_jobs", "launch_timeout_us", "request_timeout_us", "recorder", "launches", "internal", "external",
+        "passes", "users", "gang", "recovery", "admit", "apply", "set_free", "enqueue", "requeue", "schedule",
+        "launch", "new_flight", "track", "send_launch", "released", "task_done", "to_lm"})
 
     def __init__(self, gm: int, lm_names: list[str], views, *, policy, feasible, recorder,
                  launch_timeout_us: int = 2_000_000, request_timeout_us: int = 1_000_000, gm_queue: str = "fifo",
