@@ -1,7 +1,5 @@
 """``python -m fedemu``: the command line."""
 
-import sys
+from fedemu.tools.cli import entry
 
-from fedemu.tools.cli import main
-
-sys.exit(main())
+entry()

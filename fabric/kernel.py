@@ -34,8 +34,6 @@ times the (time, rank, tie, sender, seq) order holds only among entries already 
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import types
 
 import attrs
@@ -43,6 +41,7 @@ import outcome
 import trio
 
 from . import parking, rand, service, ties
+from .collector import gc_paused
 from .actor import LOCAL, RANK_FAULT, RANK_MESSAGE, RANK_RESUME, RANK_TIMER, Actor, ActorCrashed
 from .connections import Connections
 from .errors import ConfigError
@@ -51,7 +50,11 @@ from .journal import DELIVER, FAULT, TIMER_FIRE, Journal
 from .network import Network, listed
 from .routing import OUTSIDE, Routing
 
-__all__ = ["OUTSIDE", "WINDOW_CAP", "Fabric", "FabricStatistics", "gc_paused"]
+__all__ = ["ENGINES", "OUTSIDE", "WINDOW_CAP", "Fabric", "FabricStatistics", "gc_paused"]
+
+# What steps the actors' tasks: trio's scheduler (the reference), or a plain loop over the same tasks
+# (``direct``), which gives the same journal at a lower cost per window.
+ENGINES = ("trio", "direct")
 
 # A window delivers at most about this many entries (more only when they share a time): the actors
 # it wakes, their tasks and records then stay in the CPU cache from delivery through journaling.
@@ -79,30 +82,6 @@ class FabricStatistics:
     breaks: int = 0  # connections that broke (``connections``)
 
 
-@contextlib.contextmanager
-def gc_paused():
-    """No cyclic garbage collection inside: for the whole process, not just the fabric's objects.
-
-    A run allocates millions of short-lived tuples and messages that reference counting frees; the
-    collector would keep walking thousands of live actors, trio tasks and queue entries to find
-    nothing. So what exists on entry is frozen (``gc.freeze``, no collection first) and collection
-    is disabled; on exit everything is unfrozen (what the caller had frozen too) into the oldest
-    generation, and collection is enabled again if it was. What the run made and left alive (its actors
-    and records) thus skips the young collections: the first of them would otherwise walk all of it
-    (0.14 s after a whole-trace Pigeon run, 0.27 s after Sparrow at 10,000 workers). Cycles made inside
-    are collected by the next full collection (``gc.collect()``, or Python's own), not during."""
-    was_enabled = gc.isenabled()
-    gc.freeze()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()  # what the run made, into the permanent generation (no walk) ...
-        gc.unfreeze()  # ... and all of it into the oldest one
-        if was_enabled:
-            gc.enable()
-
-
 class Fabric(Routing):
     """Actors, network, fault plan and journal of one deterministic run."""
 
@@ -122,6 +101,9 @@ class Fabric(Routing):
         self._faults: list[Resolved] = []  # in plan order (a fault's index is its queue seq)
         self._running = 0
         self._driver = None
+        self.engine = "trio"  # see ``ENGINES`` and ``run_blocking``
+        self._reschedule = trio.lowlevel.reschedule  # how a parked task is woken (the direct engine's own when it runs)
+        self._start_task = None  # the direct engine's: start an actor's task (trio's: the nursery)
         self._driver_waiting = False
         self._woken = ()
         self._until = None
@@ -249,7 +231,15 @@ class Fabric(Routing):
 
     # ---- running ------------------------------------------------------------------------
     def run_blocking(self, until_us: int | None = None) -> None:
-        trio.run(self.run, until_us)
+        """``run`` to the end on the fabric's ``engine``: under ``trio.run``, or stepped by ``direct``."""
+        if self.engine == "direct":
+            from . import direct
+
+            direct.run(self, until_us)
+        elif self.engine == "trio":
+            trio.run(self.run, until_us)
+        else:
+            raise ConfigError(f"unknown engine {self.engine!r}; known: {', '.join(ENGINES)}")
 
     async def run(self, until_us: int | None = None) -> None:
         """Run until the queue is empty, ``stop()`` is called, or the next event is after ``until_us``; or
@@ -263,6 +253,21 @@ class Fabric(Routing):
         that exist at the start are frozen, collection is disabled, and both are undone at the end),
         because its passes over every live actor and task find nothing to free and cost time."""
         self._driver = trio.lowlevel.current_task()
+        self._begin(until_us)
+        with gc_paused():
+            try:
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    await self._drive(nursery)
+            finally:
+                self._nursery = None
+                self._ended()
+        if self._error is not None:
+            raise self._error
+
+    def _begin(self, until_us: int | None) -> None:
+        """What every engine does before the actors start: the queue's buckets, the run's limits, and the
+        routed send path when a crash is planned."""
         if self._queue.width != self._bucket_width():  # the network may have changed since __init__
             self._queue.rebucket(self._bucket_width())
         self._until = until_us
@@ -275,18 +280,13 @@ class Fabric(Routing):
             self._opened = conns.opened
             self._send = self._send_routed
         conns.refresh()
-        with gc_paused():
-            try:
-                async with trio.open_nursery() as nursery:
-                    self._nursery = nursery
-                    await self._drive(nursery)
-            finally:
-                self._nursery = None
-                for actor in self._actors:  # where each sender's sequence stands (flushes do not track it)
-                    if actor is not None:
-                        self._seq[actor.id] = actor._seq
-        if self._error is not None:
-            raise self._error
+
+    def _ended(self) -> None:
+        """What every engine does when the actors are done: note where each sender's sequence stands
+        (flushes do not track it)."""
+        for actor in self._actors:
+            if actor is not None:
+                self._seq[actor.id] = actor._seq
 
     async def _drive(self, nursery) -> None:
         """The driver task's part: apply the start-time faults, start the actors, wait for the end."""
@@ -313,7 +313,7 @@ class Fabric(Routing):
             return False
         self._closing = True
         for actor in live:
-            trio.lowlevel.reschedule(actor._task, parking.STOP)
+            self._reschedule(actor._task, parking.STOP)
         return True
 
     def _start_faults(self) -> None:
@@ -336,7 +336,7 @@ class Fabric(Routing):
         until_us = self._limit  # (the caller's ``until``, or the horizon)
         clip_us = self._until
         progress = self.progress
-        reschedule = trio.lowlevel.reschedule
+        reschedule = self._reschedule
         wake = parking.WAKE
         while True:
             if self.windows & 15 == 0:
@@ -408,7 +408,7 @@ class Fabric(Routing):
             self.now = max(self.now, until_us)
         if self._driver_waiting:
             self._driver_waiting = False
-            trio.lowlevel.reschedule(self._driver)
+            self._reschedule(self._driver)
 
     # ---- actor tasks --------------------------------------------------------------------
     def _spawn(self, idx: int) -> Actor:
@@ -432,12 +432,16 @@ class Fabric(Routing):
             if self._roles[cls] is not None:
                 service.install(actor, self._roles[cls])
         self._running += 1
-        self._nursery.start_soon(self._actor_main, actor, name=actor.name)
+        if self._start_task is None:
+            self._nursery.start_soon(self._actor_main, actor, name=actor.name)
+        else:
+            self._start_task(actor)
         return actor
 
     async def _actor_main(self, actor: Actor) -> None:
         """The actor's trio task: ``on_start``, then its handlers (``_handle``) until the run ends."""
-        actor._task = trio.lowlevel.current_task()
+        if self._start_task is None:  # (the direct engine set it when it made the task)
+            actor._task = trio.lowlevel.current_task()
         try:
             if self._actors[actor.id] is actor:  # else it crashed before its task first ran
                 await (self._handle(actor) if actor._cost is None else service.serve(self, actor))
@@ -628,7 +632,7 @@ class Fabric(Routing):
             if actor is self._current:  # it is running this very step: it ends itself on return
                 actor._crashed = True
             else:
-                trio.lowlevel.reschedule(actor._task, outcome.Error(ActorCrashed()))
+                self._reschedule(actor._task, outcome.Error(ActorCrashed()))
 
     def _restart(self, idx: int, woken: list | None) -> None:
         """Bring actor ``idx`` back up as a new incarnation; timers its earlier ones set go stale."""

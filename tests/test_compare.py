@@ -89,6 +89,8 @@ def test_compare_end_to_end_serial(tmp_path, capsys):
         assert summary["scheduler"] == row["scheduler"] and summary["digest"] == row["digest"]
         assert int(row["jobs_completed"]) + int(row["unschedulable"]) == int(row["jobs"]) == 12
         assert (row["invalid_requests"] != "") == bool(registry.get(row["scheduler"]).invalid_counters)
+    for row in rows:  # a grid's runs draw no plots of their own unless asked (--plots)
+        assert not list(Path(row["run_dir"]).glob("*.png"))
     # the same cluster and workload per seed: every federated scheduler rejects the same jobs
     for seed in ("1", "2"):
         rejected = {r["unschedulable"] for r in rows if r["seed"] == seed and r["scheduler"] != "centralized"}
@@ -99,6 +101,19 @@ def test_compare_end_to_end_serial(tmp_path, capsys):
     sparrow = [r for r in rows if r["scheduler"] == "sparrow"]
     assert len(sparrow) == 2 and {r["policy"] for r in sparrow} == {"-"}
     assert all(int(r["counter:probes"]) > 0 for r in sparrow)
+
+
+def test_plots_and_the_direct_engine_move_no_figure(tmp_path):
+    """--plots draws each run's own plots; --engine direct runs them on the other engine: the same rows."""
+    plain, drawn = tmp_path / "plain", tmp_path / "drawn"
+    common = ["compare", "default", "--schedulers", "sparrow", "--seeds", "1", "--jobs", "1", *SMALL]
+    assert main([*common, "--out", str(plain)]) == 0
+    assert main([*common, "--out", str(drawn), "--plots", "--engine", "direct"]) == 0
+    [bare], [full] = read_rows(plain / "compare.csv"), read_rows(drawn / "compare.csv")
+    assert sorted(p.name for p in Path(full["run_dir"]).glob("*.png")) == ["delay_cdf.png", "imbalance.png"]
+    assert not list(Path(bare["run_dir"]).glob("*.png"))
+    assert {k: v for k, v in bare.items() if k not in ("run_dir", "wall_s")} == \
+        {k: v for k, v in full.items() if k not in ("run_dir", "wall_s")}
 
 
 def test_parallel_runs_match_serial_runs(tmp_path):

@@ -1,5 +1,5 @@
 """PigeonC's constraint-set counts as the 2023 authors' simulator builds them (cs_counts=subset-merge,
-policies/constraint_sets.py) against the paper's (cs_counts=paper, ConstraintSetCounts), and the Megha
+actors/pigeon/constraint_sets.py) against the paper's (cs_counts=paper, ConstraintSetCounts), and the Megha
 GM's megha_simulator-style view refresh (view_refresh=full)."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedemu.actors.pigeon.distributor import ConstraintSetCounts
+from fedemu.actors.pigeon.constraint_sets import ConstraintSetCounts, SubsetMergedCounts, subset_merged
 from fedemu.model import WorkerSpec
-from fedemu.policies.constraint_sets import SubsetMergedCounts, subset_merged
 from fedemu.tools.runner import execute
 
 

@@ -16,10 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fedemu.actors import registry
-from fedemu.actors.pigeon.membership import GroupMember
+from fedemu.actors.pigeon.master import GroupMember, MasterCore
 from fedemu.actors.pigeon.messages import Suspect
 from fedemu.actors.pigeon.plugin import master_matches_workers
-from fedemu.actors.pigeon.role import MasterCore
 from fedemu.scenarios import fault_plan as fp
 from fedemu.tools import fuzz, runner, strategies
 from scheduler_helpers import EventPlan as Plan

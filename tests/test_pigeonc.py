@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedemu.actors.pigeon.distributor import ConstraintSetCounts, Distributor
+from fedemu.actors.pigeon.constraint_sets import ConstraintSetCounts
+from fedemu.actors.pigeon.distributor import Distributor
 from fedemu.actors.pigeon.group import GroupConfig
 from fedemu.actors.pigeon.master import Master
 from fedemu.actors.pigeon.messages import TaskBatch

@@ -52,6 +52,29 @@ def test_the_series_matches_a_recount_at_every_sample(tasks):
         assert np.isclose(got_var, np.var(share))
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 20), st.integers(1, 8), st.booleans()), min_size=1,
+                max_size=12))
+def test_the_shared_tables_give_every_metric_bit_for_bit(tasks):
+    """``metrics.Tables`` (the columns read once for all of a run's results) changes no figure: each metric
+    equals the one computed from the recorder alone, on runs with tasks still running at the end."""
+    caps = {0: (3,), 1: (5,), 2: (8,)}
+    rec = Recorder(total_units=16, machines=dict(caps))
+    rec.job_arrived(Job(0, 0, tuple(d * US_PER_S for _, _, d, _ in tasks)))
+    for i, (w, s, d, ends) in enumerate(tasks):
+        rec.task_started(0, i, s * US_PER_S, w, 1)
+        if ends:
+            rec.task_finished(0, i, (s + d) * US_PER_S, 1)
+    tables = metrics.Tables(rec)
+    assert metrics.time_window_us(rec, tables) == metrics.time_window_us(rec)
+    assert metrics.mean_utilization(rec, tables=tables) == metrics.mean_utilization(rec)
+    for a, b in zip(metrics.utilization_series(rec, tables=tables), metrics.utilization_series(rec)):
+        assert np.array_equal(a, b)
+    for a, b in zip(metrics.balance_series(rec, tables=tables), metrics.balance_series(rec)):
+        assert np.array_equal(a, b)
+    assert metrics.balance_stats(rec, tables=tables) == metrics.balance_stats(rec)
+
+
 def test_a_run_reports_balance_and_completion_times():
     summary = execute("default", overrides={"jobs": 30, "machine_types": "4@1:1,8@2:1", "alpha": "0.5",
                                             "policy": "d-choices"}).summary

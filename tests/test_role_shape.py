@@ -35,6 +35,9 @@ ROLES = {  # core "module:Class" -> {its attribute: component "module:Class"}
         "gang": f"{MEGHA}.gang:GmGang",
         "waiting": f"{MEGHA}.gm_waiting:GmWaiting",
     },
+    "fedemu.actors.pigeon.master:MasterCore": {
+        "recovery": "fedemu.actors.pigeon.failover:MasterRecovery",
+    },
 }
 MUTATORS = frozenset({"add", "append", "clear", "discard", "extend", "insert", "pop", "popitem", "remove",
                       "setdefault", "update"})

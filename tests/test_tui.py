@@ -23,7 +23,7 @@ from fedemu.actors.common.worker import WorkerStatistics
 from fedemu.actors.megha.global_manager import GlobalManagerStatistics
 from fedemu.actors.megha.local_manager import LocalManagerStatistics
 from fedemu.actors.pigeon.distributor import DistributorStatistics
-from fedemu.actors.pigeon.role import MasterStatistics
+from fedemu.actors.pigeon.master import MasterStatistics
 from fedemu.actors.sparrow.node import SparrowNodeStatistics
 from fedemu.actors.sparrow.scheduler import SparrowSchedulerStatistics
 from fedemu.fabric.kernel import FabricStatistics

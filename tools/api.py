@@ -44,8 +44,8 @@ def _text(value, what: str) -> str:
 
 
 def execute_run(scenario: str, seed: int, overrides: dict, *, out=None, record: bool = False, journal=None,
-                log=None, log_level: str = "info", faults=None, progress=None) -> tuple[runner.RunResult, str | None,
-                                                                                       str | None]:
+                log=None, log_level: str = "info", faults=None, progress=None,
+                engine: str = "trio") -> tuple[runner.RunResult, str | None, str | None]:
     """One run, its outputs checked first (``out`` made, nothing left behind when refused); returns the
     runner's result (a run stopped early by a signal: its partial result), the journal's path and the
     results folder (``record`` without ``out``: out/<scenario>-seed<N>).
@@ -57,7 +57,7 @@ def execute_run(scenario: str, seed: int, overrides: dict, *, out=None, record: 
         outdir.check_outputs(out, {"--journal": journal, "--log": log})
         try:
             result = runner.execute(scenario, seed=seed, overrides=overrides, journal_path=journal, out_dir=out,
-                                    progress=hook, log_path=log, log_level=log_level, faults=faults)
+                                    progress=hook, log_path=log, log_level=log_level, faults=faults, engine=engine)
         except runner.RunInterrupted as stop:  # Ctrl-C, SIGTERM: the results so far, marked partial
             result = stop.result
     return result, journal, out
@@ -88,15 +88,16 @@ def _result(run: runner.RunResult, out, journal) -> Result:
 def run(scenario: str = "default", seed: int = 1, *, out: PathLike | None = None, record: bool = False,
         journal: PathLike | None = None, log: PathLike | None = None, log_level: str = "info",
         fault_plan: PathLike | None = None, progress: bool = False, params: Mapping[str, Any] | None = None,
-        **more: Any) -> Result:
+        engine: str = "trio", **more: Any) -> Result:
     """Run ``scenario`` (a built-in name or a scenario .py file) with ``seed`` and parameters (the keys
     ``--set`` takes, as keywords or in ``params``) and return its ``Result``.
 
     ``out``: a folder for summary.json, the CSVs and plots (as ``fedemu run --out``); ``record``: the journal
     in ``out``/messages.log; ``journal``: the journal at this path; ``log``: the protocol events as JSON
     lines (at ``log_level`` and above); ``fault_plan``: a fault plan file (TOML or JSON); ``progress``: a
-    progress bar on a terminal. Nothing is written unless asked. Bad input raises ``ConfigError``; a broken
-    invariant raises ``RunViolation``, whose ``result`` is the run's Result."""
+    progress bar on a terminal; ``engine``: what steps the actors, ``"trio"`` (the reference) or ``"direct"``
+    (the same journal, sooner: docs/performance.md). Nothing is written unless asked. Bad input raises
+    ``ConfigError``; a broken invariant raises ``RunViolation``, whose ``result`` is the run's Result."""
     if log_level not in ("debug", "info", "warning"):
         raise ConfigError(f"--log-level {log_level!r}: expected debug, info or warning")
     if seed is None or isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
@@ -116,7 +117,7 @@ def run(scenario: str = "default", seed: int = 1, *, out: PathLike | None = None
     try:
         done, _, _ = execute_run(scenario, seed, _params(params, more), out=out, journal=journal,
                                  log=None if log is None else os.fspath(log), log_level=log_level, faults=faults,
-                                 progress=bar)
+                                 progress=bar, engine=engine)
     except runner.RunViolation as violation:
         if violation.result is not None:  # the run's data, for the caller to look into
             violation.result = _result(violation.result, out, journal)
@@ -125,18 +126,19 @@ def run(scenario: str = "default", seed: int = 1, *, out: PathLike | None = None
 
 
 def sweep(scenario: str, *, schedulers, policies, seeds, overrides: dict, out=None, force: bool = False,
-          processes: int = 0, cluster=None, progress: bool = False, say=None, note=None) -> Comparison:
+          processes: int = 0, cluster=None, progress: bool = False, say=None, note=None,
+          plots: bool = False, engine: str = "trio") -> Comparison:
     """``compare``'s work (and ``fedemu compare``'s): plan, run what an earlier compare in ``out`` did not
     finish (compare's resume rules), write compare.csv and the plots there, and return the Comparison.
     ``say(text)`` gets the lines the command prints before the runs, ``note(result, finished, total)`` each
-    run's end."""
+    run's end; ``plots``: each run's folder gets its own plots too; ``engine``: the runs' (``run``)."""
     from . import compare, pool
 
     out = None if out is None else os.fspath(out)
     folder = None if out is None else Path(out)
     with outdir.prepared(out):
         plan = compare.plan_runs(scenario, _text(schedulers, "schedulers"), _text(policies, "policies"),
-                                 _text(seeds, "seeds"), overrides, out)
+                                 _text(seeds, "seeds"), overrides, out, plots, engine)
         jobs = processes if processes and processes > 0 else (os.cpu_count() or 1)
         client_given = cluster is not None and not isinstance(cluster, str)  # a distributed.Client: the caller's
         with contextlib.nullcontext(cluster) if client_given else pool.connected(cluster) as client:
@@ -160,7 +162,7 @@ def sweep(scenario: str, *, schedulers, policies, seeds, overrides: dict, out=No
 def compare(scenario: str = "default", *, schedulers: str | Iterable[str] = "all",
             policies: str | Iterable[str] = "random", seeds: int | str | Iterable[int] = 1, processes: int = 0,
             cluster: str | Any = None, out: PathLike | None = None, force: bool = False, progress: bool = True,
-            params: Mapping[str, Any] | None = None, **more: Any) -> Comparison:
+            params: Mapping[str, Any] | None = None, engine: str = "trio", **more: Any) -> Comparison:
     """Run every scheduler x policy x seed of ``scenario`` with the same parameters and return the
     ``Comparison``: as ``fedemu compare``, whose table ``Comparison.table()`` is.
 
@@ -169,9 +171,10 @@ def compare(scenario: str = "default", *, schedulers: str | Iterable[str] = "all
     on instead; ``out``: a folder for compare.csv, the plots and one folder per run, resumed as ``fedemu
     compare`` resumes one (``force``: start again); ``progress``: a progress bar over the runs on a terminal
     or in a notebook. Without ``out`` nothing is written and the runs' tables come back in memory. Bad
-    input raises ``ConfigError`` before anything runs; a run that fails is in ``Comparison.failures``."""
+    input raises ``ConfigError`` before anything runs; a run that fails is in ``Comparison.failures``.
+    ``engine``: what steps the actors (as ``run``'s)."""
     return sweep(scenario, schedulers=schedulers, policies=policies, seeds=seeds, overrides=_params(params, more),
-                 out=out, force=force, processes=processes, cluster=cluster, progress=progress)
+                 out=out, force=force, processes=processes, cluster=cluster, progress=progress, engine=engine)
 
 
 def load(path: PathLike) -> Result | Comparison | Replay:

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 import threading
 
 from fedemu.fabric.atomic import STDOUT
@@ -42,8 +43,12 @@ def _cmd_run(args) -> int:
     faults = _fault_plan(args.faults)
     if args.check_determinism:
         return _check_determinism(args, overrides, journal, faults)
+    if args.engine != "trio" and view:
+        raise ConfigError(f"{view[0]} paces the run on trio's engine; --engine {args.engine} is for runs without "
+                          "a live view: give one of them")
     result, _, _ = api.execute_run(args.scenario, args.seed, overrides, out=args.out, journal=journal, log=args.log,
-                                   log_level=args.log_level or "info", faults=faults, progress=progress_for(args))
+                                   log_level=args.log_level or "info", faults=faults, progress=progress_for(args),
+                                   engine=args.engine)
     with contextlib.redirect_stdout(sys.stderr) if args.log == STDOUT else contextlib.nullcontext():
         _print_summary(result.summary)  # with --log -, standard output holds the event log alone
         _warn_unfinished(result.summary)
@@ -278,9 +283,27 @@ def _cmd_fuzz(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from . import compare
+    """``fedemu compare``: the runs made by the API (``api.sweep``), their table printed."""
+    from rich.console import Console
 
-    return compare.main(args)
+    from . import api, params
+    from .compare import build_table, failed_status, line_per_run, mean_rows, print_table
+
+    console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped inside a path
+    comparison = api.sweep(args.scenario, schedulers=args.schedulers, policies=args.policies, seeds=args.seeds,
+                           overrides=params.parse_overrides(args.set), out=args.out, force=args.force,
+                           processes=args.jobs, cluster=args.cluster, say=console.print,
+                           note=line_per_run(console), plots=args.plots, engine=args.engine)
+    rows = list(comparison.rows)
+    if rows:
+        print_table(build_table(rows, f"{comparison.scenario}: every run"))
+        if len({r["seed"] for r in rows}) > 1:
+            print_table(build_table(mean_rows(rows), "mean over seeds", with_seed=False))
+        out = Path(args.out)
+        print(f"results: {out / 'compare.csv'}, {out / 'delay_cdf.png'}, {out / 'utilization_cdf.png'}, "
+              f"run folders under {out}" + ("" if args.plots else " (without plots of their own: --plots draws them)"))
+    failures = [dict(f) for f in comparison.failures]
+    return failed_status(failures, f"{len(failures)} of {len(comparison.runs)} runs failed (see above)")
 
 
 def _cmd_reproduce(args) -> int:
@@ -358,6 +381,14 @@ def _sizes(text: str) -> tuple[int, ...]:
     return sizes
 
 
+def _engine_option(parser) -> None:
+    from fedemu.fabric.kernel import ENGINES
+
+    parser.add_argument("--engine", choices=ENGINES, default="trio",
+                        help="what steps the actors: trio's scheduler (the default, the reference) or direct, a "
+                        "plain loop over the same tasks that writes the same journal in less time (docs/performance.md)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fedemu", description="Deterministic emulator of federated schedulers.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -379,6 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--log-level", choices=("debug", "info", "warning"),
                    help="--log: the lowest level written (default info; debug adds every placement)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    _engine_option(r)
     r.add_argument("--tui", action="store_true", help="a live full-screen view of the run (keys: space pause, "
                    "n step, +/- pace, g seek, q quit with partial results); needs a terminal")
     r.add_argument("--paused", action="store_true", help="--tui: start paused")
@@ -404,6 +436,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--jobs", type=_non_negative, default=0, help="parallel processes (default: CPU count)")
     c.add_argument("--cluster", metavar="ADDRESS", help="run on the Dask distributed scheduler at ADDRESS "
                    "(e.g. tcp://10.0.0.5:8786) instead of local processes; needs pip install 'fedemu[dask]'")
+    _engine_option(c)
+    c.add_argument("--plots", action="store_true", help="also draw each run's own plots in its folder (the "
+                   "pooled ones in --out are always drawn)")
     c.set_defaults(func=_cmd_compare)
 
     from .experiments import PAPERS
@@ -419,6 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("--jobs", type=_non_negative, default=1, help="parallel processes (default 1: the machine is shared)")
     rr.add_argument("--cluster", metavar="ADDRESS", help="run on the Dask distributed scheduler at ADDRESS instead "
                     "of local processes; needs pip install 'fedemu[dask]'")
+    _engine_option(rr)
+    rr.add_argument("--plots", action="store_true", help="also draw each run's own plots in its folder (the "
+                    "report's are always drawn)")
     rr.add_argument("--report-only", action="store_true", help="run nothing: judge the claims again from the runs.csv "
                     "an earlier reproduction left in --out (after a change of claims or rules)")
     rr.set_defaults(func=_cmd_reproduce)
@@ -627,5 +665,20 @@ def main(argv=None) -> int:
             runner.clear_interrupt()
 
 
+def entry() -> None:
+    """The ``fedemu`` command (and ``python -m fedemu``): ``main``, then out of the process without the
+    interpreter's teardown once the output is flushed. A run's records and actors are millions of objects,
+    and freeing them one by one at exit cost about 0.8 s after a whole-trace run; every file is closed by
+    then (written through ``atomic_write``), and no command leaves a process or thread behind."""
+    code = main()
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # (None: the process was started with that descriptor closed)
+                stream.flush()
+    except (OSError, ValueError):  # the reader went away, or a stream was closed: exit the usual way
+        sys.exit(code)
+    os._exit(code if isinstance(code, int) else 1)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -71,9 +71,11 @@ def _seeds(text: str) -> list[int]:
     return list(dict.fromkeys(out))
 
 
-def plan_runs(scenario: str, schedulers: str, policies: str, seeds: str, overrides: dict, out: str | None) -> list[dict]:
+def plan_runs(scenario: str, schedulers: str, policies: str, seeds: str, overrides: dict, out: str | None,
+              plots: bool = False, engine: str = "trio") -> list[dict]:
     """The runs to make, in table order; every parameter set is checked before anything runs. Each run
-    writes its folder under ``out`` (None: none, its results come back in memory)."""
+    writes its folder under ``out`` (None: none, its results come back in memory), without its own plots
+    unless ``plots`` (the grid draws pooled ones; a run's take a second or two each), on ``engine``."""
     from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES
 
     ref = runner.scenario_ref(scenario)
@@ -102,7 +104,7 @@ def plan_runs(scenario: str, schedulers: str, policies: str, seeds: str, overrid
                 name = f"{scheduler}-{'any' if free else policy}-s{seed}"
                 plan.append({"scenario": ref, "scheduler": scheduler, "policy": label, "seed": seed,
                              "overrides": run_overrides, "out_dir": None if out is None else str(Path(out) / name),
-                             "name": name})
+                             "name": name, "plots": plots, "engine": engine})
     return plan
 
 
@@ -115,7 +117,8 @@ def run_one(spec: dict) -> dict:
     So each run ends with a collection. A run without a folder brings its tables back (``tables``)."""
     try:
         result = runner.execute(spec["scenario"], seed=spec["seed"], overrides=spec["overrides"],
-                                out_dir=spec["out_dir"])
+                                out_dir=spec["out_dir"], plots=spec.get("plots", False),
+                                engine=spec.get("engine", "trio"))
         if spec["out_dir"] is None:
             from .api_result import tables_of
 
@@ -374,27 +377,6 @@ def plot(comparison, out: Path) -> tuple[Path, Path]:
     plot_cdfs(util_png, comparison.pooled("utilization"), "utilization (1 s buckets)", log=False,
               title="Utilization, all seeds pooled")
     return delay_png, util_png
-
-
-def main(args) -> int:
-    """``fedemu compare``: the runs made by the API (``api.sweep``), their table printed."""
-    from . import api
-
-    console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped inside a path
-    comparison = api.sweep(args.scenario, schedulers=args.schedulers, policies=args.policies, seeds=args.seeds,
-                           overrides=params_mod.parse_overrides(args.set), out=args.out, force=args.force,
-                           processes=args.jobs, cluster=args.cluster, say=console.print,
-                           note=line_per_run(console))
-    rows = list(comparison.rows)
-    if rows:
-        print_table(build_table(rows, f"{comparison.scenario}: every run"))
-        if len({r["seed"] for r in rows}) > 1:
-            print_table(build_table(mean_rows(rows), "mean over seeds", with_seed=False))
-        out = Path(args.out)
-        print(f"results: {out / 'compare.csv'}, {out / 'delay_cdf.png'}, {out / 'utilization_cdf.png'}, "
-              f"run folders under {out}")
-    failures = [dict(f) for f in comparison.failures]
-    return failed_status(failures, f"{len(failures)} of {len(comparison.runs)} runs failed (see above)")
 
 
 def failed_status(failures: list[dict], summary: str) -> int:

@@ -49,13 +49,13 @@ def _cases() -> list[tuple[str, str, dict, str | None]]:
     return cases
 
 
-def run_case(scenario: str, overrides: dict, plan: str | None) -> str:
+def run_case(scenario: str, overrides: dict, plan: str | None, engine: str = "trio") -> str:
     from fedemu.scenarios import fault_plan
     from fedemu.tools.runner import execute
 
     faults = fault_plan.load(plan) if plan and plan != "yh1" else None
     try:
-        result = execute(scenario, seed=1, overrides=overrides, faults=faults)
+        result = execute(scenario, seed=1, overrides=overrides, faults=faults, engine=engine)
     except FedemuError as exc:
         return f"error {type(exc).__name__}: {exc}"
     s = result.summary
@@ -68,6 +68,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", help="an earlier output to compare with")
     parser.add_argument("--only", help="comma-separated case names (prefixes)")
+    parser.add_argument("--engine", default="trio", help="what steps the actors: trio (the default) or direct "
+                        "(the same digests are expected on both)")
     args = parser.parse_args(argv)
     only = tuple(args.only.split(",")) if args.only else None
     lines = {}
@@ -77,7 +79,7 @@ def main(argv=None) -> int:
         if plan == "yh1" and not YH1.exists():
             lines[name] = "skipped (../shared/data absent)"
         else:
-            lines[name] = run_case(scenario, overrides, plan)
+            lines[name] = run_case(scenario, overrides, plan, args.engine)
         print(f"{name} {lines[name]}", flush=True)
     if not args.against:
         return 0

@@ -20,8 +20,10 @@ from __future__ import annotations
 import contextlib
 import gc
 import io
+import os
 import re
 import shlex
+import subprocess
 import sys
 import tempfile
 import time
@@ -343,7 +345,7 @@ def _next_folder(out: Path) -> Path:
 def write_failure(out: Path, failure: Failure) -> Failure:
     """Write ``failure-K/``: plan.toml, command.txt, then run that command (in this process, journaled)
     for messages.log, messages.txt, diagram.md and verdict.txt (the line it printed and the journal's digest)."""
-    from . import cli, diagram, replay
+    from . import diagram, replay
 
     folder = _next_folder(out)
     folder.mkdir(parents=True)
@@ -368,10 +370,8 @@ def write_failure(out: Path, failure: Failure) -> Failure:
         except Exception as exc:  # noqa: BLE001 - the failure again, we hope
             status, again = 1, verdict_of(exc)
     else:
-        argv = shlex.split(command)[1:] + ["--quiet", "--journal", str(journal)]
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            status = cli.main(argv)
-        lines = [KEPT_NOTE.sub("", line.removeprefix("fedemu: ")) for line in err.getvalue().splitlines()
+        status, said_err = run_command(shlex.split(command)[1:] + ["--quiet", "--journal", str(journal)])
+        lines = [KEPT_NOTE.sub("", line.removeprefix("fedemu: ")) for line in said_err.splitlines()
                  if line.startswith(("fedemu: violation:", "fedemu: failed:"))]
         again = lines[0] if lines else None
     digest = None
@@ -392,6 +392,18 @@ def write_failure(out: Path, failure: Failure) -> Failure:
         text.append(f"NOT REPRODUCED by command.txt: status {status}, said {again!r}")
     write_text(folder / "verdict.txt", "\n".join(text) + "\n")
     return attrs.evolve(failure, folder=folder, digest=digest, reproduced=reproduced)
+
+
+def run_command(argv: list[str]) -> tuple[int, str]:
+    """Run ``fedemu ARGV`` as a user would, in a process of its own: (its exit status, what it wrote to
+    stderr). A failure's command.txt is then shown to reproduce it, not a call that resembles it (and the
+    search does not import the command line that starts it)."""
+    package = Path(__file__).resolve().parent.parent  # this fedemu, when it is not the installed one
+    first = str(package.parent) if package.name == "fedemu" else None
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (first, os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run([sys.executable, "-m", "fedemu", *argv], capture_output=True, text=True, env=env,
+                          check=False)
+    return proc.returncode, proc.stderr
 
 
 def _phases(example: strategies.Example) -> str:

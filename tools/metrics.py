@@ -3,11 +3,13 @@
 Equation numbers are those of the Megha 2023 paper.
 
 Pure functions of the recorder. Times come out in seconds (float); percentiles use numpy's default
-linear interpolation; statistics of an empty set are ``None`` (JSON null, never NaN).
+linear interpolation; statistics of an empty set are ``None`` (JSON null, never NaN). A caller that asks for
+several metrics of one finished run passes a ``Tables``, so that each column is read from the records once.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 
@@ -56,6 +58,39 @@ def task_table(recorder: Recorder) -> dict[str, np.ndarray]:
     return {k: v[order] for k, v in cols.items()}
 
 
+class Tables:
+    """A finished run's columns and what several metrics derive from them, each computed on first use and
+    kept: the results of a whole-trace run read the task columns, the run window and the executions more
+    than once, and each read is a pass over a hundred thousand records."""
+
+    def __init__(self, recorder: Recorder):
+        self.recorder = recorder
+
+    @functools.cached_property
+    def jobs(self) -> dict[str, np.ndarray]:
+        return job_table(self.recorder)
+
+    @functools.cached_property
+    def tasks(self) -> dict[str, np.ndarray]:
+        return task_table(self.recorder)
+
+    @functools.cached_property
+    def steps(self) -> tuple[np.ndarray, np.ndarray]:
+        return utilization_steps(self.recorder)
+
+    @functools.cached_property
+    def window(self) -> tuple[int, int] | None:
+        ends = self.tasks["end_us"]
+        ends = ends[ends >= 0]
+        if not ends.size or not self.jobs["job_id"].size:
+            return None
+        return int(self.jobs["arrival_us"].min()), int(ends.max())
+
+    @functools.cached_property
+    def usage(self) -> tuple:
+        return _usage_inputs(self.recorder, self.tasks)
+
+
 def _kind_mask(jobs: dict[str, np.ndarray], kind: str) -> np.ndarray:
     if kind == "all":
         return np.ones(len(jobs["job_id"]), dtype=bool)
@@ -94,8 +129,10 @@ def delay_stats(recorder: Recorder) -> dict[str, dict]:
     return {kind: summarize(job_delays_s(recorder, kind, jobs)) for kind in JOB_KINDS}
 
 
-def time_window_us(recorder: Recorder) -> tuple[int, int] | None:
+def time_window_us(recorder: Recorder, tables: Tables | None = None) -> tuple[int, int] | None:
     """[first job arrival, last task completion] in us, or None before any task has finished."""
+    if tables is not None:
+        return tables.window
     ends = [r.end_us for r in recorder.tasks.values() if r.end_us >= 0]
     if not ends or not recorder.jobs:
         return None
@@ -129,9 +166,10 @@ def _area(times: np.ndarray, busy: np.ndarray, t: np.ndarray) -> np.ndarray:
     return np.where(k >= 0, cum[kc] + busy[kc] * (t - times[kc]).astype(np.float64), 0.0)
 
 
-def mean_utilization(recorder: Recorder, steps: tuple | None = None) -> float | None:
+def mean_utilization(recorder: Recorder, steps: tuple | None = None, tables: Tables | None = None) -> float | None:
     """Time-weighted mean of R_consumed/R_total over [first arrival, last completion] (Megha 2023 paper, Eq. 2)."""
-    window = time_window_us(recorder)
+    window = time_window_us(recorder, tables)
+    steps = tables.steps if steps is None and tables is not None else steps
     if window is None or recorder.total_units <= 0 or window[1] <= window[0]:
         return None
     times, busy = utilization_steps(recorder) if steps is None else steps
@@ -140,7 +178,7 @@ def mean_utilization(recorder: Recorder, steps: tuple | None = None) -> float | 
 
 
 def utilization_series(
-    recorder: Recorder, bucket_us: int = US, steps: tuple | None = None
+    recorder: Recorder, bucket_us: int = US, steps: tuple | None = None, tables: Tables | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean utilization per bucket over the run window: (bucket start times in s, utilization).
 
@@ -149,7 +187,8 @@ def utilization_series(
     """
     if bucket_us <= 0:
         raise ValueError(f"bucket_us must be > 0, got {bucket_us}")
-    window = time_window_us(recorder)
+    window = time_window_us(recorder, tables)
+    steps = tables.steps if steps is None and tables is not None else steps
     if window is None or recorder.total_units <= 0 or window[1] <= window[0]:
         return np.empty(0), np.empty(0)
     start, end = window
@@ -196,10 +235,11 @@ BALANCE_SAMPLES = 200  # the summary's balance statistics take at least this man
 MAX_BALANCE_CELLS = 250_000  # samples x machines x resources held at once (2 MB of int64)
 
 
-def _executions(recorder: Recorder) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(job, worker, start, end) of every recorded execution: each started task's own, in the recorder's
-    order, then the others (``other_runs``: aborted by a crash, or a duplicate); end -1 while running."""
-    cols = _columns(recorder.tasks.values(), ("job_id", "worker", "start_us", "end_us"))
+def _executions(recorder: Recorder, tasks: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(job, worker, start, end) of every recorded execution: each started task's own (in the order of
+    ``tasks``, the task table, when given; else the recorder's), then the others (``other_runs``: aborted by
+    a crash, or a duplicate); end -1 while running."""
+    cols = tasks if tasks is not None else _columns(recorder.tasks.values(), ("job_id", "worker", "start_us", "end_us"))
     started = cols["start_us"] >= 0
     job, worker, start, end = (cols[k][started] for k in ("job_id", "worker", "start_us", "end_us"))
     if recorder.other_runs:
@@ -224,14 +264,12 @@ def _job_demands(recorder: Recorder, job_ids: np.ndarray, resources: int) -> np.
     return table[pos]
 
 
-def machine_usage(recorder: Recorder, times_us: np.ndarray):
-    """(used, capacity) in chunks of samples: ``used`` is what each machine held of each resource at each
-    instant of a run of ``times_us`` (an execution counts from its start, inclusive, to its end,
-    exclusive), shape (samples, machines, resources), at most ``MAX_BALANCE_CELLS`` cells per chunk;
-    from every recorded execution (crash-aborted and duplicate ones too)."""
+def _usage_inputs(recorder: Recorder, tasks: dict | None = None) -> tuple:
+    """What ``machine_usage`` needs whatever the sample times: each machine's capacity, and every
+    execution's machine (as a row of it), demand, start and end (end: never, while it runs)."""
     ids = sorted(recorder.machines)
     capacity = np.array([recorder.machines[w] for w in ids], dtype=np.int64)
-    job, worker, start, end = _executions(recorder)
+    job, worker, start, end = _executions(recorder, tasks)
     resources = capacity.shape[1]
     demand = _job_demands(recorder, job, resources)
     machine_ids = np.array(ids, dtype=np.int64)
@@ -239,16 +277,26 @@ def machine_usage(recorder: Recorder, times_us: np.ndarray):
     if len(w) and (w.max() >= len(ids) or (machine_ids[np.minimum(w, len(ids) - 1)] != worker).any()):
         raise KeyError("an execution on a worker that is not one of the recorder's machines")
     end = np.where(end >= 0, end, np.iinfo(np.int64).max)
+    return capacity, w, demand, start, end
+
+
+def machine_usage(recorder: Recorder, times_us: np.ndarray, tables: Tables | None = None):
+    """(used, capacity) in chunks of samples: ``used`` is what each machine held of each resource at each
+    instant of a run of ``times_us`` (an execution counts from its start, inclusive, to its end,
+    exclusive), shape (samples, machines, resources), at most ``MAX_BALANCE_CELLS`` cells per chunk;
+    from every recorded execution (crash-aborted and duplicate ones too)."""
+    capacity, w, demand, start, end = _usage_inputs(recorder) if tables is None else tables.usage
+    machines, resources = capacity.shape
     # every start and end as (sample index from which it counts, machine, +-demand), by sample index
     at = np.concatenate([np.searchsorted(times_us, start, side="left"), np.searchsorted(times_us, end, side="left")])
     order = np.argsort(at, kind="stable")
     at, w, delta = at[order], np.concatenate([w, w])[order], np.concatenate([demand, -demand])[order]
-    held = np.zeros((len(ids), resources), dtype=np.int64)
-    per = max(1, MAX_BALANCE_CELLS // max(1, len(ids) * resources))
+    held = np.zeros((machines, resources), dtype=np.int64)
+    per = max(1, MAX_BALANCE_CELLS // max(1, machines * resources))
     for a in range(0, len(times_us), per):
         b = min(a + per, len(times_us))
         lo, hi = np.searchsorted(at, a, side="left"), np.searchsorted(at, b, side="left")
-        chunk = np.zeros((b - a, len(ids), resources), dtype=np.int64)
+        chunk = np.zeros((b - a, machines, resources), dtype=np.int64)
         np.add.at(chunk, (at[lo:hi] - a, w[lo:hi]), delta[lo:hi])
         chunk[0] += held
         np.cumsum(chunk, axis=0, out=chunk)
@@ -256,8 +304,8 @@ def machine_usage(recorder: Recorder, times_us: np.ndarray):
         yield chunk, capacity
 
 
-def balance_series(recorder: Recorder, bucket_us: int = US, window: tuple[int, int] | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def balance_series(recorder: Recorder, bucket_us: int = US, window: tuple[int, int] | None = None,
+                   tables: Tables | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(times in s, imbalance, utilization variance), sampled every ``bucket_us`` over the run window (or
     ``window``, in us), coarser when that would need more than ``MAX_BALANCE_SAMPLES`` samples.
 
@@ -265,14 +313,14 @@ def balance_series(recorder: Recorder, bucket_us: int = US, window: tuple[int, i
     machine's load its allocated share in its most-used resource (as ``policies.load_choice.load``).
     Utilization variance (TEBAS, Eqs. 10-12): per resource, the variance over machines of
     used / capacity, averaged over resources (0.5 cpu + 0.5 mem with two)."""
-    window = window or time_window_us(recorder)
+    window = window or time_window_us(recorder, tables)
     if window is None or window[1] <= window[0] or not recorder.machines:
         return np.empty(0), np.empty(0), np.empty(0)
     start, end = window
     step = max(bucket_us, -(-(end - start) // MAX_BALANCE_SAMPLES))
     times = np.arange(start, end, step, dtype=np.int64)
     imbalance, variance = [], []
-    for used, capacity in machine_usage(recorder, times):
+    for used, capacity in machine_usage(recorder, times, tables):
         share = used / np.maximum(capacity, 1)[None, :, :]
         load = share.max(axis=2)
         imbalance.append(load.max(axis=1) - load.mean(axis=1))
@@ -290,7 +338,8 @@ def arrival_window_us(recorder: Recorder) -> tuple[int, int] | None:
     return (first, last) if last > first else None
 
 
-def balance_stats(recorder: Recorder, bucket_us: int = US, series: tuple | None = None) -> dict:
+def balance_stats(recorder: Recorder, bucket_us: int = US, series: tuple | None = None,
+                  tables: Tables | None = None) -> dict:
     """Mean and max of the imbalance and the utilization variance (None when unknown), over the period jobs
     arrive (``arrival_window_us``; the whole run when they all arrive at once), sampled every ``bucket_us``
     or finer: at least ``BALANCE_SAMPLES`` samples. ``series``: a ``balance_series`` of exactly that, when
@@ -301,12 +350,12 @@ def balance_stats(recorder: Recorder, bucket_us: int = US, series: tuple | None 
     machine the last long task happens to run on, not the placement policy."""
     if series is None:
         arriving = arrival_window_us(recorder)  # its last arrival instant included
-        window = (arriving[0], arriving[1] + 1) if arriving else time_window_us(recorder)
+        window = (arriving[0], arriving[1] + 1) if arriving else time_window_us(recorder, tables)
         if window is None:
             series = (np.empty(0),) * 3
         else:
             step = max(1, min(bucket_us, (window[1] - window[0]) // BALANCE_SAMPLES))
-            series = balance_series(recorder, step, window)
+            series = balance_series(recorder, step, window, tables)
     _, imbalance, variance = series
     if not imbalance.size:
         return {"imbalance_mean": None, "imbalance_max": None, "utilization_variance_mean": None}

@@ -89,12 +89,14 @@ def run_cached(spec: dict) -> dict:
     return res
 
 
-def plan(experiments: list[Experiment], seeds: str, out: Path, code: str) -> list[dict]:
-    """Every run of every experiment, each tagged with its experiment and its content key."""
+def plan(experiments: list[Experiment], seeds: str, out: Path, code: str, plots: bool = False,
+         engine: str = "trio") -> list[dict]:
+    """Every run of every experiment, each tagged with its experiment and its content key (the report
+    draws its own plots from the runs' CSVs: a run draws its own only with ``plots``)."""
     specs = []
     for e in experiments:
         for spec in compare.plan_runs("default", e.schedulers, e.policies, e.seeds or seeds, e.overrides,
-                                      str(out / "runs")):
+                                      str(out / "runs"), plots, engine):
             spec["experiment"] = e.name
             spec["key"] = run_key(spec, code)
             spec["out_dir"] = str(out / "runs" / f"{spec['name']}-{spec['key']}")
@@ -134,13 +136,14 @@ def main(args) -> int:
     outdir.check_out(args.out)
     out = Path(args.out or f"out/reproduce/{args.paper}{'-quick' if args.quick else ''}")
     command = "fedemu reproduce " + args.paper + (" --quick" if args.quick else "") + f" --seeds {seeds}" + \
-        (f" --only {args.only}" if args.only else "")
+        (f" --only {args.only}" if args.only else "") + (f" --engine {args.engine}" if args.engine != "trio" else "")
     if getattr(args, "report_only", False):
         evaluated = report_only(args.paper, experiments, seeds, out, quick=args.quick, command=command)
         failures: list[dict] = []
     else:
         jobs = args.jobs if args.jobs and args.jobs > 0 else 1
         evaluated, failures = reproduce(args.paper, experiments, seeds, out, jobs=jobs, cluster=args.cluster,
+                                        plots=args.plots, engine=args.engine,
                                         quick=args.quick, command=command)
     table = Table(title=f"{args.paper}: claims", header_style="bold")
     for c in ("claim", "paper", "ours (median seed)", "verdict"):
@@ -177,7 +180,8 @@ def _info(command: str, seeds: str, quick: bool, wall: float, runs: str) -> dict
 
 
 def reproduce(paper: str, experiments: list[Experiment], seeds: str, out: Path, *, jobs: int = 1,
-              cluster: str | None = None, quick: bool = False, command: str = "") -> tuple[list[dict], list[dict]]:
+              cluster: str | None = None, quick: bool = False, command: str = "",
+              plots: bool = False, engine: str = "trio") -> tuple[list[dict], list[dict]]:
     """Run ``experiments`` (finished runs reused), write OUT/report.md, verdicts.json, runs.csv and the plots;
     returns (the verdicts, the failed runs)."""
     started = time.monotonic()
@@ -189,7 +193,7 @@ def reproduce(paper: str, experiments: list[Experiment], seeds: str, out: Path, 
         raise ConfigError(f"trace {missing[0]} is absent (the papers' traces live in ../shared/data)")
     with pool.connected(cluster) as client:  # before anything is written: a bad address leaves nothing
         _prepare_out(out, paper)
-        specs = plan(experiments, seeds, out, code_version())
+        specs = plan(experiments, seeds, out, code_version(), plots, engine)
         unique = list({s["key"]: s for s in specs}.values())
         console = Console(stderr=True)
         where = f"the Dask cluster at {cluster}" if cluster else f"{min(jobs, len(unique))} process(es)"

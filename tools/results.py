@@ -37,15 +37,13 @@ UTILIZATION_HEADER = ("time_s", "utilization")
 BALANCE_HEADER = ("time_s", "imbalance", "utilization_variance")
 
 
-def summarize_run(
-    recorder: Recorder, jobs: dict | None = None, tasks: dict | None = None, steps: tuple | None = None,
-) -> dict:
+def summarize_run(recorder: Recorder, tables: metrics.Tables | None = None) -> dict:
     """The metric part of summary.json (delays in s, mean utilization, counts, allocation split, and the
     balance statistics, sampled over the arrival period: ``metrics.balance_stats``)."""
-    jobs = metrics.job_table(recorder) if jobs is None else jobs
-    tasks = metrics.task_table(recorder) if tasks is None else tasks
+    tables = metrics.Tables(recorder) if tables is None else tables
+    jobs, tasks = tables.jobs, tables.tasks
     delays = {k: metrics.summarize(metrics.job_delays_s(recorder, k, jobs)) for k in metrics.JOB_KINDS}
-    window = metrics.time_window_us(recorder)
+    window = tables.window
     return {
         "jobs": int(jobs["job_id"].size),
         "jobs_completed": int((jobs["completion_us"] >= 0).sum()),
@@ -59,8 +57,8 @@ def summarize_run(
         "delay_s": delays["all"],
         "delay_short_s": delays["short"],
         "delay_long_s": delays["long"],
-        "utilization_mean": metrics.mean_utilization(recorder, steps),
-        **metrics.balance_stats(recorder),
+        "utilization_mean": metrics.mean_utilization(recorder, tables=tables),
+        **metrics.balance_stats(recorder, tables=tables),
         "jrt_s": metrics.summarize(metrics.jrt_s(recorder, jobs)),
         "allocation_s": metrics.allocation_components(recorder, tasks),
         "window_s": None if window is None else [window[0] / US, window[1] / US],
@@ -383,11 +381,10 @@ def write_results(
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    jobs = metrics.job_table(recorder)
-    tasks = metrics.task_table(recorder)
-    steps = metrics.utilization_steps(recorder)
-    balance = metrics.balance_series(recorder, bucket_us) if record_csv or plot else None  # once: costly
-    measured = summarize_run(recorder, jobs, tasks, steps)
+    tables = metrics.Tables(recorder)
+    jobs, tasks = tables.jobs, tables.tasks
+    balance = metrics.balance_series(recorder, bucket_us, tables=tables) if record_csv or plot else None  # once: costly
+    measured = summarize_run(recorder, tables)
     clash = sorted(set(summary_extra) & set(measured))
     if clash:
         raise ValueError(f"summary_extra keys {clash} clash with metric keys; rename them")
@@ -396,7 +393,7 @@ def write_results(
     if record_csv:
         write_jobs_csv(out / "jobs.csv", jobs)
         write_tasks_csv(out / "tasks.csv", tasks)
-        series = metrics.utilization_series(recorder, bucket_us, steps)
+        series = metrics.utilization_series(recorder, bucket_us, tables=tables)
         write_utilization_csv(out / "utilization.csv", *series)
         write_balance_csv(out / "balance.csv", *balance)
     if plot:

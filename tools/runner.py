@@ -27,7 +27,7 @@ import attrs
 from fedemu.fabric import messages
 from fedemu.fabric.errors import ConfigError, FedemuError
 from fedemu.fabric.journal import Journal
-from fedemu.fabric.kernel import Fabric, gc_paused
+from fedemu.fabric.kernel import ENGINES, Fabric, gc_paused
 from fedemu.fabric.log import EventLog
 from fedemu.fabric.replay import STOPPED_EARLY
 
@@ -304,23 +304,28 @@ class RunResult:
 
 
 def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_path=None, out_dir=None,
-            progress=None, log_path=None, log_level: str = "info", faults=None) -> RunResult:
+            progress=None, log_path=None, log_level: str = "info", faults=None, plots: bool = True,
+            engine: str = "trio") -> RunResult:
     """Run one scenario: its PARAMS updated by ``overrides`` (validated), optionally journaled to
     ``journal_path``, its protocol events at ``log_level`` and above logged to ``log_path`` (JSON
-    lines; a failed run keeps those logged so far) and written to ``out_dir``. ``faults``: a
-    ``scenarios.fault_plan.Plan`` added after the build; its events go into the journal header.
+    lines; a failed run keeps those logged so far) and written to ``out_dir`` (with its plots unless
+    ``plots`` is False: a grid's reports draw their own). ``faults``: a
+    ``scenarios.fault_plan.Plan`` added after the build; its events go into the journal header. ``engine``:
+    what steps the actors (``fabric.kernel.ENGINES``; the journal is the same on each).
 
     The cyclic garbage collector is paused from the build to the summary, not only for the fabric's run
     (``kernel.gc_paused``): after the run, the end-of-run checks and the metrics allocate enough to set
     off collections, and each walked every record, actor and message the run left alive (measured on
     Sparrow at 10,000 workers: 0.35 s of those phases' 1.2 s)."""
+    if engine not in ENGINES:
+        raise ConfigError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
     with gc_paused():
         return _execute(scenario_ref(ref), seed, overrides, journal_path, out_dir, progress, log_path, log_level,
-                        faults)
+                        faults, plots, engine)
 
 
 def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, log_path, log_level: str,
-             faults) -> RunResult:
+             faults, plots: bool = True, engine: str = "trio") -> RunResult:
     """``execute``'s body, with the collector paused."""
     module = load(ref)
     params = params_mod.resolve_scenario(module, overrides or {})
@@ -330,6 +335,7 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
     fabric = events = None
     try:
         fabric = Fabric(seed, journal=journal)
+        fabric.engine = engine
         on_line = getattr(progress, "event_line", None)  # the live view shows the events as they come
         if log_path is not None or on_line is not None:
             events = EventLog(log_path, log_level, on_line=on_line)
@@ -400,7 +406,7 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
         events.close()
     recorder = getattr(run, "recorder", None)
     if recorder is not None:
-        summary = write_results(out_dir, recorder=recorder, summary_extra=summary) if out_dir else \
+        summary = write_results(out_dir, recorder=recorder, summary_extra=summary, plot=plots) if out_dir else \
             {**summary, **summarize_run(recorder)}
     elif out_dir:  # a scenario without a recorder (e.g. demo) still leaves its summary
         summary = write_summary(out_dir, summary)

@@ -1,2 +1,2 @@
-"""Pigeon (2019 paper) and PigeonC: distributors, group masters (dispatch, membership and elections,
-failover) and workers. ``plugin`` declares both schedulers."""
+"""Pigeon (2019 paper) and PigeonC: distributors, group masters (the master, its dispatch, its
+recovery in failover, the election) and workers. ``plugin`` declares both schedulers."""

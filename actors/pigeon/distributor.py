@@ -7,8 +7,9 @@ Choices where the papers are silent:
   uniformly from the distributor's stream.
 - Pigeon is constraint-oblivious as published: the split ignores task constraints (and so do its masters).
 - PigeonC (2023, 4.2): every task draws its own master with weight sum(count(X) for X in CS_i if
-  X contains C_T); the counts only include machines whose capacity covers the task's demand (in the
-  project's clusters every machine's does). A task without constraints weighs groups by their size.
+  X contains C_T) (``constraint_sets``); the counts only include machines whose capacity covers the
+  task's demand (in the project's clusters every machine's does). A task without constraints weighs groups
+  by their size.
 - Both reject, at submission, a job with a task no machine can run (the same jobs every scheduler rejects).
 - One ``TaskBatch`` per master per job, sent in master order; the job completes when the distributor has
   received the ``TaskFinished`` result of its last task.
@@ -26,8 +27,6 @@ mixed in (what a broken connection may have lost, and the watch on a group whose
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import attrs
 
 from fedemu.fabric.actor import Actor
@@ -37,63 +36,10 @@ from ..common.events import JOB_UNSCHEDULABLE
 from ..common.front_end import JobFrontEnd
 from ..common.protocol import TaskFinished
 from ..common.submitter import JobDone, Pong
+from .constraint_sets import ConstraintSetCounts
 from .group import NO_KEY, claim_key
 from .group_watch import GroupWatch
 from .messages import Claim, TaskBatch
-
-_CACHE_LIMIT = 4096
-
-
-class ConstraintSetCounts:
-    """PigeonC's CS_i: per group, how many machines have each distinct (constraint set, capacity).
-
-    ``weights`` counts a group's machines with a bit per machine: one mask per constraint (the machines
-    that have it) and one per demand (those big enough), ANDed and counted, so a new constraint set costs
-    a few big-integer operations per group rather than a pass over the group's distinct sets."""
-
-    def __init__(self, groups: Sequence[Sequence]) -> None:
-        self.tables: list[dict[tuple, int]] = []
-        self._masks: list[dict[int, int]] = []  # per group: constraint id -> the machines that have it
-        self._capacities: list[list[tuple]] = []  # per group: each machine's capacity, in order
-        for workers in groups:
-            table: dict[tuple, int] = {}
-            masks: dict[int, int] = {}
-            for i, w in enumerate(workers):
-                cons = tuple(sorted(dict.fromkeys(w.constraints)))
-                table[cons] = table.get(cons, 0) + 1
-                for c in cons:
-                    masks[c] = masks.get(c, 0) | (1 << i)
-            self.tables.append(table)
-            self._masks.append(masks)
-            self._capacities.append([tuple(w.capacity) for w in workers])
-        self._fits: dict[tuple, list[int]] = {}  # demand -> per group: the machines with room for it
-        self._cache: dict[tuple, tuple[int, ...]] = {}
-
-    def _fit(self, demand: tuple) -> list[int]:
-        fits = self._fits.get(demand)
-        if fits is None:
-            fits = self._fits[demand] = [
-                sum(1 << i for i, cap in enumerate(caps) if all(c >= d for c, d in zip(cap, demand)))
-                for caps in self._capacities]
-        return fits
-
-    def weights(self, constraints: tuple, demand: tuple = (1,)) -> tuple[int, ...]:
-        """count_i(C_T) for every group i: machines whose constraint set contains ``constraints``."""
-        key = (constraints, demand)
-        hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        out = []
-        for fit, masks in zip(self._fit(demand), self._masks):
-            for c in constraints:
-                fit &= masks.get(c, 0)
-                if not fit:
-                    break
-            out.append(fit.bit_count())
-        if len(self._cache) >= _CACHE_LIMIT:
-            self._cache.clear()
-        self._cache[key] = hit = tuple(out)
-        return hit
 
 
 def split_evenly(num_tasks: int, num_masters: int, stream) -> list[int]:

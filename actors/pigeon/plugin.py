@@ -13,8 +13,8 @@ Choices where the papers are silent:
 - Faults: connections lose nothing while they are up (docs/connections.md), so nothing is acknowledged
   or resent on a timer; recovery starts from the fabric's notices of broken connections. Masters fail
   over to a second master, which the master updates every ``master_sync_s`` while its group's state
-  changes, and, when both are lost, a worker is elected (``membership``); a master takes a worker whose
-  connection broke for down and relaunches its tasks (``role``); a distributor sends a group's master
+  changes, and, when both are lost, a worker is elected (``election``); a master takes a worker whose
+  connection broke for down and relaunches its tasks (``failover``); a distributor sends a group's master
   what it still waits for when a connection that may have lost some of it breaks (``distributor``).
   Timeouts and periods are the ``--set`` keys below; the paper gives none, so the defaults are ours.
 """
@@ -27,16 +27,15 @@ import attrs
 
 from fedemu.fabric.errors import ConfigError
 from fedemu.model import one_of, param, seconds_between, seconds_to_us, typed, whole_at_least
-from fedemu.policies.constraint_sets import SubsetMergedCounts
 from fedemu.policies.fair_queue import check_weight
 
 from ..common.invariants import Violation
 from ..plugin import FRONT_END_COUNTERS, Column, Context, Role, Scheduler, Size, Table
-from .distributor import ConstraintSetCounts, Distributor
+from .constraint_sets import ConstraintSetCounts, SubsetMergedCounts
+from .distributor import Distributor
 from .events import EVENTS
 from .group import GroupConfig
-from .master import Master
-from .membership import GroupMember
+from .master import GroupMember, Master
 from .worker import PigeonWorker
 
 PAPER_FQW = 20
@@ -112,7 +111,7 @@ class PigeonCParams(PigeonBaseParams):
     cs_counts: str = param("paper", "the per-cluster constraint-set counts the distributors weigh clusters by: paper "
                            "(each machine set with its frequency, Megha 2023 4.2) or subset-merge (as the authors' "
                            "simulator builds them: a machine whose set is a subset of sets already counted adds one "
-                           "to each of them; policies/constraint_sets.py)", one_of(("paper", "subset-merge")))
+                           "to each of them; actors/pigeon/constraint_sets.py)", one_of(("paper", "subset-merge")))
 
 
 @attrs.frozen
@@ -170,12 +169,13 @@ def master_matches_workers(fabric) -> list[Violation]:
     for g in sorted(best):
         master = best[g]
         role = master.role
-        if role.rebuild is not None:
+        recovery = role.recovery
+        if recovery.rebuild is not None:
             continue
         free = role.dispatch.view.free
         for local, wid in enumerate(role.worker_ids):
             worker = fabric.actor(wid)
-            if worker is None or local in role.down or local in role.probed or role.mark[local] != worker.last:
+            if worker is None or local in recovery.down or local in recovery.probed or role.mark[local] != worker.last:
                 continue
             if (wid, master.id) in flying or (master.id, wid) in flying:
                 continue

@@ -6,14 +6,14 @@ with the newer ``Claim``). A finished task's result goes to the job's distributo
 the current master (Pigeon 2019, 2.2), each once: a connection loses neither while it is up, and the
 ends of one that breaks recover what it lost (the distributor lists what it still waits for, the
 master asks the worker's status). As a group member it can be second master, take over from a failed
-master and be elected (``membership.GroupMember``).
+master and be elected (``master.GroupMember``, ``election``).
 """
 
 from __future__ import annotations
 
 from ..common.protocol import TaskFinished, TaskTimer
 from ..common.worker import Worker
-from .membership import GroupMember
+from .master import GroupMember
 from .messages import Idle, Launch, MasterPing, Probe, Refused, Status
 
 

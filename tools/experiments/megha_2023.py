@@ -12,7 +12,7 @@ from .base import Experiment, only_for, shape, trace, variant
 # configuration is the syn_N one; for the traces the short/long cutoffs are those of the Pigeon and Eagle
 # simulators (Pigeon 2019, 4.1: 90.5811 s for Yahoo, 1129.532 s for Google). PigeonC's distributors weigh the
 # masters by the constraint-set counts as that simulator builds them (cs_counts=subset-merge,
-# policies/constraint_sets.py); the paper's own description of them is a sensitivity case.
+# actors/pigeon/constraint_sets.py); the paper's own description of them is a sensitivity case.
 CUTOFF = {"yahoo": 90.5811, "google": 1129.532}
 AUTHORS_2023 = {"constraint_table": "megha-2023", "infeasible": "drop-task", "cost_model": "zero", "heartbeat_s": 5,
                 "latency_ms": 0.5, "short_cutoff_s": 2, "distributors": 10, "fqw": 20, "cs_counts": "subset-merge"}

@@ -1,6 +1,6 @@
-"""The membership protocol every member of a Pigeon / PigeonC group runs (``GroupMember``, mixed into the
-``Master`` actor and ``PigeonWorker``): the claim it believes, the second master's synced state and its
-takeover, suspicion and elections, and the master role (``role.MasterCore``) while it holds it.
+"""Who is a Pigeon / PigeonC group's master: the election every member of the group runs (``Election``, the
+base of ``master.GroupMember``): the claim it believes, the second master's synced state and its takeover,
+suspicion and elections. The master role itself (``master.MasterCore``) is taken through ``_new_role``.
 
 Pigeon (2019, "Master Failure Recovery"): the master updates a second master periodically; "whenever a
 master failure is detected, the second master can immediately take the master responsibility" and
@@ -27,17 +27,16 @@ from fedemu.fabric.log import emit
 from ..common.events import FAILOVER
 from .group import NO_KEY, GroupConfig, claim_key
 from .messages import Claim, Hello, MasterPing, Suspect, SuspectTimer, Sync
-from .role import MasterCore
 from .sync import SyncedState
 
 
-class GroupMember:
-    """One member of a group: what it believes of the group's master, and the role while it holds it."""
+class Election:
+    """What one member of a group believes of the group's master, and how it takes the role over."""
 
     def _member_init(self, cfg: GroupConfig, rank: int) -> None:
         self.cfg = cfg
         self.rank = rank
-        self.role: MasterCore | None = None
+        self.role = None  # the master role (``master.MasterCore``) while this member holds it
         self.claim: Claim | None = None
         self.key = NO_KEY
         self.member_ids: tuple = ()
@@ -54,12 +53,16 @@ class GroupMember:
             second = self.member_ids[1] if len(self.member_ids) > 1 else -1
             self._adopt(Claim(cfg.group, 0, 0, 0, self.member_ids[0], second))
             if self.rank == 0:
-                self.role = MasterCore(self, 0)
+                self.role = self._new_role(0)
         else:  # back with nothing: whoever is master takes it up again
             hello = Hello(cfg.group)
             for dst in self.member_ids:
                 if dst != self.id:
                     self.send(dst, hello)
+
+    def _new_role(self, epoch: int):
+        """The master role of ``epoch`` for this member to hold (``master.GroupMember``)."""
+        raise NotImplementedError
 
     def on_master_changed(self) -> None:
         """A better claim was adopted (workers answer it with their status)."""
@@ -113,14 +116,14 @@ class GroupMember:
         elif src in self.dist_ids:  # back from a restart knowing nothing: ask the distributor who is master
             self.send(src, MasterPing(self.cfg.group))
 
-    def new_second(self, exclude: int = -1, announce: bool = True) -> None:
-        """The master picks the next live worker after itself, in rank order, as its second master."""
-        role = self.role
+    def new_second(self, down=(), exclude: int = -1, announce: bool = True) -> None:
+        """The master picks the next live worker after itself, in rank order, as its second master (not one
+        of the worker slots it takes for ``down``)."""
         n = len(self.member_ids)
         second = -1
         for step in range(1, n):
             rank = (self.rank + step - 1) % (n - 1) + 1
-            if self.member_ids[rank] not in (self.id, exclude) and (rank - 1) not in role.down:
+            if self.member_ids[rank] not in (self.id, exclude) and (rank - 1) not in down:
                 second = self.member_ids[rank]
                 break
         c = self.claim
@@ -148,7 +151,7 @@ class GroupMember:
         """The fabric's notice that a connection of this member broke."""
         peer = msg.dst if msg.src == self.id else msg.src
         if self.role is not None:
-            self.role.broken(peer, msg.cause)
+            self.role.recovery.broken(peer, msg.cause)
             return
         claim = self.claim
         if claim is None:  # back from a restart: a Hello lost with a cut is said again (a peer that crashed
@@ -215,83 +218,18 @@ class GroupMember:
         old = self.claim
         claim = Claim(self.cfg.group, self.key[0] + 1, self.now, self.rank, self.id, -1)
         self._adopt(claim)
-        self.role = role = MasterCore(self, claim.epoch)
+        self.role = role = self._new_role(claim.epoch)
         self.cfg.recorder.count("failovers" if kind == "failover" else "master_elections")
         if self.fabric.event_log is not None:
             emit(self, FAILOVER, group=self.cfg.group, kind=kind, epoch=claim.epoch,
                  failed=self.fabric.name_of(old.master) if old is not None else "?")
-        # the next second master: the next live worker after this one, never the failed master
+        # the next second master: the next live worker after this one, never the failed master (a new role
+        # takes no worker for down yet)
         self.new_second(exclude=old.master if old is not None else -1, announce=False)
         self._broadcast(self.claim)
         self.synced = None
         self._suspicion_over()
-        role.recover(since_us, kind, snapshot)
+        role.recovery.recover(since_us, kind, snapshot)
         own = self.status_message()
         if own is not None:
-            role.status(self.rank - 1, own)
-
-    # ---- the master role's messages -----------------------------------------------------
-    def _redirect(self, src: int) -> None:
-        """A message for the master reached a member that is not: say who is, or, back from a restart
-        knowing nothing, ask the sender (its answering ``Claim`` may name this member master again)."""
-        if self.claim is None:
-            self.send(src, MasterPing(self.cfg.group))
-        elif self.claim.master != self.id:
-            self.send(src, self.claim)
-
-    def on_TaskBatch(self, msg, src: int) -> None:
-        if self.role is None:
-            self._redirect(src)
-            return
-        self.role.batch(msg, src)
-
-    def _worker_local(self, src: int) -> int:
-        """The sender's worker slot, while this member is master; else -1, and the sender is redirected."""
-        local = -1 if self.role is None else self.role.local_of.get(src, -1)
-        if local < 0:
-            self._redirect(src)
-        return local
-
-    def on_Idle(self, msg, src: int) -> None:
-        role = self.role  # ``_worker_local`` written out: an idle notice comes once per task
-        local = -1 if role is None else role.local_of.get(src, -1)
-        if local >= 0:
-            role.idle(local, msg)
-        else:
-            self._redirect(src)
-
-    def on_Status(self, msg, src: int) -> None:
-        local = self._worker_local(src)
-        if local >= 0:
-            self.role.status(local, msg)
-
-    def on_Refused(self, msg, src: int) -> None:
-        local = self._worker_local(src)
-        if local >= 0:
-            self.role.status(local, msg, refused=(msg.job_id, msg.index))
-
-    def on_Hello(self, msg, src: int) -> None:
-        if self.role is None:
-            return
-        local = self.role.local_of.get(src, -1)
-        if local >= 0:
-            self.role.hello(local)
-        self.send(src, self.claim)
-
-    def on_Outstanding(self, msg, src: int) -> None:
-        if self.role is None or msg.epoch != self.role.epoch:
-            self._redirect(src)
-            return
-        self.role.outstanding(msg, src)
-
-    def on_MasterTick(self, msg, src: int) -> None:
-        if self.role is not None and msg.epoch == self.role.epoch:
-            self.role.tick()
-
-    def on_StrandedTimer(self, msg, src: int) -> None:
-        if self.role is not None and msg.epoch == self.role.epoch:
-            self.role.stranded_timer()
-
-    def on_RecoverTimer(self, msg, src: int) -> None:
-        if self.role is not None and msg.epoch == self.role.epoch:
-            self.role.recover_timer()
+            role.recovery.status(self.rank - 1, own)
