@@ -354,7 +354,7 @@ def test_a_gm_pauses_preemption_after_refused_tries_but_one_stale_pass_is_one_tr
     gm = SimpleNamespace(attempts=0, recovery=SimpleNamespace(followed=lambda lm, src: False),
                          requeue=lambda task, front: None, schedule=lambda: None)
     fair = object.__new__(GmFairness)
-    fair.gm, fair.flights, fair.busy_until, fair.holders = gm, {}, {}, [{}]
+    fair.core, fair.flights, fair.busy_until, fair.holders = gm, {}, {}, [{}]
     fair.refusals, fair.learnt, fair.calm = 0, 0, False
 
     def plan(n):

@@ -84,7 +84,7 @@ def test_a_crashed_worker_that_stays_down_has_its_tasks_handed_back():
     assert c["workers_marked_down"] >= 1 and c["tasks_handed_back"] >= 1 and "tasks_relaunched" not in c
     lm = next(a for a in (r.fabric.actor(i) for i in range(len(r.fabric.names))) if isinstance(a, LocalManager)
               and worker in a.worker_names)
-    assert lm.worker_names.index(worker) in lm.down
+    assert lm.worker_names.index(worker) in lm.recovery.down
 
 
 def test_a_restarted_lm_rebuilds_from_its_workers_with_launches_in_flight():
@@ -186,10 +186,10 @@ def test_the_live_state_checks_bite_on_a_corrupted_view_or_lm_record():
     found = lm_matches_workers(fabric)
     assert [x.subject for x in found] == [lm.worker_names[3]] and "holds free (0,)" in found[0].detail
     lm.free[3][0] += 1
-    lm.down[3] = 1
-    lm.asking.add(3)
+    lm.recovery.down[3] = 1
+    lm.recovery.asking.add(3)
     assert lm_matches_workers(fabric) == []  # marked down and still asked: on its way back up
-    lm.asking.discard(3)  # not asked (a notice said it crashed): it must register, yet it is up and registered
+    lm.recovery.asking.discard(3)  # not asked (a notice said it crashed): it must register, yet it is up and registered
     assert "has it down, but it is up" in lm_matches_workers(fabric)[0].detail
 
 

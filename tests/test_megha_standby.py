@@ -41,7 +41,7 @@ def test_without_faults_a_standby_costs_one_join_per_lm():
 def test_the_standby_takes_over_a_crashed_active_lm_with_launches_in_flight():
     r = run([crash("lm-0", 1.0)], **STANDBY)
     old, new = replicas(r)
-    assert old is None and new.active and new.epoch == 1 and not new.rebuilding
+    assert old is None and new.active and new.epoch == 1 and not new.recovery.rebuilding
     assert counters(r)["failovers"] == 1 and counters(r)["launches_retried"] >= 1
     assert all(gm.lm_ids[0] == new.id for gm in gms(r))
     rec = r.summary["faults"]["recovery_s"]

@@ -19,8 +19,6 @@ wrong. What it needs, once for every scheduler:
   any outage. The owner stops waiting when the answer comes, or when it has moved the work elsewhere.
 - ``Suspects``: peers a notice showed down (crashed, or refusing), not to be counted on until a backoff
   has passed or they are heard from: where work can go elsewhere, it goes elsewhere meanwhile.
-- Overdue tracking, where a protocol still needs it (a result that can be late with no notice): many
-  timeouts behind one timer, ``common.deadlines.Deadlines``.
 """
 
 from __future__ import annotations

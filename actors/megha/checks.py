@@ -62,14 +62,15 @@ def lm_matches_workers(fabric) -> list[Violation]:
     report lost for good is a violation."""
     out = []
     for lm in _acting(fabric).values():
-        if lm.rebuilding:
+        if lm.recovery.rebuilding:
             continue
         for w, wid in enumerate(lm.worker_ids):
             worker = fabric.actor(wid)
             if worker is None:
                 continue
-            if w in lm.down:
-                if w in lm.asking or w in lm.probing or w in lm.awaiting_cut or lm.hand_back_at.get(w, -1) >= fabric.now \
+            rec = lm.recovery
+            if w in rec.down:
+                if w in rec.asking or w in rec.probing or w in rec.awaiting_cut or rec.hand_back_at.get(w, -1) >= fabric.now \
                         or not worker.registered or _under_way(fabric, lm, wid):
                     continue
                 out.append(Violation("lm_matches_workers", lm.worker_names[w], fabric.now,
@@ -87,13 +88,13 @@ def one_active_lm(fabric) -> list[Violation]:
     out = []
     acting = _acting(fabric)
     for lm in _live(fabric, LocalManager):
-        if lm.standby is None or lm.rebuilding or lm is not acting.get(lm.lm):
+        if lm.standby is None or lm.recovery.rebuilding or lm is not acting.get(lm.lm):
             continue
         for w, wid in enumerate(lm.worker_ids):
             worker = fabric.actor(wid)
             # (a restarted worker still asking to register will follow whichever replica answers it)
             registering = worker is not None and not worker.registered
-            if worker is not None and worker.lm_id != lm.id and w not in lm.down and not registering:
+            if worker is not None and worker.lm_id != lm.id and w not in lm.recovery.down and not registering:
                 out.append(Violation("one_active_lm", lm.worker_names[w], fabric.now,
                                      f"follows {fabric.names[worker.lm_id]} (epoch {worker.epoch}), but {lm.name} "
                                      f"is the active LM of epoch {lm.epoch}"))
@@ -140,7 +141,7 @@ def views_converge(fabric) -> list[Violation]:
         for c, lm_id in enumerate(gm.lm_ids):
             lm = fabric.actor(lm_id)
             asking = c in gm.recovery.rebuilding or c in gm.recovery.resyncing
-            if lm is None or lm is not acting.get(c) or lm.rebuilding or asking:
+            if lm is None or lm is not acting.get(c) or lm.recovery.rebuilding or asking:
                 continue
             per = gm.search.per_partition
             differ = [p * per + local for p, view in enumerate(gm.search.views[c])

@@ -193,7 +193,7 @@ class GmGang:
 
     def __init__(self, gm, machines) -> None:
         """``machines``: every worker's WorkerSpec (a gang that cannot fit them all at once is rejected)."""
-        self.gm = gm
+        self.core = gm
         self.machines = tuple(machines)
         self.providers: dict = {}  # constraint set -> machines that provide it (``gang_order``)
         self.waiting: dict[int, list] = {}  # waiting gangs in arrival order: job -> [job, since_us, tried_at]
@@ -203,7 +203,7 @@ class GmGang:
 
     def admits(self, job, src: int) -> bool:
         """False, with the job rejected, for a gang that can never be held whole, even on idle machines."""
-        gm = self.gm
+        gm = self.core
         if job.gang and not whole_fit(self.machines, job.constraints, job.demand):
             if gm.fabric.event_log is not None:
                 emit(gm, JOB_UNSCHEDULABLE, job=job.job_id, tasks=tuple(range(job.num_tasks)))
@@ -213,7 +213,7 @@ class GmGang:
 
     def arrived(self, job) -> None:
         """A gang admitted: it waits, since its arrival, for a pass that can place it whole."""
-        self.waiting[job.job_id] = [job, self.gm.arrived, -1]
+        self.waiting[job.job_id] = [job, self.core.arrived, -1]
 
     def learnt(self, lm: int, workers: tuple) -> None:
         """LM ``lm`` sent the values just learnt before it saw this GM's reservations it has not voted on
@@ -221,7 +221,7 @@ class GmGang:
         if not self.flights:
             return
         learnt = set(workers)
-        search = self.gm.search
+        search = self.core.search
         for flight in self.flights.values():
             if lm in flight.waiting:
                 for _, at, w in flight.placed:
@@ -231,7 +231,7 @@ class GmGang:
     def adopted(self, job_id: int) -> bool:
         """A resubmitted gang the LMs answered for: True, waiting as a gang again, if nothing of it ran;
         else what is missing is its remainder, placed as ordinary tasks (False: the GM does that)."""
-        gm = self.gm
+        gm = self.core
         job, _, running, done, _ = gm.recovery.adopting[job_id]
         if not job.gang:
             return False
@@ -256,7 +256,7 @@ class GmGang:
         """Try the waiting gangs (in ``order``, by default arrival) whose last try saw a view that has
         changed since, until ``GANG_MISSES`` of them did not fit (a try scans the view once per task: a
         pass stays cheap); returns the gangs placed (sent out for votes)."""
-        gm = self.gm
+        gm = self.core
         search = gm.search
         misses = 0
         placed_jobs = []
@@ -282,7 +282,7 @@ class GmGang:
         The most constrained tasks go first (``gang_order``), placed by the worker-choice policy; if that
         leaves a task with no worker, the ``head`` of the waiting gangs tries first fit in machine order too
         (on idle machines that is ``whole_fit``: a gang admitted at submission fits once they drain)."""
-        search = self.gm.search
+        search = self.core.search
         if search.policy is not None and search.policy.name == "tebas" and len(set(job.constraints)) == 1:
             return self._tebas(job)
         order = gang_order(self.machines, job.constraints, self.providers)
@@ -293,7 +293,7 @@ class GmGang:
 
     def _place(self, job, order: list, first_fit: bool) -> list | int:
         """The placement, or how many tasks were placed before one found no worker (all undone)."""
-        search, demand = self.gm.search, job.demand
+        search, demand = self.core.search, job.demand
         placed = []
         for i in order:
             signature = (job.constraints[i], demand)
@@ -313,7 +313,7 @@ class GmGang:
         groups, up to RemainCap each (``policies.tebas.assign``); None when they cannot take every task. (As
         every machine is a candidate, this needs no first-fit fallback: on idle machines it places what
         ``whole_fit`` does.)"""
-        search, demand = self.gm.search, job.demand
+        search, demand = self.core.search, job.demand
         where, speeds, frees = [], [], []
         own_first = [search.home] + search.external_order  # equal Fitness: this GM's partitions first (Megha's
         for p in own_first:  # internal-first search; GMs that agree on Fitness then collide less)
@@ -342,7 +342,7 @@ class GmGang:
     def _first_fit(self, signature: tuple):
         """(lm, partition, local) of the first worker in machine order the view has room on, or None."""
         constraints, demand = signature
-        search = self.gm.search
+        search = self.core.search
         for lm, row in enumerate(search.views):
             for p, view in enumerate(row):
                 if view.free_count:
@@ -353,7 +353,7 @@ class GmGang:
         return None
 
     def _reserve(self, job, since_us: int, placed: list) -> None:
-        gm = self.gm
+        gm = self.core
         gm.attempts += 1
         flight = self.flights[job.job_id] = GangFlight(job, gm.attempts, since_us, placed)
         gm.recorder.count("gang_attempts")
@@ -364,13 +364,13 @@ class GmGang:
         self._ask_votes(flight)
 
     def _ask_votes(self, flight: GangFlight) -> None:
-        gm = self.gm
+        gm = self.core
         job, single = flight.job, len({lm for _, lm, _ in flight.placed}) == 1
         for lm in flight.waiting:
             gm.to_lm(lm, GangReserve(job.job_id, flight.attempt, gm.gm, flight.part(lm), job.demand, single))
         gm.set_timer(backoff(gm.request_timeout_us, flight.asks), GangTimer(job.job_id, flight.attempt, flight.asks))
 
-    def on_timer(self, msg: GangTimer) -> None:
+    def due(self, msg: GangTimer) -> None:
         flight = self.flights.get(msg.job_id)
         if flight is None or flight.attempt != msg.attempt or flight.asks != msg.asks:
             return
@@ -379,10 +379,10 @@ class GmGang:
             self._ask_votes(flight)
         else:
             self._abort(flight)
-            self.gm.schedule()
+            self.core.schedule()
 
     def on_vote(self, msg: GangVote, src: int) -> None:
-        gm = self.gm
+        gm = self.core
         flight = self.flights.get(msg.job_id)
         learn = msg.workers and gm.recovery.followed(msg.lm, src)
         if flight is None or flight.attempt != msg.attempt or msg.lm not in flight.waiting:
@@ -407,7 +407,7 @@ class GmGang:
 
     def _abort(self, flight: GangFlight) -> None:
         """Give the attempt up: every LM of it lets go, the view gets its allocations back, the gang waits."""
-        gm = self.gm
+        gm = self.core
         job = flight.job
         del self.flights[job.job_id]
         gm.recorder.count("gang_aborts")
@@ -420,7 +420,7 @@ class GmGang:
 
     def _commit(self, flight: GangFlight) -> None:
         """Every part is held (or, for one LM, launched): the tasks are launches awaiting their end."""
-        gm = self.gm
+        gm = self.core
         job = flight.job
         del self.flights[job.job_id]
         self.committed[job.job_id] = flight.attempt
@@ -446,7 +446,7 @@ class GmGang:
         other launch."""
         task = flight.task
         if flight.attempt and flight.attempt == self.committed.get(task.job_id):
-            self.gm.to_lm(flight.lm, GangCommit(task.job_id, flight.attempt, self.gm.gm,
+            self.core.to_lm(flight.lm, GangCommit(task.job_id, flight.attempt, self.core.gm,
                                                 ((task.index, flight.worker, task.duration_us),), task.demand))
             return True
         return False
@@ -457,14 +457,14 @@ class LmGang:
     """Gang holds under a lease, launched on a commit: a component its ``LocalManager`` holds (``gang``)."""
 
     def __init__(self, lm, lease_us: int) -> None:
-        self.lm = lm
+        self.core = lm
         self.lease_us = lease_us
         self.holds: dict[tuple[int, int], list] = {}  # (job, attempt) -> [owner GM, demand, tasks]
         self.ended: set[tuple[int, int]] = set()  # attempts committed or let go here (a late reserve: no)
 
     def held(self, w: int) -> list[int]:
         """The resources held on worker ``w`` for gangs (the workers do not know of holds)."""
-        out = [0] * len(self.lm.capacity[w])
+        out = [0] * len(self.core.capacity[w])
         for _, demand, tasks in self.holds.values():
             for _, worker, _ in tasks:
                 if worker == w:
@@ -473,7 +473,7 @@ class LmGang:
         return out
 
     def on_reserve(self, msg: GangReserve, src: int) -> None:
-        lm = self.lm
+        lm = self.core
         if lm.hold(msg, src):
             return
         key = (msg.job_id, msg.attempt)
@@ -500,7 +500,7 @@ class LmGang:
             for r, d in enumerate(msg.demand):
                 need[w][r] += d
         for w in sorted(need):
-            if bad < 0 and (w in lm.down or any(f < d for f, d in zip(lm.free[w], need[w]))):
+            if bad < 0 and (w in lm.recovery.down or any(f < d for f, d in zip(lm.free[w], need[w]))):
                 bad = w
         if bad >= 0:
             lm.recorder.count("gang_refusals")
@@ -526,13 +526,13 @@ class LmGang:
         lm.send(gm, GangVote(msg.job_id, msg.attempt, lm.lm, True, workers, frees))
 
     def on_commit(self, msg: GangCommit, src: int) -> None:
-        if self.lm.hold(msg, src):
+        if self.core.hold(msg, src):
             return
         self._launch_held((msg.job_id, msg.attempt), msg.gm, msg.tasks, msg.demand)
 
     def _launch_held(self, key, gm: int, tasks: tuple, demand: tuple) -> None:
         """Launch ``tasks`` of the gang attempt ``key``: from its hold, or checked again when not held."""
-        lm = self.lm
+        lm = self.core
         hold = self.holds.get(key)
         held = {i for i, _, _ in hold[2]} if hold is not None else set()
         job_id, attempt = key
@@ -549,7 +549,7 @@ class LmGang:
                 lm.recorder.count("duplicate_launches_suppressed")
                 lm.send(lm.gm_ids[gm], TaskCompleted(job_id, index, lm.lm, w, tuple(lm.free[w])))
                 continue
-            if index in held and w not in lm.down:
+            if index in held and w not in lm.recovery.down:
                 held.discard(index)
                 hold[2] = tuple(t for t in hold[2] if t[0] != index)  # its resources stay taken: it launches
                 lm.recorder.task_handled(job_id, index, lm.arrived, lm.now)
@@ -558,7 +558,7 @@ class LmGang:
             lm.recorder.count("gang_commits_rechecked")
             free = lm.free[w]
             lm.recorder.task_handled(job_id, index, lm.arrived, lm.now)
-            if w not in lm.down and all(f >= d for f, d in zip(free, demand)):
+            if w not in lm.recovery.down and all(f >= d for f, d in zip(free, demand)):
                 for r, d in enumerate(demand):
                     free[r] -= d
                 lm.changed(w, gm)
@@ -571,24 +571,24 @@ class LmGang:
         self.ended.add(key)
 
     def on_release(self, msg: GangRelease, src: int) -> None:
-        if self.lm.hold(msg, src):
+        if self.core.hold(msg, src):
             return
         self._let_go((msg.job_id, msg.attempt))
 
     def on_lease(self, msg: GangLease) -> None:
-        if self.lm.active and (msg.job_id, msg.attempt) in self.holds:
-            self.lm.recorder.count("gang_leases_expired")
+        if self.core.active and (msg.job_id, msg.attempt) in self.holds:
+            self.core.recorder.count("gang_leases_expired")
             self._let_go((msg.job_id, msg.attempt))
 
     def _let_go(self, key) -> None:
-        lm = self.lm
+        lm = self.core
         self.ended.add(key)
         hold = self.holds.pop(key, None)
         if hold is None:
             return
         _, demand, tasks = hold
         for _, w, _ in tasks:
-            if w in lm.down:
+            if w in lm.recovery.down:
                 continue  # a down worker's free stays 0 until it is reconciled (without the hold)
             for r, d in enumerate(demand):
                 lm.free[w][r] += d
@@ -602,7 +602,7 @@ class LmGang:
     def reconciled(self, w: int) -> None:
         """The worker's record was rebuilt from what it runs; the holds on it are taken again (a hold that
         no longer fits is let go: its commit will be checked again)."""
-        lm = self.lm
+        lm = self.core
         free = lm.free[w]
         for key in sorted(self.holds):
             _, demand, tasks = self.holds[key]

@@ -46,6 +46,7 @@ from fedemu.fabric.log import emit
 from fedemu.policies.fair_queue import HIGH, FairQueue
 from fedemu.policies.partition_search import PartitionSearch
 
+from ..common.components import routed
 from ..common.events import JOB_UNSCHEDULABLE
 from ..common.front_end import JobFrontEnd, Pending
 from ..common.submitter import JobDone
@@ -54,7 +55,6 @@ from .gang import GmGang
 from .gm_fairness import FairConfig, GmFairness
 from .gm_recovery import GmRecovery
 from .gm_waiting import GmWaiting
-from .local_manager import routed
 from .messages import AdoptJob, Heartbeat, Launch, LaunchFailed, LaunchOk, SnapshotRequest, TaskCompleted
 
 
@@ -92,11 +92,17 @@ class Inflight:
 
 
 class GlobalManager(JobFrontEnd, Actor):
-    """The GM of Megha's papers (above): a queue, a view, matching and launches. What a run adds hangs
-    off it as components, each None when off: ``users`` (user queues and Algorithm 2, ``gm_fairness``)
-    and ``gang`` (gangs placed whole, ``gang``); ``recovery`` (``gm_recovery``) handles failures."""
+    """The GM of Megha's papers (above): a queue, a view, matching and launches; a core in the one role
+    shape (``common.components``). What a run adds hangs off it as components, each None when off:
+    ``users`` (user queues and Algorithm 2, ``gm_fairness``), ``gang`` (gangs placed whole, ``gang``) and
+    ``waiting`` (``gm_waiting``); ``recovery`` (``gm_recovery``) handles failures."""
 
     COST_ROLE, COST_UNITS = "gm", ("worker", "change")  # a single server (fabric.service): what it charges
+    CORE = frozenset({  # what its components may use (tests/test_role_shape.py)
+        "gm", "lm_names", "lm_ids", "lm_of", "replicas", "lm_upto", "search", "queue", "inflight", "attempts",
+        "open_jobs", "launch_timeout_us", "request_timeout_us", "recorder", "launches", "internal", "external",
+        "passes", "users", "gang", "recovery", "admit", "apply", "set_free", "enqueue", "requeue", "schedule",
+        "launch", "new_flight", "track", "send_launch", "released", "task_done", "to_lm"})
 
     def __init__(self, gm: int, lm_names: list[str], views, *, policy, feasible, recorder,
                  launch_timeout_us: int = 2_000_000, request_timeout_us: int = 1_000_000, gm_queue: str = "fifo",
@@ -188,7 +194,7 @@ class GlobalManager(JobFrontEnd, Actor):
         self.source[job.job_id] = src
         self.open_job(job.job_id, job.num_tasks)
         if self.users is not None:
-            self.users.job_user[job.job_id] = job.user
+            self.users.opened(job)
         return True
 
     def on_Job(self, job, src: int) -> None:
@@ -222,12 +228,8 @@ class GlobalManager(JobFrontEnd, Actor):
     def _refresh_all(self) -> None:
         """``view_refresh=full``: ask every LM not already asked for its whole state."""
         self.recorder.count("view_refreshes")
-        recovery = self.recovery
         for lm in range(len(self.lm_ids)):
-            if lm not in recovery.resyncing and lm not in recovery.rebuilding:
-                recovery.resyncing.add(lm)
-                recovery.resync_asks[lm] = 0
-                recovery.ask_resync(lm)
+            self.recovery.refresh(lm)
 
     def on_Heartbeat(self, msg: Heartbeat, src: int) -> None:
         """A delta: the changes since the LM's last status update to this GM (not its own)."""
@@ -371,10 +373,10 @@ class GlobalManager(JobFrontEnd, Actor):
     on_PreemptFailed = routed("users", "on_preempt_failed")
     on_Preempted = routed("users", "on_preempted")
     on_GangVote = routed("gang", "on_vote")
-    on_GangTimer = routed("gang", "on_timer", timer=True)
+    on_GangTimer = routed("gang", "due", timer=True)
     on_ConnectionBroken = routed("recovery", "on_connection_broken", timer=True)
     on_Snapshot = routed("recovery", "on_snapshot")
-    on_GmTimer = routed("recovery", "on_timer", timer=True)
+    on_GmTimer = routed("recovery", "due", timer=True)
     on_Resubmit = routed("recovery", "on_resubmit")
     on_JobTasks = routed("recovery", "on_job_tasks")
     on_Ping = routed("recovery", "on_ping")

@@ -148,7 +148,7 @@ class GmFairness:
     (``users``). The GM serves its queue (``queue``) and counts its launches in flight (``flights``)."""
 
     def __init__(self, gm, fair: FairConfig, ranked: bool) -> None:
-        self.gm = gm
+        self.core = gm
         self.fair = fair
         self.job_user: dict[int, int] = {}
         self.queue = UserQueues(lambda task: self.job_user.get(task.job_id, 0), ranked)
@@ -167,6 +167,10 @@ class GmFairness:
         self.orders: dict = {}  # Algorithm 2's orders over ``use``: (user, demand) -> order
         self.places: dict = {}  # user -> the (lm, worker) places it runs tasks at, in order
         self.gang_turn = 0  # the user whose waiting gang is tried first in the next pass (gang=true)
+
+    def opened(self, job) -> None:
+        """The GM opened ``job``: its tasks are its user's."""
+        self.job_user[job.job_id] = job.user
 
     def user_of(self, task) -> int:
         return self.job_user.get(task.job_id, -1)
@@ -218,7 +222,7 @@ class GmFairness:
     def schedule(self) -> None:
         """One pass: users round robin, one task each per turn, until no user's task fits the view; then,
         with fairness on, Algorithm 2 for each user left blocked."""
-        gm = self.gm
+        gm = self.core
         queue, search = self.queue, gm.search
         if not queue.sizes[HIGH]:
             return
@@ -292,8 +296,8 @@ class GmFairness:
         if order is None:
             order = self.orders[(user, demand)] = preempt_order(user, use, fair.shares, dominant(demand, fair.total))
         need = frozenset(constraints)
-        search = self.gm.search
-        now = self.gm.now
+        search = self.core.search
+        now = self.core.now
         for victim in order:
             for lm, w in self._places_of(victim):
                 if self.busy_until.get((lm, w), -1) > now or not need <= fair.provides[lm][w]:
@@ -307,7 +311,7 @@ class GmFairness:
 
     def _preempt(self, task, lm: int, w: int, victim: int, victims: tuple) -> None:
         """Ask LM ``lm`` to stop ``victims`` on worker ``w`` and launch ``task`` there; the view takes it as done."""
-        gm = self.gm
+        gm = self.core
         user = self.user_of(task)
         gm.recorder.task_dispatched(task.job_id, task.index, task.since_us, gm.now)
         gm.recorder.count("preemption_attempts")
@@ -326,7 +330,7 @@ class GmFairness:
 
     # ---- answers ------------------------------------------------------------------------------
     def on_preempt_failed(self, msg, src: int) -> None:
-        gm = self.gm
+        gm = self.core
         if gm.recovery.followed(msg.lm, src):
             gm.apply(msg.lm, msg.workers, msg.frees, msg.holders)
         key = (msg.job_id, msg.index)
@@ -346,7 +350,7 @@ class GmFairness:
 
     def on_preempted(self, msg, src: int) -> None:
         """One of this GM's tasks was preempted: queue it again, from scratch (once per launch)."""
-        gm = self.gm
+        gm = self.core
         key = (msg.job_id, msg.index)
         flight = self.flights.get(key)
         if flight is None or flight.attempt != msg.attempt or flight.lm != msg.lm or msg.job_id not in gm.open_jobs:

@@ -28,6 +28,11 @@ restart, a resubmitted job or a later LM epoch. Our reading of the 2022 paper's 
   queued again (a task still running there runs twice, a duplicate execution, counted; its completion
   counts once). A ``TaskLost`` meanwhile takes that task off what the adoption found running.
 - **Worker loss**: an LM hands back the tasks of a worker down too long (``TaskLost``): queued again.
+- **One chain of asks at a time.** Each retry (an LM's state, the snapshots, a job's adoption) is one
+  timer ``GmTimer(what, key, nonce)``; starting a chain again (an LM asked again after its state came, a
+  job handed again) supersedes the timer of the one before, which is dropped when it fires. (Without the
+  nonce a timer of an ended chain went on asking inside the next one: two chains per LM, each re-asking
+  and backing off on its own; ``tests/test_megha_resync.py``.)
 - **Active-standby LMs** (``lm_standby``, see ``standby``): an ask for an LM's state or a job's tasks goes
   to both replicas; the GM follows the replica of the latest epoch a heartbeat or snapshot came from (and
   asks it for its state, as after a break), and answers one from an older epoch with ``Fenced``. A
@@ -51,7 +56,7 @@ class GmRecovery:
     epoch (``heard``), an answer from a replica (``followed``), a job's arrival (``job_arrived``)."""
 
     def __init__(self, gm, lms: int) -> None:
-        self.gm = gm
+        self.core = gm
         self.lm_inc = [0] * lms  # each LM's epoch as last heard (its incarnation without standbys)
         self.rebuilding: set[int] = set()  # LMs whose view is empty until their snapshot comes
         self.snapshot_asks = 0
@@ -62,13 +67,15 @@ class GmRecovery:
         self.reask: set[int] = set()  # LMs whose launches in flight are asked again when their state comes
         self.adopting: dict[int, list] = {}  # job -> [job, LMs yet to answer, running, done, asks]
         self.started_us = -1  # a restarted GM: when it started to rebuild
+        self.armed: dict[tuple[str, int], int] = {}  # (what, key) -> nonce of the one timer wanted for it
+        self.nonce = 0
 
     def start(self) -> None:
         """A restarted (stateless) GM: empty every LM's view, ask for snapshots, and ask the submitter (the
         jobs' owner of record) for its jobs back."""
-        gm = self.gm
+        gm = self.core
         self.started_us = gm.now
-        for lm in range(len(gm.lm_names)):
+        for lm in range(len(self.lm_inc)):
             self.forget(lm)
         self.ask_snapshots()
         if "submitter" in gm.fabric.names:
@@ -77,7 +84,7 @@ class GmRecovery:
     # ---- the view: emptied, rebuilt, asked again ------------------------------------------
     def forget(self, lm: int) -> None:
         """Treat LM ``lm``'s view as empty (launch nothing there) until its snapshot arrives."""
-        gm = self.gm
+        gm = self.core
         search = gm.search
         n = search.num_partitions * search.per_partition
         zero = (0,) * search.views[lm][0].num_resources
@@ -87,18 +94,25 @@ class GmRecovery:
             gm.users.forget_holders(lm)
 
     def ask_snapshots(self) -> None:
-        gm = self.gm
+        gm = self.core
         for lm in sorted(self.rebuilding):
             self.ask_state(lm)
         self.snapshot_asks += 1
-        gm.set_timer(backoff(gm.request_timeout_us, self.snapshot_asks), GmTimer("snapshots"))
+        self.arm(backoff(gm.request_timeout_us, self.snapshot_asks), "snapshots", -1)
+
+    def arm(self, delay_us: int, what: str, key: int) -> None:
+        """Set the one timer of ``what`` for ``key``: one set before for them is superseded (its chain of
+        asks ended, and a new one began), and is dropped when it fires."""
+        self.nonce += 1
+        self.armed[(what, key)] = self.nonce
+        self.core.set_timer(delay_us, GmTimer(what, key, self.nonce))
 
     def on_connection_broken(self, msg) -> None:
         """A connection with an LM broke (docs/connections.md): ask that LM for its whole state (at once
         after a long cut, a retry period later when the LM is down); already asking it, ask again at once
         after a cut (the asks went down with the connection). A break with the replica this GM does not
         follow changes nothing: that one acts on nothing it was sent."""
-        gm = self.gm
+        gm = self.core
         peer = msg.dst if msg.src == gm.id else msg.src
         lm = gm.lm_of.get(peer)
         if lm is None or (gm.replicas and peer != gm.lm_ids[lm]):
@@ -117,27 +131,36 @@ class GmRecovery:
             return  # already asking (an empty view is asked for until its snapshot comes)
         self.resyncing.add(lm)
         self.resync_asks[lm] = 0
-        self.gm.recorder.count("view_resyncs")
+        self.core.recorder.count("view_resyncs")
         if now:
             self.ask_resync(lm)
         else:
-            self.gm.set_timer(self.gm.request_timeout_us, GmTimer(f"resync {lm}"))
+            self.arm(self.core.request_timeout_us, "resync", lm)
+
+    def refresh(self, lm: int) -> None:
+        """``view_refresh=full``: ask LM ``lm`` for its whole state now, unless already asking (counted in
+        ``view_refreshes`` by the GM, not as a resync)."""
+        if lm in self.resyncing or lm in self.rebuilding:
+            return
+        self.resyncing.add(lm)
+        self.resync_asks[lm] = 0
+        self.ask_resync(lm)
 
     def ask_resync(self, lm: int) -> None:
-        gm = self.gm
+        gm = self.core
         self.resync_asks[lm] += 1
         self.ask_state(lm)
-        gm.set_timer(backoff(gm.request_timeout_us, self.resync_asks[lm]), GmTimer(f"resync {lm}"))
+        self.arm(backoff(gm.request_timeout_us, self.resync_asks[lm]), "resync", lm)
 
     def ask_state(self, lm: int) -> None:
         """Ask LM ``lm`` for a snapshot, noting which launches it will already have seen."""
-        self.asked_at[lm] = self.gm.attempts
-        self.gm.to_lm(lm, SnapshotRequest(self.gm.gm))
+        self.asked_at[lm] = self.core.attempts
+        self.core.to_lm(lm, SnapshotRequest(self.core.gm))
 
     def retake(self, lm: int) -> set:
         """A snapshot asked for reflects the launches sent before the ask (the connection is FIFO), not
         those sent since, which its values just undid in the view: take their demand again. Returns them."""
-        gm = self.gm
+        gm = self.core
         after, self.asked_at[lm] = self.asked_at[lm], -1
         if after < 0:
             return set()
@@ -150,7 +173,7 @@ class GmRecovery:
     def on_snapshot(self, msg, src: int) -> None:
         """An LM's whole state: asked for, or sent unasked by an LM that rebuilt its state (a restart, or a
         standby that took over: a later epoch, which this GM follows from now on)."""
-        gm = self.gm
+        gm = self.core
         lm = msg.lm
         if not self.follow(lm, msg.incarnation, src):
             return
@@ -175,7 +198,7 @@ class GmRecovery:
         """Ask LM ``lm`` again for every launch in flight there (their answers may have been lost). The
         snapshot just learnt may not count them (lost, or not there yet): their demand is taken again
         (``taken`` already were), until the answer says what the LM holds."""
-        gm = self.gm
+        gm = self.core
         for key in sorted(k for k, f in gm.inflight.items() if f.lm == lm):
             flight = gm.inflight[key]
             if key not in taken:
@@ -191,7 +214,7 @@ class GmRecovery:
         there), and meanwhile queue elsewhere the launches that fall overdue (``give_up``). An answer from
         the replica this GM no longer follows is stale."""
         lm = msg.lm
-        if src != self.gm.lm_ids[lm]:
+        if src != self.core.lm_ids[lm]:
             return
         self.broken.add(lm)
         self.reask.add(lm)
@@ -205,7 +228,7 @@ class GmRecovery:
         have run out), and launch nothing there until its state comes."""
         if lm not in self.broken or asks < PATIENCE:
             return
-        gm = self.gm
+        gm = self.core
         late = gm.now - gm.launch_timeout_us if asks < REQUEST_TRIES else None
         for key in sorted(k for k, f in gm.inflight.items() if f.lm == lm and (late is None or f.end_us <= late)):
             flight = gm.inflight.pop(key)
@@ -216,20 +239,24 @@ class GmRecovery:
             self.forget(lm)
         gm.schedule()
 
-    def on_timer(self, msg: GmTimer) -> None:
-        what = msg.what.split()
-        if what[0] == "snapshots":
+    def due(self, msg: GmTimer) -> None:
+        """A retry timer: dropped unless it is the one wanted for its ``what`` and ``key`` (a chain of asks
+        that ended and began again has a later one: two chains would each ask, and back off, on their own)."""
+        if self.armed.get((msg.what, msg.key)) != msg.nonce:
+            return
+        del self.armed[(msg.what, msg.key)]
+        if msg.what == "snapshots":
             if self.rebuilding:
                 for lm in sorted(self.broken & self.rebuilding):
                     self.give_up(lm, self.snapshot_asks)
                 self.ask_snapshots()  # backing off to a minute, for as long as an LM may return
-        elif what[0] == "resync":
-            lm = int(what[1])
+        elif msg.what == "resync":
+            lm = msg.key
             if lm in self.resyncing:  # asked again, backing off to a minute, for as long as the LM may return
                 self.give_up(lm, self.resync_asks[lm])
                 self.ask_resync(lm)
-        else:  # "adopt <job>"
-            job_id = int(what[1])
+        else:  # "adopt"
+            job_id = msg.key
             entry = self.adopting.get(job_id)
             if entry is not None:
                 if entry[4] < REQUEST_TRIES:
@@ -253,7 +280,7 @@ class GmRecovery:
         """Whether a heartbeat or snapshot of ``epoch`` from ``src`` is current: one from a later epoch
         makes ``src`` the LM this GM follows; one from an older epoch is refused (and, with standbys,
         answered ``Fenced``: an old active that still believes it is one)."""
-        gm = self.gm
+        gm = self.core
         if epoch < self.lm_inc[lm]:
             if gm.replicas:
                 gm.send(src, Fenced(self.lm_inc[lm]))
@@ -267,7 +294,7 @@ class GmRecovery:
         """Whether an answer's free vectors may be learnt: with standby LMs only the followed replica's
         are. An answer from the other is an old active's, or a new active's this GM has not heard the
         epoch of: ask both for a snapshot, whose epoch says which to follow."""
-        if not self.gm.replicas or src == self.gm.lm_ids[lm]:
+        if not self.core.replicas or src == self.core.lm_ids[lm]:
             return True
         self.reask.add(lm)
         self.resync(lm)
@@ -276,7 +303,7 @@ class GmRecovery:
     # ---- a job handed again -----------------------------------------------------------------
     def on_resubmit(self, msg, src: int) -> None:
         """A job handed again (its GM failed, or its connection broke): ask the LMs what of it ran."""
-        gm = self.gm
+        gm = self.core
         job = msg.job
         if not gm.admit(job, src):
             return
@@ -285,12 +312,12 @@ class GmRecovery:
         self.ask_adoption(job.job_id)
 
     def ask_adoption(self, job_id: int) -> None:
-        gm = self.gm
+        gm = self.core
         entry = self.adopting[job_id]
         entry[4] += 1
         for lm in sorted(entry[1]):
             gm.to_lm(lm, AdoptJob(job_id, gm.gm))
-        gm.set_timer(backoff(gm.request_timeout_us, entry[4]), GmTimer(f"adopt {job_id}"))
+        self.arm(backoff(gm.request_timeout_us, entry[4]), "adopt", job_id)
 
     def on_job_tasks(self, msg: JobTasks, src: int) -> None:
         entry = self.adopting.get(msg.job_id)
@@ -304,7 +331,7 @@ class GmRecovery:
             self.adopted(msg.job_id)
 
     def adopted(self, job_id: int) -> None:
-        gm = self.gm
+        gm = self.core
         if gm.gang is not None and gm.gang.adopted(job_id):
             return  # a gang again
         job, _, running, done, _ = self.adopting.pop(job_id)
@@ -327,7 +354,7 @@ class GmRecovery:
 
     def on_ping(self, msg, src: int) -> None:
         """The submitter asks about the jobs it handed here: answer those this GM does not hold."""
-        gm = self.gm
+        gm = self.core
         unknown = tuple(j for j in msg.jobs if j not in gm.open_jobs and j not in self.adopting)
         gm.send(src, Pong(gm.gm, unknown))
 
@@ -335,7 +362,7 @@ class GmRecovery:
     def on_launch_accepted(self, msg: LaunchAccepted, src: int) -> None:
         """A launch asked again of a task already running there: wait for its end. (An answer about
         another launch of the task, an earlier one elsewhere, moves nothing but the view.)"""
-        gm = self.gm
+        gm = self.core
         if not self.followed(msg.lm, src):
             return
         gm.set_free(msg.lm, msg.worker, msg.free)
@@ -347,7 +374,7 @@ class GmRecovery:
     def on_task_lost(self, msg: TaskLost, src: int) -> None:
         """The task's worker stayed down: schedule it again. A job being adopted forgets that the LM ran
         it (its answer came before the hand-back), so the adoption queues it."""
-        gm = self.gm
+        gm = self.core
         entry = self.adopting.get(msg.job_id)
         if entry is not None and entry[2].get(msg.index, (-1,))[0] == msg.lm:
             del entry[2][msg.index]

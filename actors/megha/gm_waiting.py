@@ -41,7 +41,7 @@ class GmWaiting:
     goes to the front), and the workers reported since the last ``serve``."""
 
     def __init__(self, gm) -> None:
-        self.gm = gm
+        self.core = gm
         self.queue = FairQueue(math.inf)
         self.reported: list[tuple[int, tuple]] = []  # (lm, LM-wide workers) of each report since ``serve``
 
@@ -50,7 +50,7 @@ class GmWaiting:
 
     def hold(self, task: Pending, front: bool = False) -> None:
         """Make ``task`` wait: at the front (a refused launch) or the back (no match)."""
-        self.gm.recorder.count("tasks_waited")
+        self.core.recorder.count("tasks_waited")
         if front:
             self.queue.push_front(HIGH, task, (task.constraints, task.demand))
         else:
@@ -67,7 +67,7 @@ class GmWaiting:
         queue = self.queue
         if not queue.sizes[HIGH]:
             return
-        gm = self.gm
+        gm = self.core
         views, per = gm.search.views, gm.search.per_partition
         for lm, workers in reported:
             for w in workers:
@@ -86,7 +86,7 @@ class GmWaiting:
 
     def park(self) -> None:
         """Hold every task still in the GM's queue (no worker in the view matched it), oldest first."""
-        take, hold = self.gm.queue.take, self.hold
+        take, hold = self.core.queue.take, self.hold
         while True:
             got = take(HIGH)
             if got is None:

@@ -39,7 +39,7 @@ class LmFairness:
     stops under way and acts through the LM (its state, its launches)."""
 
     def __init__(self, lm) -> None:
-        self.lm = lm
+        self.core = lm
         self.stopping: dict[int, list] = {}  # worker -> [Preempt request, victims, asks, nonce, since]
         self.provides = [frozenset(w.constraints) for w in lm.specs]
 
@@ -49,7 +49,7 @@ class LmFairness:
 
     def holders(self, workers) -> tuple:
         """Per worker of ``workers``, its running tasks as (job, index, user, demand)."""
-        lm = self.lm
+        lm = self.core
         tasks = lm.tasks
         out = []
         for w in workers:
@@ -68,7 +68,7 @@ class LmFairness:
         return any((e[0].job_id, e[0].index) == key for e in self.stopping.values())
 
     def on_preempt(self, msg, src: int) -> None:
-        lm = self.lm
+        lm = self.core
         if lm.hold(msg, src) or lm.repeated(msg) or self.stop_pending(msg):
             return
         lm.recorder.task_handled(msg.job_id, msg.index, lm.arrived, lm.now)
@@ -81,12 +81,11 @@ class LmFairness:
                 emit(lm, PREEMPT_REFUSED, job=msg.job_id, task=msg.index, worker=lm.worker_names[w], why=why)
             self._preempt_failed(msg, why)
             return
-        lm.seq += 1
-        self.stopping[w] = [msg, tuple(sorted(tuple(k) for k in msg.victims)), 1, lm.seq, lm.now]
+        self.stopping[w] = [msg, tuple(sorted(tuple(k) for k in msg.victims)), 1, lm.number(), lm.now]
         self.ask_stop(w)
 
     def _preempt_failed(self, msg, why: str) -> None:
-        lm = self.lm
+        lm = self.core
         workers, frees = lm.change_log.since(msg.gm, always=msg.worker)
         lm.charge("change", len(workers))
         lm.send(lm.gm_ids[msg.gm], PreemptFailed(msg.job_id, msg.index, msg.attempt, lm.lm, why, workers,
@@ -94,9 +93,9 @@ class LmFairness:
 
     def _refuse(self, msg) -> str:
         """Why the preemption request cannot go ahead on the true state ("" when it can)."""
-        lm = self.lm
+        lm = self.core
         w, demand = msg.worker, msg.demand
-        if w in lm.down or w in lm.rebuilding:
+        if w in lm.recovery.down or w in lm.recovery.rebuilding:
             return "the worker is down"
         if w in self.stopping:
             return "a preemption is under way on the worker"
@@ -111,31 +110,32 @@ class LmFairness:
             return "stopping the victims leaves too little room"
         need = set(msg.constraints)
         for v, free in enumerate(lm.free):
-            if v not in lm.down and v not in self.stopping and all(f >= d for f, d in zip(free, demand)) \
+            if v not in lm.recovery.down and v not in self.stopping and all(f >= d for f, d in zip(free, demand)) \
                     and need <= self.provides[v]:
                 return f"{lm.worker_names[v]} has room for the task (no preemption while a worker is idle)"
         return ""
 
     def ask_stop(self, w: int) -> None:
-        lm = self.lm
+        lm = self.core
         entry = self.stopping[w]
         lm.send(lm.worker_ids[w], StopTask(entry[1]))
         lm.set_timer(lm.faults.probe_timeout_us, LmTimer("stop", w, entry[3]))
 
-    def on_timer(self, msg: LmTimer) -> None:
+    def due(self, msg: LmTimer) -> None:
         """No answer to a stop: ask again, or give the preemption up after the probe retries."""
-        entry = self.stopping.get(msg.worker)
+        w = msg.key
+        entry = self.stopping.get(w)
         if entry is None or entry[3] != msg.nonce:
             return
-        if entry[2] < self.lm.faults.probe_retries:
+        if entry[2] < self.core.faults.probe_retries:
             entry[2] += 1
-            self.ask_stop(msg.worker)
+            self.ask_stop(w)
             return
-        del self.stopping[msg.worker]
+        del self.stopping[w]
         self._preempt_failed(entry[0], "the worker did not answer the stop")
 
     def on_stopped(self, msg, src: int) -> None:
-        lm = self.lm
+        lm = self.core
         if lm.hold(msg, src):
             return
         w = lm.local_of[src]
@@ -167,7 +167,7 @@ class LmFairness:
         if stopped:
             lm.recorder.preemptions.append((lm.now, lm.specs[w].worker_id, request.user, request.victim_user,
                                             (request.job_id, request.index), tuple(stopped), entry[4]))
-        if all(f >= d for f, d in zip(free, request.demand)) and w not in lm.down:
+        if all(f >= d for f, d in zip(free, request.demand)) and w not in lm.recovery.down:
             lm.start(request, w, NO_CAUSE)
         else:
             lm.changed(w, NO_CAUSE)

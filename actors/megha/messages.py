@@ -223,17 +223,21 @@ class NotActive:
 
 @message("megha.gm_timer")
 class GmTimer:
-    """GM's own timer for a retry: ``what`` is "snapshots", "resync <lm>" or "adopt <job>"."""
+    """GM's own timer for a retry: ``what`` is "snapshots", "resync" (``key``: the LM) or "adopt" (``key``:
+    the job); ``nonce`` says which arming (a later one for the same ``what`` and ``key`` supersedes it)."""
 
     what: str
+    key: int
+    nonce: int
 
 
 @message("megha.lm_timer")
 class LmTimer:
-    """LM's own timer: ``what`` is "probe", "down", "rebuild" or "stop"; ``worker`` and ``nonce`` say which."""
+    """LM's own timer: ``what`` is "probe", "down" or "stop" (``key``: the worker), or "rebuild" (``key`` -1,
+    ``nonce``: the ask's attempt); ``nonce`` says which arming."""
 
     what: str
-    worker: int
+    key: int
     nonce: int
 
 

@@ -45,7 +45,7 @@ class Standby:
     joins its peer and takes over when a notice says the peer failed; it changes the LM's role and epoch."""
 
     def __init__(self, lm, peer_name: str, replica: int, retry_us: int) -> None:
-        self.lm = lm
+        self.core = lm
         self.peer_name = peer_name
         self.replica = replica  # 0 starts active; replica r only takes epochs with epoch % 2 == r
         self.retry_us = retry_us
@@ -55,7 +55,7 @@ class Standby:
 
     def start(self) -> None:
         """At start: replica 0 of a fresh run is active in epoch 0; any other start is a standby, which joins."""
-        lm = self.lm
+        lm = self.core
         self.peer_id = lm.fabric.addr(self.peer_name)
         self.joins = lm.recover(Retries(lm, "join", self.retry_us, self._resend_join, self._join_pending))
         if lm.incarnation == 0 and self.replica == 0:
@@ -64,22 +64,22 @@ class Standby:
         self._join()
 
     def _next_epoch(self) -> int:
-        epoch = self.lm.epoch + 1
+        epoch = self.core.epoch + 1
         return epoch if epoch % 2 == self.replica else epoch + 1
 
     # ---- joining: the only messages between the replicas ------------------------------------
     def _join(self) -> None:
         self.joined = False
-        self.lm.send(self.peer_id, Join(self.lm.epoch))
+        self.core.send(self.peer_id, Join(self.core.epoch))
 
     def _join_pending(self, peer: int) -> list:
-        return ["join"] if peer == self.peer_id and not self.lm.active and not self.joined else []
+        return ["join"] if peer == self.peer_id and not self.core.active and not self.joined else []
 
     def _resend_join(self, peer: int, key) -> None:
-        self.lm.send(self.peer_id, Join(self.lm.epoch))
+        self.core.send(self.peer_id, Join(self.core.epoch))
 
     def on_join(self, msg: Join, src: int) -> None:
-        lm = self.lm
+        lm = self.core
         if lm.active and msg.epoch > lm.epoch:  # the joiner knows a later epoch: this is an old active
             self._step_down(msg.epoch)
             return
@@ -89,7 +89,7 @@ class Standby:
         lm.send(src, Joined(lm.epoch))
 
     def on_joined(self, msg: Joined, src: int) -> None:
-        lm = self.lm
+        lm = self.core
         if msg.epoch < lm.epoch:
             if lm.active:
                 lm.send(src, Fenced(lm.epoch))
@@ -104,36 +104,34 @@ class Standby:
 
     def broken(self, brk) -> None:
         """A connection with the peer broke: its crash, or its refusal (it is down), makes a standby take over."""
-        lm = self.lm
+        lm = self.core
         if brk.peer == self.peer_id and brk.peer_lost_state and not lm.active:
             self._take_over(brk.at_us)
 
     def on_fenced(self, msg: Fenced, src: int) -> None:
-        lm = self.lm
+        lm = self.core
         if msg.epoch > lm.epoch:
             self._step_down(msg.epoch)
-        elif lm.active and src in lm.local_of and not lm.rebuilding:
+        elif lm.active and src in lm.local_of and not lm.recovery.rebuilding:
             lm.send(src, Takeover(lm.epoch))  # a worker that has not heard of this epoch (it restarted)
 
     # ---- changes of role --------------------------------------------------------------
     def _take_over(self, failed_us: int) -> None:
         """The active failed at ``failed_us`` (as far as is known): become it in the next epoch, after asking
         every worker."""
-        lm = self.lm
+        lm = self.core
         lm.active = True
         self.joined = False
         lm.epoch = self._next_epoch()
         lm.recorder.count("failovers")
         if lm.fabric.event_log is not None:
             emit(lm, FAILOVER, kind="standby", epoch=lm.epoch, failed=self.peer_name)
-        lm.started_us = failed_us  # detection plus takeover, from the failure
         lm.forget_state()
-        lm.rebuilding = set(range(len(lm.specs)))
-        lm.ask_rebuild(0)
+        lm.recovery.rebuild(failed_us)  # detection plus takeover, from the failure
 
     def _step_down(self, epoch: int) -> None:
         """Someone holds a later epoch: stop enforcing, drop what the active held, rejoin as the standby."""
-        lm = self.lm
+        lm = self.core
         lm.epoch = max(lm.epoch, epoch)
         if not lm.active:
             return
