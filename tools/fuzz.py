@@ -248,47 +248,82 @@ def _search(scenario: str = "default", *, schedulers=None, kinds=None, fixed: di
     if schedulers is not None and "scheduler" in strategies.scenario_keys(scenario):
         for name in schedulers:
             registry.get(name)  # an unknown name is one line listing the known ones
-    tally = Tally()
-    found: list = []  # (example, exception) of each failing run; the last is hypothesis' minimal one
+    runs = _Runs(budget_s, on_run)
     db = DirectoryBasedExampleDatabase(str(Path(out) / ".hypothesis")) if out is not None else None
+    test = _hypothesis_test(runs, scenario, schedulers, kinds, fixed, max_events, liveness, examples=examples,
+                            database=db, derandomize=derandomize, seed=seed)
+    _run_until_found(test, runs.found)
+    if not runs.found:
+        return Outcome(runs.tally, None)
+    example, exc = runs.found[-1]  # hypothesis' minimal failing example
+    verdict = verdict_of(exc)
+    failure = Failure(_with_bursts_merged(example, verdict), verdict)
+    if out is not None:
+        failure = write_failure(Path(out), failure)
+    return Outcome(runs.tally, failure)
 
-    def body(example: strategies.Example) -> None:
-        if not found and budget_s is not None and tally.elapsed >= budget_s:
+
+class _Runs:
+    """The search's test body: runs each example it is given, counts it in ``tally``, keeps each failing
+    one in ``found`` (the last is hypothesis' minimal one), and stops the search once the budget is spent."""
+
+    def __init__(self, budget_s: float | None, on_run) -> None:
+        self.tally = Tally()
+        self.found: list = []  # (example, exception) of each failing run
+        self.budget_s = budget_s
+        self.on_run = on_run
+
+    def __call__(self, example: strategies.Example) -> None:
+        tally = self.tally
+        if not self.found and self.budget_s is not None and tally.elapsed >= self.budget_s:
             raise _BudgetOver
         try:
             result = run_guarded(example)
         except Exception as exc:  # noqa: BLE001 - any failed run is what the search is for
             if isinstance(exc, ConfigError):  # the example's input was refused: a bug of the strategies
                 raise
-            if not found:
+            if not self.found:
                 tally.violations += 1
-            found.append((example, exc))
+            self.found.append((example, exc))
             tally.runs += 1
-            if on_run is not None:
-                on_run(tally)
+            if self.on_run is not None:
+                self.on_run(tally)
             raise
         tally.runs += 1
         if tally.runs % COLLECT_EVERY == 0:
-            gc.collect()  # runs pause the collector (fabric.kernel.gc_paused): their cycles pile up otherwise
+            gc.collect()  # runs pause the collector (fabric.collector.gc_paused): their cycles pile up otherwise
         tally.by_scheduler[example.scheduler or "-"] += 1
         tally.counters.update({k: v for k, v in result.summary.get("counters", {}).items() if isinstance(v, int)})
         faults = result.summary.get("faults") or {}
         tally.counters.update({k: faults.get(k, 0) for k in ("crashes", "restarts")})
-        if on_run is not None:
-            on_run(tally)
+        if self.on_run is not None:
+            self.on_run(tally)
+
+
+def _hypothesis_test(body, scenario: str, schedulers, kinds, fixed, max_events: int, liveness: bool, *,
+                     examples: int | None, database, derandomize: bool, seed: int | None):
+    """``body`` as a hypothesis test over ``strategies.examples``, with the search's settings; its database
+    key is this search's scenario, schedulers, kinds and fixed keys (not only the function's code)."""
+    def run_one(example: strategies.Example) -> None:  # hypothesis takes a function, not any callable
+        body(example)
 
     test = given(strategies.examples(scenario, schedulers=schedulers, kinds=kinds, fixed=fixed,
-                                     max_events=max_events, liveness=liveness))(body)
-    test = settings(max_examples=examples if examples is not None else 10**9, deadline=None, database=db,
+                                     max_events=max_events, liveness=liveness))(run_one)
+    test = settings(max_examples=examples if examples is not None else 10**9, deadline=None, database=database,
                     derandomize=derandomize, verbosity=Verbosity.quiet, report_multiple_bugs=False,
                     print_blob=False, suppress_health_check=list(HealthCheck),
                     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink))(test)
-    # the database key: this search's scenario, schedulers and kinds (not only the function's code)
     test.hypothesis.inner_test._hypothesis_internal_add_digest = repr(
         (scenario, sorted(schedulers or ()), sorted(kinds or ()), sorted((fixed or {}).items()))
         + (() if liveness else ("safety only",))).encode()
     if seed is not None and not derandomize:
         test = hypothesis_seed(seed)(test)
+    return test
+
+
+def _run_until_found(test, found: list) -> None:
+    """Run the search to its end (its examples, its budget, or its first failure shrunk); a refused shape
+    is bad input, and any other error with no failing run found is the search's own bug."""
     try:
         test()
     except _BudgetOver:
@@ -300,11 +335,12 @@ def _search(scenario: str = "default", *, schedulers=None, kinds=None, fixed: di
     except Exception:  # noqa: BLE001 - hypothesis re-raised the minimal failing example's error
         if not found:
             raise
-    if not found:
-        return Outcome(tally, None)
-    example, exc = found[-1]
-    verdict = verdict_of(exc)
-    while (simpler := merged_bursts(example.plan)) is not None:  # what hypothesis could not shrink
+
+
+def _with_bursts_merged(example: strategies.Example, verdict: str) -> strategies.Example:
+    """``example`` with adjacent bursts of loss merged (``merged_bursts``, what hypothesis cannot shrink)
+    for as long as it still fails with ``verdict``."""
+    while (simpler := merged_bursts(example.plan)) is not None:
         candidate = attrs.evolve(example, plan=simpler)
         try:
             run_guarded(candidate)
@@ -313,10 +349,7 @@ def _search(scenario: str = "default", *, schedulers=None, kinds=None, fixed: di
             if verdict_of(again) != verdict:
                 break
             example = candidate
-    failure = Failure(example, verdict)
-    if out is not None:
-        failure = write_failure(Path(out), failure)
-    return Outcome(tally, failure)
+    return example
 
 
 def merged_bursts(plan):

@@ -326,7 +326,8 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
 
 def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, log_path, log_level: str,
              faults, plots: bool = True, engine: str = "trio") -> RunResult:
-    """``execute``'s body, with the collector paused."""
+    """``execute``'s body, with the collector paused: build, run, summarize (each failure said in one
+    line, the journal kept), close the journal, write the results, then the verdict."""
     module = load(ref)
     params = params_mod.resolve_scenario(module, overrides or {})
     journalable(params, ref)
@@ -341,15 +342,7 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
             events = EventLog(log_path, log_level, on_line=on_line)
             events.attach(fabric)
         run = build_run(module, ref, fabric, dict(params))
-        plan = {}
-        if faults is not None:  # checked against the built actors before anything runs
-            from fedemu.scenarios import fault_plan
-
-            placed = faults.placed(fabric.names, seed)
-            fault_plan.check_no_ops(fabric.faults, placed)
-            planned = [fault for _, fault in placed]
-            fabric.add_faults(planned)
-            plan = {"fault_plan": faults.source, "faults": [list(f.as_data()) for f in planned]}
+        planned, plan = _add_plan(fabric, faults, seed)
         journal.write_header({"seed": seed, "scenario": ref, "params": params, "actors": fabric.names, **plan})
         # a progress hook with a limit of its own (the fault search's Guard) stops the run itself
         horizon = run_horizon(run, fabric) if getattr(progress, "limit_us", None) is None else None
@@ -360,57 +353,24 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
         with _interruptible(fabric, stop):
             fabric.run_blocking()
         wall = time.perf_counter() - t0
-        stats = fabric.statistics()
         digest = journal.digest
-        info = {"scenario": ref, "seed": seed, "params": params, **{k: v for k, v in plan.items() if k == "fault_plan"},
-                "wall_s": round(wall, 3), "events": stats.events,
-                "messages": stats.sent, "virtual_end_s": stats.now_us / 1e6, "digest": digest,
-                "messages_by_kind": stats.sent_by_kind, "drops_by_cause": stats.drops_by_cause}
-        late = [] if faults is None else [f for f in planned if f.at_us > stats.now_us]
-        if late:  # the run ended before them: said, not silently dropped
-            info["faults_never_applied"] = [list(f.as_data()) for f in late]
-        if fabric.stopped_at_horizon:  # a fault never healed: said in the summary, and why
-            info["horizon"] = {**horizon, "stopped_at_s": fabric.now / 1e6, "in_force": fabric.faults_in_force()}
-        partial = getattr(progress, "partial", None)  # the live view's q stopped the run early
-        if stop.by is not None and not partial:  # so did a signal
-            partial = {"stopped_at_s": stats.now_us / 1e6, "by": stop.by}
-        if partial:
-            info["partial"] = partial = {**partial, **_jobs_asked(run)}
+        info, partial = _run_info(ref, seed, params, plan, planned, fabric, run, wall, digest, horizon, progress,
+                                  stop)
         summary = run.finish(fabric, info) if hasattr(run, "finish") else info
         if not isinstance(summary, dict):
             raise TypeError(f"finish returned {type(summary).__name__}, expected the summary as a dict")
     except (Exception, SystemExit) as exc:
-        if isinstance(exc, SystemExit):  # the scenario's own code ended the process: a failed run, said
-            exc = ScenarioExit(f"sys.exit({exc.code!r}) was called").with_traceback(exc.__traceback__)
-        if not ref.startswith("scenarios.") and not isinstance(exc, FedemuError):
-            exc.fedemu_where = _where(exc, ref)  # a user's scenario failed (an actor, finish): the CLI says one line
-        elif getattr(exc, "fedemu_actor", None) is not None and not isinstance(exc, FedemuError):
-            exc.fedemu_where = _actor_where(exc)  # an actor of ours raised mid-run: a failed run, one line
-        keep_failed_journal(journal, fabric, exc, ref)
-        if events is not None and isinstance(exc, FedemuError):
-            events.abort()
-        elif events is not None:
-            events.close()
-        raise exc
+        raise _failed(exc, ref, journal, fabric, events)
     except BaseException:  # interrupted (Ctrl-C, SIGTERM): nothing to replay, no temporary file left
         journal.abort()
         if events is not None:
             events.abort()
         raise
-    broken = [line for line in (summary.get("invariants") or {}).values() if line != "ok"]
-    ended = {"ended": f"{STOPPED_EARLY} ({partial['by']}): partial"} if partial else {}
-    if broken:
-        ended = {"ended": f"violation: {broken[0]}"}
-    journal.close({"events": stats.events, "sent": stats.sent, "now_us": stats.now_us, **ended})
+    broken = _close_journal(journal, fabric.statistics(), summary, partial)
     if events is not None:
         events.close()
     recorder = getattr(run, "recorder", None)
-    if recorder is not None:
-        summary = write_results(out_dir, recorder=recorder, summary_extra=summary, plot=plots) if out_dir else \
-            {**summary, **summarize_run(recorder)}
-    elif out_dir:  # a scenario without a recorder (e.g. demo) still leaves its summary
-        summary = write_summary(out_dir, summary)
-    result = RunResult(fabric, summary, digest, wall, recorder)
+    result = RunResult(fabric, _results(summary, recorder, out_dir, plots), digest, wall, recorder)
     if broken:  # the verdict: results and journal are written, and the run's status is 1
         more = f" (and {len(broken) - 1} more invariant(s) broken; see summary.json)" if len(broken) > 1 else ""
         kept = f"; the journal is kept in {journal.path}" if journal.path else ""
@@ -420,6 +380,80 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
     if stop.by is not None:
         raise RunInterrupted(result)
     return result
+
+
+def _results(summary: dict, recorder, out_dir, plots: bool) -> dict:
+    """The whole summary (the recorder's metrics added), with the result files in ``out_dir`` when given."""
+    if recorder is not None:
+        return write_results(out_dir, recorder=recorder, summary_extra=summary, plot=plots) if out_dir else \
+            {**summary, **summarize_run(recorder)}
+    if out_dir:  # a scenario without a recorder (e.g. demo) still leaves its summary
+        return write_summary(out_dir, summary)
+    return summary
+
+
+def _add_plan(fabric: Fabric, faults, seed: int) -> tuple[list, dict]:
+    """Place a fault plan's events on the built actors (checked before anything runs) and add them; returns
+    them, and what the journal header records of the plan (nothing without one)."""
+    if faults is None:
+        return [], {}
+    from fedemu.scenarios import fault_plan
+
+    placed = faults.placed(fabric.names, seed)
+    fault_plan.check_no_ops(fabric.faults, placed)
+    planned = [fault for _, fault in placed]
+    fabric.add_faults(planned)
+    return planned, {"fault_plan": faults.source, "faults": [list(f.as_data()) for f in planned]}
+
+
+def _run_info(ref: str, seed: int, params: dict, plan: dict, planned: list, fabric: Fabric, run, wall: float,
+              digest: str, horizon: dict | None, progress, stop: _Stop) -> tuple[dict, dict | None]:
+    """The summary's part the runner knows (counts, digest, faults never applied, the horizon a run was
+    stopped at), and whether the run was stopped early (by the live view's q or a signal): its ``partial``."""
+    stats = fabric.statistics()
+    info = {"scenario": ref, "seed": seed, "params": params, **{k: v for k, v in plan.items() if k == "fault_plan"},
+            "wall_s": round(wall, 3), "events": stats.events,
+            "messages": stats.sent, "virtual_end_s": stats.now_us / 1e6, "digest": digest,
+            "messages_by_kind": stats.sent_by_kind, "drops_by_cause": stats.drops_by_cause}
+    late = [f for f in planned if f.at_us > stats.now_us]
+    if late:  # the run ended before them: said, not silently dropped
+        info["faults_never_applied"] = [list(f.as_data()) for f in late]
+    if fabric.stopped_at_horizon:  # a fault never healed: said in the summary, and why
+        info["horizon"] = {**horizon, "stopped_at_s": fabric.now / 1e6, "in_force": fabric.faults_in_force()}
+    partial = getattr(progress, "partial", None)  # the live view's q stopped the run early
+    if stop.by is not None and not partial:  # so did a signal
+        partial = {"stopped_at_s": stats.now_us / 1e6, "by": stop.by}
+    if partial:
+        info["partial"] = partial = {**partial, **_jobs_asked(run)}
+    return info, partial
+
+
+def _failed(exc: BaseException, ref: str, journal: Journal, fabric: Fabric | None, events) -> BaseException:
+    """A run that failed (a scenario's error, an actor's, ``sys.exit`` in a user's code): the exception to
+    raise, marked with where it came from for the one-line message; the journal kept for replay."""
+    if isinstance(exc, SystemExit):  # the scenario's own code ended the process: a failed run, said
+        exc = ScenarioExit(f"sys.exit({exc.code!r}) was called").with_traceback(exc.__traceback__)
+    if not ref.startswith("scenarios.") and not isinstance(exc, FedemuError):
+        exc.fedemu_where = _where(exc, ref)  # a user's scenario failed (an actor, finish): the CLI says one line
+    elif getattr(exc, "fedemu_actor", None) is not None and not isinstance(exc, FedemuError):
+        exc.fedemu_where = _actor_where(exc)  # an actor of ours raised mid-run: a failed run, one line
+    keep_failed_journal(journal, fabric, exc, ref)
+    if events is not None and isinstance(exc, FedemuError):
+        events.abort()
+    elif events is not None:
+        events.close()
+    return exc
+
+
+def _close_journal(journal: Journal, stats, summary: dict, partial: dict | None) -> list[str]:
+    """Close the journal with its footer (how the run ended: a violation, stopped early, or neither);
+    returns the broken invariants' lines."""
+    broken = [line for line in (summary.get("invariants") or {}).values() if line != "ok"]
+    ended = {"ended": f"{STOPPED_EARLY} ({partial['by']}): partial"} if partial else {}
+    if broken:
+        ended = {"ended": f"violation: {broken[0]}"}
+    journal.close({"events": stats.events, "sent": stats.sent, "now_us": stats.now_us, **ended})
+    return broken
 
 
 def run_horizon(run, fabric) -> dict | None:
