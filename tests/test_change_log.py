@@ -8,7 +8,7 @@ import hypothesis.strategies as st
 from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from fedemu.policies.change_log import ChangeLog
+from fedemu.actors.megha.change_log import ChangeLog
 
 SETTINGS = settings(max_examples=60, stateful_step_count=40, deadline=None)
 

@@ -16,7 +16,7 @@ from fedemu.actors.megha.messages import Heartbeat, Launch, LaunchFailed, TaskCo
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.rand import Stream
 from fedemu.model import Job, WorkerSpec
-from fedemu.policies.partition_search import ORDERS
+from fedemu.actors.megha.partition_search import ORDERS
 from fedemu.policies.partition_view import PartitionView
 from fedemu.policies.worker_choice import RandomChoice
 from fedemu.tools.runner import execute

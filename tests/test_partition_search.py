@@ -11,7 +11,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from fedemu.fabric.rand import Stream
 from fedemu.model import WorkerSpec
-from fedemu.policies.partition_search import ORDERS, PartitionSearch
+from fedemu.actors.megha.partition_search import ORDERS, PartitionSearch
 from fedemu.policies.partition_view import PartitionView
 from fedemu.policies.worker_choice import MinConstraintsChoice, RandomChoice
 

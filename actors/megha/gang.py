@@ -45,7 +45,7 @@ import numpy as np
 from fedemu.fabric.log import emit
 from fedemu.fabric.messages import message
 from fedemu.policies import tebas
-from fedemu.policies.change_log import NO_CAUSE
+from fedemu.actors.megha.change_log import NO_CAUSE
 
 from ..common.events import JOB_UNSCHEDULABLE
 from ..common.front_end import Pending

@@ -6,7 +6,7 @@ Choices where the papers leave room (written down here):
   and failure replies. A stale heartbeat can therefore undo an optimistic launch and cause an
   invalid request, as in the real system.
 - Matching (Algorithm 1 of the Megha 2023 paper) and its search order and
-  empty-search memo live in ``policies.partition_search``: internal partitions first, then external
+  empty-search memo live in ``partition_search``: internal partitions first, then external
   ones; a match in an external partition is sent as a repartition request.
 - A task that matches nowhere stays queued (a "reschedule") and is retried when the view changes,
   never by polling. Queued tasks are grouped by (constraints, demand) signature (a one-class
@@ -44,7 +44,7 @@ import attrs
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.log import emit
 from fedemu.policies.fair_queue import HIGH, FairQueue
-from fedemu.policies.partition_search import PartitionSearch
+from fedemu.actors.megha.partition_search import PartitionSearch
 
 from ..common.components import routed
 from ..common.events import JOB_UNSCHEDULABLE

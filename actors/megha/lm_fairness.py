@@ -28,7 +28,7 @@ where the paper gives no protocol):
 from __future__ import annotations
 
 from fedemu.fabric.log import emit
-from fedemu.policies.change_log import NO_CAUSE
+from fedemu.actors.megha.change_log import NO_CAUSE
 
 from .events import PREEMPTION, PREEMPT_REFUSED
 from .messages import LmTimer, PreemptFailed, Preempted, StopTask

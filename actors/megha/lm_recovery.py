@@ -32,7 +32,7 @@ from __future__ import annotations
 import heapq
 
 from fedemu.fabric.log import emit
-from fedemu.policies.change_log import NO_CAUSE
+from fedemu.actors.megha.change_log import NO_CAUSE
 
 from ..common.events import RELAUNCH
 from ..common.protocol import RunTask

@@ -7,7 +7,7 @@ resources moves to the requester for the task's lifetime and returns to its home
 task ends (Megha 2022, IV-B4). Invalid requests are answered with every
 change the GM has not seen.
 
-Delta updates (Megha 2023, 4.4) are ``policies.change_log``: every
+Delta updates (Megha 2023, 4.4) are ``change_log``: every
 change is logged with its cause; a heartbeat sends each GM the workers changed since its last one,
 leaving out those whose latest change the GM caused itself (its own launches, and completions of its
 own tasks, which reach it through ``TaskCompleted``). A launch's reply (a failure's, or with
@@ -31,7 +31,7 @@ import attrs
 
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.log import emit
-from fedemu.policies.change_log import NO_CAUSE, ChangeLog
+from fedemu.actors.megha.change_log import NO_CAUSE, ChangeLog
 
 from ..common.components import routed, routed_timer
 from ..common.protocol import RunTask, TaskFinished

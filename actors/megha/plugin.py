@@ -16,7 +16,7 @@ import attrs
 from fedemu.fabric.errors import ConfigError
 from fedemu.model import finite_at_least, one_of, param, seconds_between, seconds_to_us, typed, whole_at_least
 from fedemu.policies.fair_share import Shares
-from fedemu.policies.partition_search import ORDERS as SPILL_ORDERS
+from fedemu.actors.megha.partition_search import ORDERS as SPILL_ORDERS
 from fedemu.policies.partition_view import PartitionView
 
 from ..plugin import FRONT_END_COUNTERS, Column, Context, Role, Scheduler, Size, Submission, Table, Users
