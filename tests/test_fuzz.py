@@ -761,3 +761,9 @@ def test_drawn_plans_hold_no_event_that_would_do_nothing(data):
     phased, _, _ = data.draw(strategies.phased_plans(NAMES, horizon, kinds, for_good=workers, most_died=2,
                                                      max_events=12))
     fp.check_no_ops([], phased.placed(NAMES, 0))
+
+
+def test_a_failures_command_that_does_not_end_is_stopped_and_said():
+    status, said = fuzz.run_command(["run", "default", "--quiet", "--set", "jobs=2000"], timeout_s=0.5)
+    assert status == 124
+    assert said == "fedemu: failed: the command did not end within 0.5 s of wall time, and was stopped\n"

@@ -427,15 +427,22 @@ def write_failure(out: Path, failure: Failure) -> Failure:
     return attrs.evolve(failure, folder=folder, digest=digest, reproduced=reproduced)
 
 
-def run_command(argv: list[str]) -> tuple[int, str]:
+COMMAND_TIMEOUT_S = 900  # a failure's command that runs longer is stopped and said not to reproduce it
+
+
+def run_command(argv: list[str], timeout_s: float = COMMAND_TIMEOUT_S) -> tuple[int, str]:
     """Run ``fedemu ARGV`` as a user would, in a process of its own: (its exit status, what it wrote to
     stderr). A failure's command.txt is then shown to reproduce it, not a call that resembles it (and the
-    search does not import the command line that starts it)."""
+    search does not import the command line that starts it). One still running after ``timeout_s`` of wall
+    time is killed: status 124, and a line saying so."""
     package = Path(__file__).resolve().parent.parent  # this fedemu, when it is not the installed one
     first = str(package.parent) if package.name == "fedemu" else None
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (first, os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.run([sys.executable, "-m", "fedemu", *argv], capture_output=True, text=True, env=env,
-                          check=False)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "fedemu", *argv], capture_output=True, text=True, env=env,
+                              check=False, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return 124, f"fedemu: failed: the command did not end within {timeout_s:g} s of wall time, and was stopped\n"
     return proc.returncode, proc.stderr
 
 
