@@ -18,21 +18,21 @@ from typing import TYPE_CHECKING
 
 # each public name, and the module that defines it
 _PUBLIC = {
-    "run": "fedemu.tools.api", "compare": "fedemu.tools.api", "load": "fedemu.tools.api",
-    "replay": "fedemu.tools.api", "Replay": "fedemu.tools.api", "Record": "fedemu.tools.api",
-    "Result": "fedemu.tools.api_result", "Comparison": "fedemu.tools.api_comparison",
+    "run": "fedemu.tools.api.api", "compare": "fedemu.tools.api.api", "load": "fedemu.tools.api.api",
+    "replay": "fedemu.tools.api.api", "Replay": "fedemu.tools.api.api", "Record": "fedemu.tools.api.api",
+    "Result": "fedemu.tools.api.api_result", "Comparison": "fedemu.tools.api.api_comparison",
     "ConfigError": "fedemu.fabric.errors", "FedemuError": "fedemu.fabric.errors",
-    "RunViolation": "fedemu.tools.runner",
+    "RunViolation": "fedemu.tools.run.runner",
 }
 __all__ = ["Comparison", "ConfigError", "FedemuError", "Record", "Replay", "Result", "RunViolation", "compare",
            "load", "replay", "run"]  # the keys of _PUBLIC (tests/test_api.py checks)
 
 if TYPE_CHECKING:  # what editors and type checkers see; at run time, __getattr__ imports on first use
     from fedemu.fabric.errors import ConfigError, FedemuError
-    from fedemu.tools.api import Record, Replay, compare, load, replay, run
-    from fedemu.tools.api_comparison import Comparison
-    from fedemu.tools.api_result import Result
-    from fedemu.tools.runner import RunViolation
+    from fedemu.tools.api.api import Record, Replay, compare, load, replay, run
+    from fedemu.tools.api.api_comparison import Comparison
+    from fedemu.tools.api.api_result import Result
+    from fedemu.tools.run.runner import RunViolation
 
 
 def __getattr__(name: str):

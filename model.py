@@ -6,7 +6,7 @@
 - The cluster, described once: workers grouped into clusters (a Megha LM's cluster = a Pigeon
   group). Every scheduler maps these same machines onto its own shape, so comparisons are fair.
 - What a run measures (``Recorder``): per-job and per-task records plus named counters. Actors report
-  protocol events through its methods (never by touching its records); ``tools.metrics`` turns it into
+  protocol events through its methods (never by touching its records); ``tools.results.metrics`` turns it into
   percentiles, CSVs and plots. -1 means "not yet".
 - Declared parameters (``Param``, and parameter classes of ``param`` fields): what scenarios, workloads
   and scheduler plug-ins accept from ``--set``.
@@ -103,7 +103,7 @@ def finite_at_least(minimum: float, strict: bool = False) -> dict:
 
 # A parameter class is a frozen attrs class whose fields are ``param``s: the keys of one scheduler, one
 # workload or one part of the run, with their types, defaults, rules and meanings. ``--set`` text is
-# read once, at the edge (``tools.params``); what builds a run gets the class's instance (``typed``).
+# read once, at the edge (``tools.run.params``); what builds a run gets the class's instance (``typed``).
 _DECLARED = "fedemu.param"  # the metadata key of a ``param`` field: (help, rule)
 
 

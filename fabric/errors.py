@@ -1,5 +1,5 @@
 """The one base exception of fedemu: every user-facing error derives from it (those of a layer above the
-fabric live there: ``scenarios.trace.TraceError``, ``tools.runner.RunViolation``).
+fabric live there: ``scenarios.trace.TraceError``, ``tools.run.runner.RunViolation``).
 
 Messages say what is wrong, the value, and what would be right, e.g.
 ``unknown policy 'minconstraint'; known: min-constraints, random``.

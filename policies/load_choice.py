@@ -3,7 +3,7 @@
 Load (our definition, for Qin's L_i(t), Guan and Ababei, IV-A): a machine's allocated share of
 its capacity, in its most-used resource: ``max_r (capacity_r - free_r) / capacity_r``, from 0 (idle) to
 1 (full). The schedulers that take a worker-choice policy (Megha GMs, centralized, PigeonC masters) do
-not queue tasks at workers, so there is no queued work to add. ``tools.metrics`` measures imbalance with
+not queue tasks at workers, so there is no queued work to add. ``tools.results.metrics`` measures imbalance with
 the same load.
 """
 

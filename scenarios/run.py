@@ -14,7 +14,7 @@ from . import fault_plan
 
 def recovery_percentiles(durations_us: list[int]) -> dict:
     """Count, p50, p99 and max of recovery times in seconds (None when there were none). Percentiles are
-    numpy's default linear interpolation, as every other percentile in summary.json (``tools.metrics``)."""
+    numpy's default linear interpolation, as every other percentile in summary.json (``tools.results.metrics``)."""
     if not durations_us:
         return {"count": 0, "p50": None, "p99": None, "max": None}
     d = np.array(sorted(durations_us), dtype=np.int64) / US_PER_S

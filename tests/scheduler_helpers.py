@@ -10,8 +10,8 @@ import attrs
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.faults import Fault
 from fedemu.scenarios import default, federation
-from fedemu.tools.params import resolve_scenario
-from fedemu.tools.runner import execute
+from fedemu.tools.run.params import resolve_scenario
+from fedemu.tools.run.runner import execute
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository (the fedemu package)
 

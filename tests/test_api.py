@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import fedemu
-from fedemu.tools import pool, progress
+from fedemu.tools.run import pool, progress
 from fedemu.tools.cli import main
 
 TINY = {"jobs": 20}
@@ -189,7 +189,7 @@ def test_to_pandas():
 
 def test_plot_cdf_draws_onto_the_axis_given():
     pytest.importorskip("matplotlib")
-    from fedemu.tools.results import agg_figure
+    from fedemu.tools.results.results import agg_figure
 
     ax = agg_figure().add_subplot()
     a = fedemu.run("default", **TINY)

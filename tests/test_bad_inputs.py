@@ -292,7 +292,7 @@ BAD_VALUES = ["x", "nan", "inf", "-inf", "-1", "1e300", str(2**64)]
 def test_every_scheduler_key_refuses_bad_values_in_one_line(capsys, tmp_path, scheduler, param, value):
     """Each plug-in's own keys (from the registry): exit 2, one line naming the key, no folder left; only a
     value the key's Param itself declares legal (fqw=inf: strict priority) runs, and then ends in 0."""
-    from fedemu.tools.params import parse_value
+    from fedemu.tools.run.params import parse_value
 
     out = tmp_path / "o"
     code = main(["run", "default", "--quiet", "--record", "--out", str(out), "--set", "jobs=5",
@@ -318,7 +318,7 @@ def _common_number_keys():
 def test_every_common_number_key_ends_in_a_verdict_at_extremes(capsys, tmp_path, param, value):
     """The federation scenario's number keys at the extremes: a one-line refusal (always, where the key's Param
     rejects the value), or a run that ends 0 with at most warnings and notes on stderr."""
-    from fedemu.tools.params import parse_value
+    from fedemu.tools.run.params import parse_value
 
     out = tmp_path / "o"
     code = main(["run", "default", "--quiet", "--record", "--out", str(out), "--set", "jobs=5",
@@ -462,7 +462,7 @@ def test_compare_refuses_a_used_folder_and_force_replaces_only_its_own_results(c
 
 def test_an_interrupted_compare_is_resumed_with_its_finished_runs(capsys, tmp_path, monkeypatch):
     """Finding 12: a Ctrl-C'd compare's finished runs could not be resumed (the folder was "not empty")."""
-    from fedemu.tools import compare
+    from fedemu.tools.run import compare
 
     out = tmp_path / "cmp"
     argv = ["compare", "default", "--schedulers", "megha", "--seeds", "1,2", "--jobs", "1", "--out", str(out),
@@ -496,7 +496,7 @@ def test_preflight_accepts_what_fits_or_refuses_in_one_config_error(capsys, chan
     """Any mix of numbers, resolved as --set resolves them: check() returns an estimate that fits the machine,
     or the key's own rule or check() raises a one-line ConfigError."""
     from fedemu.scenarios import default
-    from fedemu.tools.params import resolve_scenario
+    from fedemu.tools.run.params import resolve_scenario
 
     try:
         params = resolve_scenario(default, {"jobs": 40, **changes})
@@ -575,7 +575,7 @@ def test_a_run_refused_before_its_header_leaves_no_journal(capsys, tmp_path):
     journal = Journal(tmp_path / "k.fjl")
     with pytest.raises(TypeError):
         journal.write_header({"params": {"when": object()}})
-    assert journal.header is None  # so a failure here leaves no journal (see tools.runner.keep_failed_journal)
+    assert journal.header is None  # so a failure here leaves no journal (see tools.run.runner.keep_failed_journal)
     journal.abort()
 
 

@@ -2,7 +2,7 @@
 
 import os
 
-from fedemu.tools.neighbour import neighbour
+from fedemu.tools.bench.neighbour import neighbour
 
 
 def _children() -> set[int]:
@@ -35,7 +35,7 @@ import time  # noqa: E402
 
 import pytest  # noqa: E402
 
-from fedemu.tools import bench_fabric, neighbour as neighbour_mod  # noqa: E402
+from fedemu.tools.bench import bench_fabric, neighbour as neighbour_mod  # noqa: E402
 from fedemu.tools.cli import main  # noqa: E402
 
 SMALL = ["bench", "fabric", "--sizes", "2", "--messages", "10", "--repeat", "1"]

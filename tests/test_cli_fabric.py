@@ -172,8 +172,8 @@ def test_an_unknown_bench_case_is_named_before_anything_runs(capsys):
 
 def test_every_scheduler_bench_case_names_a_known_scheduler_and_a_valid_shape():
     """Each case's shape and keys run as given (on two syn_50 jobs instead of the trace)."""
-    from fedemu.tools.bench_megha import SCHEDULERS
-    from fedemu.tools.runner import execute
+    from fedemu.tools.bench.bench_megha import SCHEDULERS
+    from fedemu.tools.run.runner import execute
 
     for case, (_, overrides) in SCHEDULERS.items():
         params = {k: v for k, v in overrides.items() if k != "trace"}
@@ -187,7 +187,7 @@ def test_the_progress_bar_shows_the_workloads_total_from_the_start(monkeypatch):
     import io
     import types
 
-    from fedemu.tools import progress
+    from fedemu.tools.run import progress
 
     updates = []
 
@@ -225,7 +225,7 @@ def test_the_collector_is_paused_through_the_end_of_run_work_and_restored_after(
     metrics (not only for the fabric's run), and on again afterwards, whether the run ends well or not."""
     import gc
 
-    from fedemu.tools import runner
+    from fedemu.tools.run import runner
 
     seen = []
     real = runner.summarize_run

@@ -11,7 +11,7 @@ import pytest
 
 from fedemu.actors import registry
 from fedemu.fabric.errors import ConfigError
-from fedemu.tools import compare, params
+from fedemu.tools.run import compare, params
 from fedemu.tools.cli import main
 
 SMALL = ["--set", "jobs=12", "--set", "lms=2", "--set", "gms=2", "--set", "workers_per_partition=4",
@@ -176,7 +176,7 @@ def test_a_ctrl_c_reaching_the_pool_workers_leaves_them_running_quietly():
     import subprocess
     import sys
 
-    code = ("import signal; from fedemu.tools import pool; "
+    code = ("import signal; from fedemu.tools.run import pool; "
             "print(pool.run_all([signal.SIGINT] * 2, signal.raise_signal, jobs=2, progress=False))")
     try:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)

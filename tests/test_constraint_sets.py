@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from fedemu.actors.pigeon.constraint_sets import ConstraintSetCounts, SubsetMergedCounts, subset_merged
 from fedemu.model import WorkerSpec
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 
 
 def _workers(sets):

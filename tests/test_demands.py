@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from fedemu.fabric.errors import ConfigError
 from fedemu.scenarios import default, federation, machines
 from fedemu.scenarios.trace import TraceError, count_trace, read_trace
-from fedemu.tools.params import resolve_scenario
-from fedemu.tools.runner import execute
+from fedemu.tools.run.params import resolve_scenario
+from fedemu.tools.run.runner import execute
 from scheduler_helpers import recorder_of
 
 MIXED = {"machine_types": "4x16@1.0:60,8x32@1.5:40", "demands": "1x2:60,2x4:30,4x8:8,16x8:2",

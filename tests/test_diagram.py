@@ -18,10 +18,11 @@ from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.journal import DELIVER, DROP, SEND, JournalReader
 from fedemu.fabric.replay import BROKEN, name_ranges
 from fedemu.scenarios import fault_plan
-from fedemu.tools import diagram, drawing, mermaid, runner
+from fedemu.tools.replay import diagram, drawing, mermaid
+from fedemu.tools.run import runner
 from fedemu.tools.cli import main
-from fedemu.tools.fault_state import FaultState
-from fedemu.tools.timeline import FaultEvent
+from fedemu.tools.replay.fault_state import FaultState
+from fedemu.tools.replay.timeline import FaultEvent
 
 from mermaid_grammar import decode, parse
 
@@ -336,7 +337,7 @@ def test_the_same_bytes_in_processes_with_other_hash_seeds(journal, tmp_path):
     import subprocess
     import sys
 
-    script = ("import sys; from fedemu.tools import diagram, trace_events\n"
+    script = ("import sys; from fedemu.tools.replay import diagram, trace_events\n"
               "log, out = sys.argv[1], sys.argv[2]\n"
               "for ext in ('md', 'svg'): diagram.write(log, f'{out}/d.{ext}', t_from='0.9', t_to='1.3')\n"
               "trace_events.write(log, f'{out}/t.json', t_from='0.9', t_to='1.3')\n")

@@ -114,7 +114,7 @@ def test_every_plan_a_doc_names_is_shipped_and_reads(page, plan):
     from fedemu.actors.registry import SCHEDULERS
     from fedemu.fabric.errors import ConfigError
     from fedemu.scenarios import fault_plan
-    from fedemu.tools import strategies
+    from fedemu.tools.search import strategies
 
     path = ROOT / plan
     assert path.is_file(), f"{page} names {plan}, which is not in the repository"

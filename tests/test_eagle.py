@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fedemu.actors.eagle.node import EagleNode
-from fedemu.tools import runner
+from fedemu.tools.run import runner
 
 S = 1_000_000
 

@@ -24,7 +24,7 @@ from fedemu.actors.sparrow.events import LATE_BIND_CANCEL
 from fedemu.fabric import log
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.errors import ConfigError, FedemuError
-from fedemu.tools import runner
+from fedemu.tools.run import runner
 from fedemu.tools.cli import main
 
 SMALL = {"jobs": 120}

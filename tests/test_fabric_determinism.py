@@ -11,7 +11,7 @@ import trio
 
 from fedemu.fabric import rand
 from fedemu.fabric.network import Latency, Link, Network
-from fedemu.tools import runner
+from fedemu.tools.run import runner
 
 from fabric_helpers import ROOT, Forwarder, read_journal, run_fabric
 

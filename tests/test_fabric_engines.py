@@ -14,7 +14,8 @@ from fedemu.actors import registry
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.kernel import ENGINES, Fabric
-from fedemu.tools import runner, strategies
+from fedemu.tools.run import runner
+from fedemu.tools.search import strategies
 
 from fabric_helpers import Note, Sink, per_actor, run_fabric
 from test_fabric_properties import worlds

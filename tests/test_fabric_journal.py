@@ -15,7 +15,7 @@ from fedemu.fabric import messages
 from fedemu.fabric.errors import JournalError
 from fedemu.fabric.journal import CODE_NAMES, DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, Journal, JournalReader
 from fedemu.fabric.network import Latency, Link, Network
-from fedemu.tools import runner
+from fedemu.tools.run import runner
 
 from fabric_helpers import Box, Probe, Sender, Sink, by_code, read_journal, run_fabric
 from journal_frames import blocks, reframe, split

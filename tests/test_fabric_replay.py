@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fedemu.fabric.journal as journal_mod
-import fedemu.tools.replay as replay_mod
+import fedemu.tools.replay.replay as replay_mod
 from fedemu.fabric.errors import JournalError
 from fedemu.fabric.journal import CODE_NAMES, DELIVER, DROP, FAULT, SEND, TIMER_FIRE, TIMER_SET, JournalReader
 from fedemu.fabric.replay import Divergence, Formatter, compare, describe, name_ranges
-from fedemu.tools import runner
+from fedemu.tools.run import runner
 from fedemu.tools.cli import main
 
 from fabric_helpers import read_journal

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 
 EXPECT = {  # counters the scenario's plan must drive above zero, per scheduler
     "megha": ("failovers", "gm_rebuilds", "gm_lm_switches"),

@@ -19,7 +19,7 @@ from fedemu.model import Job, Recorder
 from fedemu.scenarios import fairness as fairness_scenario
 from fedemu.scenarios.trace import TraceError, count_trace, read_trace
 from fedemu.tools.cli import main
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 
 from test_megha_faults import crash
 
@@ -253,7 +253,7 @@ def test_the_fairness_scenario_is_the_papers_setup():
 
 
 def test_compare_rows_carry_each_users_shares(tmp_path):
-    from fedemu.tools import compare
+    from fedemu.tools.run import compare
 
     summary = execute("fairness", overrides={**FAIRNESS, "jobs": 6}).summary
     spec = {"scheduler": "megha", "policy": "random", "seed": 1, "out_dir": str(tmp_path)}

@@ -430,7 +430,7 @@ def test_a_run_whose_faults_never_heal_ends_at_its_horizon_and_says_which_fault(
 def test_a_horizon_changes_no_run_that_ends_by_itself(monkeypatch):
     """A fault-free run has no horizon; a run whose faults heal has one but ends as it would without it
     (the same digest), as does a run with loss that never ends (``--set loss``) but ends by itself."""
-    from fedemu.tools import runner
+    from fedemu.tools.run import runner
 
     free = runner.execute("default", overrides={"jobs": 40})
     assert free.fabric.horizon_us is None

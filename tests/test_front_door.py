@@ -1,5 +1,5 @@
 """The front door's figures cannot drift (issue 46): the README's first run prints what the README shows, and
-the committed digest file that CI checks every run against (``.ci/run``: ``python -m fedemu.tools.digests
+the committed digest file that CI checks every run against (``.ci/run``: ``python -m fedemu.tools.bench.digests
 --against tests/digests.txt``) names every case the tool runs.
 
 These are the quick guards, in the default tier; ``tests/test_doc_printouts.py`` (slow: it runs every
@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from fedemu.tools import digests
-from fedemu.tools.runner import execute
+from fedemu.tools.bench import digests
+from fedemu.tools.run.runner import execute
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -39,7 +39,7 @@ def test_the_readme_shows_what_its_first_run_prints():
 
 def test_the_committed_digest_file_names_every_case():
     """A case the file lacks would print as new and never be compared: regenerate the file
-    (``python -m fedemu.tools.digests > tests/digests.txt``) when a scheduler or case is added."""
+    (``python -m fedemu.tools.bench.digests > tests/digests.txt``) when a scheduler or case is added."""
     committed = [line.split(" ", 1)[0] for line in COMMITTED.read_text().splitlines() if line.strip()]
     assert committed == [name for name, *_ in digests._cases()]
     assert not [line for line in COMMITTED.read_text().splitlines() if " skipped" in line or " error " in line]
@@ -66,4 +66,4 @@ def test_ci_runs_the_readmes_test_command_and_the_digests():
                         README.read_text())
     assert command, "README.md: no test command block"
     assert command.group(2) in ci
-    assert ".venv/bin/python -m fedemu.tools.digests --against tests/digests.txt" in ci
+    assert ".venv/bin/python -m fedemu.tools.bench.digests --against tests/digests.txt" in ci

@@ -1,4 +1,4 @@
-"""The fault search (``fedemu fuzz``, ``tools.strategies``): plans written in the ``--faults`` format read
+"""The fault search (``fedemu fuzz``, ``tools.search.strategies``): plans written in the ``--faults`` format read
 back the same; a bounded, derandomized search over every scheduler finds nothing; a planted bug is found,
 shrunk to at most 3 fault events, and its failure folder's command reproduces the verdict and digest."""
 
@@ -25,7 +25,7 @@ from fedemu.fabric.faults import FAULT_KINDS
 from fedemu.fabric.journal import JournalReader
 from fedemu.scenarios import fault_plan as fp
 from fedemu.scenarios import federation as fed
-from fedemu.tools import fuzz, strategies
+from fedemu.tools.search import fuzz, strategies
 from fedemu.tools.cli import main
 
 import mermaid_grammar

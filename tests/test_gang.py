@@ -16,8 +16,8 @@ from fedemu.actors.megha.local_manager import LocalManager
 from fedemu.fabric.errors import ConfigError
 from fedemu.model import Cluster, ClusterSpec, Job, Recorder, WorkerSpec
 from fedemu.scenarios import fault_plan
-from fedemu.tools import strategies
-from fedemu.tools.runner import execute
+from fedemu.tools.search import strategies
+from fedemu.tools.run.runner import execute
 from scheduler_helpers import recorder_of
 
 # two LMs of two 1-slot workers and gangs of 3 or 4 tasks: every gang spans both LMs

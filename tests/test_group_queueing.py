@@ -1,4 +1,4 @@
-"""The Pigeon paper's analytic model (tools/group_queueing.py) against values worked by hand, Erlang C's known
+"""The Pigeon paper's analytic model (tools/reproduce/group_queueing.py) against values worked by hand, Erlang C's known
 limits, and the paper's own readings of its Figs. 2 and 3."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fedemu.tools import group_queueing as gq
+from fedemu.tools.reproduce import group_queueing as gq
 
 
 def test_one_worker_is_an_mm1_queue():

@@ -16,7 +16,7 @@ from fedemu.actors.common.invariants import tasks_ran_once
 from fedemu.fabric.errors import ConfigError
 from fedemu.model import Cluster, ClusterSpec, Job, Recorder, WorkerSpec, run_time_us
 from fedemu.scenarios import machines
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 
 from scheduler_helpers import rebuilt, recorder_of
 

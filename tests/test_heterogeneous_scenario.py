@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 from scheduler_helpers import recorder_of
 
 

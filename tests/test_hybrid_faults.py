@@ -17,7 +17,8 @@ from fedemu.actors import registry
 from fedemu.actors.eagle.node import EagleReservation
 from fedemu.actors.hawk.node import HawkNode, Reservation, node_books_balance, nodes_not_stuck
 from fedemu.actors.hawk.scheduler import HawkScheduler
-from fedemu.tools import fuzz, runner, strategies
+from fedemu.tools.search import fuzz, strategies
+from fedemu.tools.run import runner
 from scheduler_helpers import EventPlan as Plan
 
 S = 1_000_000

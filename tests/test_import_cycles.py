@@ -1,6 +1,6 @@
 """No import cycle among the project's modules: each import, at module level or inside a function, read from
 the source (nothing is executed), is an edge from the importing module to the module it names; the graph must
-have no cycle (issue 46: ``tools/cli.py`` and ``tools/fuzz.py`` imported each other). A cycle is named by its
+have no cycle (issue 46: ``tools/cli.py`` and ``tools/search/fuzz.py`` imported each other). A cycle is named by its
 modules, so the fix is where to look."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from fedemu.actors import registry
 from fedemu.actors.common.invariants import CHECKS, capacity_respected, check_run
 from fedemu.model import Cluster, ClusterSpec, Job, Recorder, WorkerSpec
-from fedemu.tools import runner
+from fedemu.tools.run import runner
 
 CLUSTER = Cluster((ClusterSpec(0, "A", (WorkerSpec(0, 0, (2,), (3,)), WorkerSpec(1, 0, (1,), ()))),))
 

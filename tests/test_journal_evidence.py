@@ -11,7 +11,7 @@ import time
 import pytest
 
 from fedemu.fabric.errors import ConfigError
-from fedemu.tools import runner
+from fedemu.tools.run import runner
 from fedemu.tools.cli import main
 
 from fabric_helpers import read_journal
@@ -139,7 +139,7 @@ def test_a_good_journal_says_nothing_about_how_it_ended(tmp_path, scenario, caps
 INTERRUPTED = textwrap.dedent('''
     from fedemu.fabric.actor import Actor
     from fedemu.fabric.messages import message
-    from fedemu.tools import runner
+    from fedemu.tools.run import runner
 
     PARAMS = {"at": 5, "twice": False}
     HANDLED = []
@@ -296,7 +296,7 @@ def test_a_stop_raised_inside_a_del_is_not_printed_but_other_unraisables_are():
 def test_an_interrupted_run_writes_its_result_files_marked_partial_with_the_jobs_asked(tmp_path):
     """Issue 45: the results so far, as the live view's q writes them: every result file, the summary marked
     partial with the jobs the workload holds, and a later compare never reuses it as finished."""
-    from fedemu.tools.results import finished
+    from fedemu.tools.results.results import finished
 
     def stop_at_one_second(fabric, run):
         if fabric.now >= 1_000_000:

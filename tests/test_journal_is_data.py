@@ -177,7 +177,7 @@ def test_a_header_claiming_a_huge_string_is_refused_without_reading_it(tmp_path)
 def test_a_window_larger_than_a_frame_is_split_and_reads_back(tmp_path, monkeypatch):
     """The writer never writes a frame the reader would refuse: a large window goes out in several frames,
     and the digest (over the records' bytes) does not depend on the cut."""
-    from fedemu.tools import runner
+    from fedemu.tools.run import runner
 
     plain = runner.execute("demo", overrides={"duration_ms": 40}, journal_path=tmp_path / "a.fjl").digest
     monkeypatch.setattr(jmod, "MAX_FRAME_BYTES", 200)
@@ -234,8 +234,8 @@ MODES = {"show": [], "verify": ["--verify"], "diagram": ["--diagram", "{t}/d.md"
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("how", ["shortened", "emptied"])
 def test_an_actor_list_cut_short_is_corruption_at_a_byte_in_every_reader(capsys, tmp_path, default_log, mode, how):
-    """Finding: a shortened list crashed --diagram and --trace with an IndexError (tools/drawing.py,
-    tools/trace_probe.py, tools/trace_events.py); every reader now says where the damage is."""
+    """Finding: a shortened list crashed --diagram and --trace with an IndexError (tools/replay/drawing.py,
+    tools/replay/trace_probe.py, tools/replay/trace_events.py); every reader now says where the damage is."""
     forged = tmp_path / "forged.fjl"
     names = JournalReader(default_log).header["actors"]
     _with_header(default_log, forged, actors=_edited_actors(names, how))

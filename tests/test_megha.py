@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fedemu.fabric.errors import ConfigError
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 from scheduler_helpers import recorder_of, run_unless_refused
 
 LOW_LOAD = {"workload": "syn_100", "jobs": 30, "gms": 10, "lms": 10, "workers_per_partition": 10,
@@ -166,7 +166,7 @@ def test_a_gm_reports_how_old_its_view_of_each_lm_is_and_what_it_has_in_flight()
 
 def test_every_valid_launch_is_answered_with_the_gms_unseen_changes_unless_only_failures_are():
     """launch_replies=delta (the default): one LaunchOk per valid launch; 'failures': none, as before."""
-    from fedemu.tools.runner import execute
+    from fedemu.tools.run.runner import execute
     for replies, expect_ok in (("delta", True), ("failures", False)):
         s = execute("default", overrides={"jobs": 60, "launch_replies": replies}).summary
         kinds, c = s["messages_by_kind"], s["counters"]

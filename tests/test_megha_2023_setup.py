@@ -16,7 +16,7 @@ from fedemu.model import Job, Recorder
 from fedemu.scenarios import federation
 from fedemu.scenarios.constraints import TABLES, ConstraintTable, assign_task_constraints, build_cluster
 from fedemu.scenarios.synthetic import syn_jobs
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 
 AUTHORS = ConstraintTable.load("megha-2023")
 SETUP = json.loads(TABLES["megha-2023"].read_text())

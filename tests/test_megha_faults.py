@@ -19,8 +19,8 @@ from fedemu.actors.megha.messages import RETRIES
 from fedemu.actors.megha.plugin import CENTRALIZED, MEGHA
 from fedemu.fabric.actor import RANK_MESSAGE
 from fedemu.scenarios import fault_plan
-from fedemu.tools.runner import execute
-from fedemu.tools.strategies import without_no_ops
+from fedemu.tools.run.runner import execute
+from fedemu.tools.search.strategies import without_no_ops
 from scheduler_helpers import recorder_of
 
 JOBS = {"jobs": 40}

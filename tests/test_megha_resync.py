@@ -14,7 +14,7 @@ import pytest
 from fedemu.actors.megha.global_manager import GlobalManager
 from fedemu.actors.megha.gm_recovery import GmRecovery
 from fedemu.scenarios import fault_plan
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 
 
 class ChainWatch:

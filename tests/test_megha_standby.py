@@ -6,7 +6,7 @@ per LM. Every run must end with every invariant "ok"."""
 from __future__ import annotations
 
 from fedemu.actors.megha.worker import MeghaWorker
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 
 from test_megha_faults import counters, crash, run
 

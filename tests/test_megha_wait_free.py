@@ -19,7 +19,7 @@ from fedemu.model import Job, WorkerSpec
 from fedemu.actors.megha.partition_search import ORDERS
 from fedemu.policies.partition_view import PartitionView
 from fedemu.policies.worker_choice import RandomChoice
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 
 LM, SUBMITTER = 50, 60  # the actor ids the GM sends to
 CONSTRAINTS = 2

@@ -6,7 +6,7 @@ import pytest
 from fedemu.fabric.errors import ConfigError
 from fedemu.model import US_PER_S as S
 from fedemu.model import Job, Recorder
-from fedemu.tools import metrics
+from fedemu.tools.results import metrics
 
 
 def hand_recorder() -> Recorder:

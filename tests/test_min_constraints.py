@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 from scheduler_helpers import rebuilt, recorder_of
 
 L = 500  # the default 0.5 ms latency, in us

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from fedemu.fabric.errors import ConfigError
-from fedemu.tools import outdir
+from fedemu.tools.run import outdir
 
 
 def test_a_new_nested_folder_is_made_and_kept_after_success(tmp_path):

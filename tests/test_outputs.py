@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fedemu.fabric.errors import ConfigError
-from fedemu.tools import results
+from fedemu.tools.results import results
 from fedemu.tools.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,13 +7,13 @@ from pathlib import Path
 from fedemu.actors import registry
 from fedemu.model import declared
 from fedemu.scenarios import federation
-from fedemu.tools import paramdoc
+from fedemu.tools.run import paramdoc
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "parameters.md"
 
 
 def test_docs_parameters_md_is_current():
-    """Regenerate it with ``python -m fedemu.tools.paramdoc > docs/parameters.md``."""
+    """Regenerate it with ``python -m fedemu.tools.run.paramdoc > docs/parameters.md``."""
     assert DOC.read_text() == paramdoc.markdown()
 
 
@@ -24,7 +24,7 @@ def test_every_key_of_every_scheduler_and_section_is_documented():
 
 
 def test_every_declared_type_is_its_defaults():
-    """``--set`` text is read as the key's type (``tools.params``), which is what its default is."""
+    """``--set`` text is read as the key's type (``tools.run.params``), which is what its default is."""
     classes = {cls for _, cls in paramdoc.SECTIONS} | {s.config for s in registry.SCHEDULERS.values()}
     for cls in classes:
         for p in declared(cls):

@@ -13,7 +13,7 @@ from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.rand import Stream
 from fedemu.model import US_PER_S as US
 from fedemu.model import Cluster, ClusterSpec, WorkerSpec
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 
 
 def run(seed=1, **overrides):

@@ -20,7 +20,8 @@ from fedemu.actors.pigeon.master import GroupMember, MasterCore
 from fedemu.actors.pigeon.messages import Suspect
 from fedemu.actors.pigeon.plugin import master_matches_workers
 from fedemu.scenarios import fault_plan as fp
-from fedemu.tools import fuzz, runner, strategies
+from fedemu.tools.search import fuzz, strategies
+from fedemu.tools.run import runner
 from scheduler_helpers import EventPlan as Plan
 
 S = 1_000_000

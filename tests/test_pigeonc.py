@@ -22,7 +22,7 @@ from fedemu.fabric.messages import message
 from fedemu.model import US_PER_S as US
 from fedemu.model import Job, Recorder, WorkerSpec
 from fedemu.policies.worker_choice import RandomChoice
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 from scheduler_helpers import rebuilt
 
 # Section 4.2 with constraint Ck written as id k: L1 = (C1,C3,C5), (C1,C2), (C4); L2 = (C2,C4), (C4), (C2,C4)

@@ -25,15 +25,15 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECKED = ("fabric", "policies", "scenarios", "tools")
 PRESETS = {
     "scenarios/fairness.py": "the 2022 Megha paper's fairness experiment: a Megha run by definition",
-    "tools/bench_megha.py": "Megha's own benchmark, and one fixed case per scheduler",
-    "tools/digests.py": "a fixed list of runs, one or more per scheduler",
-    "tools/experiments/megha_2022.py": "the papers' experiments: the schedulers each one compares",
-    "tools/experiments/megha_2023.py": "the papers' experiments: the schedulers each one compares",
-    "tools/experiments/pigeon_2019.py": "the papers' experiments: the schedulers each one compares",
-    "tools/experiments/base.py": "the papers' experiments: their sensitivity cases name a scheduler's knob",
-    "tools/experiments/__init__.py": "the papers' experiments: the registry of papers",
-    "tools/reproduce.py": "the papers' reports: their tables name the schedulers they compare",
-    "tools/repro_report.py": "the papers' reports: their tables name the schedulers they compare",
+    "tools/bench/bench_megha.py": "Megha's own benchmark, and one fixed case per scheduler",
+    "tools/bench/digests.py": "a fixed list of runs, one or more per scheduler",
+    "tools/reproduce/experiments/megha_2022.py": "the papers' experiments: the schedulers each one compares",
+    "tools/reproduce/experiments/megha_2023.py": "the papers' experiments: the schedulers each one compares",
+    "tools/reproduce/experiments/pigeon_2019.py": "the papers' experiments: the schedulers each one compares",
+    "tools/reproduce/experiments/base.py": "the papers' experiments: their sensitivity cases name a scheduler's knob",
+    "tools/reproduce/experiments/__init__.py": "the papers' experiments: the registry of papers",
+    "tools/reproduce/reproduce.py": "the papers' reports: their tables name the schedulers they compare",
+    "tools/reproduce/repro_report.py": "the papers' reports: their tables name the schedulers they compare",
 }
 PRAGMA = "# plugin-boundary:"
 WORD = re.compile(r"[a-z]+")

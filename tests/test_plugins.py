@@ -19,8 +19,8 @@ from fedemu.actors.plugin import Scheduler
 from fedemu.fabric.errors import ConfigError
 from fedemu.scenarios import default, federation
 from fedemu.tools.cli import main
-from fedemu.tools.params import describe, resolve_scenario
-from fedemu.tools.runner import execute
+from fedemu.tools.run.params import describe, resolve_scenario
+from fedemu.tools.run.runner import execute
 from scheduler_helpers import ROOT, rebuilt, recorder_of
 
 NAMES = tuple(registry.SCHEDULERS)  # the tests below cover whatever the registry holds

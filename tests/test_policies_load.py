@@ -19,7 +19,7 @@ from fedemu.model import WorkerSpec
 from fedemu.policies.load_choice import BinPackChoice, DChoices, SpreadChoice, load
 from fedemu.policies.partition_view import PartitionView
 from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES, get_worker_choice
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 
 
 @st.composite

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedemu.model import US_PER_S, Job, Recorder
-from fedemu.tools import metrics
-from fedemu.tools.runner import execute
+from fedemu.tools.results import metrics
+from fedemu.tools.run.runner import execute
 
 
 def _recorder(capacities, runs, demand=(1,)):

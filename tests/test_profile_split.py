@@ -3,8 +3,8 @@
 import cProfile
 import pstats
 
-from fedemu.tools import profile_split
-from fedemu.tools.profile_split import ROOT, layers, part_of, split
+from fedemu.tools.bench import profile_split
+from fedemu.tools.bench.profile_split import ROOT, layers, part_of, split
 
 
 def test_parts_are_layers_units_packages_or_builtins():
@@ -17,7 +17,7 @@ def test_parts_are_layers_units_packages_or_builtins():
 
 
 def test_split_accounts_for_all_profiled_time_once():
-    from fedemu.tools.runner import execute
+    from fedemu.tools.run.runner import execute
 
     prof = cProfile.Profile()
     prof.enable()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from fedemu.tools.report import fault_line, print_summary
+from fedemu.tools.results.report import fault_line, print_summary
 
 QUIET = {"crashes": 0, "restarts": 0, "executions_aborted": 0, "wasted_s": 0.0,
          "recovery_s": {"count": 0, "p50": None, "p99": None, "max": None}}

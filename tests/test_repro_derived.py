@@ -1,10 +1,10 @@
-"""The derived figures of `fedemu reproduce` (tools/repro_derived.py), on hand-made run files: exact values."""
+"""The derived figures of `fedemu reproduce` (tools/reproduce/repro_derived.py), on hand-made run files: exact values."""
 
 from __future__ import annotations
 
 import pytest
 
-from fedemu.tools.repro_derived import allocation_tail, derived, offered_load
+from fedemu.tools.reproduce.repro_derived import allocation_tail, derived, offered_load
 
 HEADER = ("job_id,index,arrival_s,start_s,end_s,worker,allocation_s,framework_queueing_s,processing_s,"
           "worker_queueing_s,communication_s,attempts")
@@ -70,7 +70,7 @@ def test_derived_gathers_the_tail_and_the_worker_queueing_share(tmp_path):
 def test_the_allocation_parts_plot_and_table_leave_out_tasks_that_never_started(tmp_path):
     """A task of a rejected job has parts of 0 and no allocation time: counting it pulled the parts' means
     (the report's table) and medians (the plot's bars) down."""
-    from fedemu.tools.repro_plots import plot_allocation_parts
+    from fedemu.tools.reproduce.repro_plots import plot_allocation_parts
 
     write(tmp_path / "tasks.csv", TASKS)
     spec = {"name": "r", "scheduler": "megha", "policy": "random", "seed": 1, "out_dir": str(tmp_path)}
@@ -81,8 +81,8 @@ def test_the_allocation_parts_plot_and_table_leave_out_tasks_that_never_started(
 
 
 def test_the_allocation_plot_marks_the_papers_bound_and_sparrows_maximum():
-    from fedemu.tools.evaluate import load_claims
-    from fedemu.tools.repro_plots import paper_marks
+    from fedemu.tools.reproduce.evaluate import load_claims
+    from fedemu.tools.reproduce.repro_plots import paper_marks
 
     claims = load_claims("megha-2022")["claims"]
     assert paper_marks(claims, "vs-sparrow", prefix="alloc_allocation_") == [

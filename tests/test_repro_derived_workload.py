@@ -1,4 +1,4 @@
-"""The workload figures `fedemu reproduce` derives from a run's files (tools/repro_derived.py: Table 1's
+"""The workload figures `fedemu reproduce` derives from a run's files (tools/reproduce/repro_derived.py: Table 1's
 statistics, section 3's model), on a hand-made run: exact values worked by hand."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from fedemu.tools import repro_derived as rd
+from fedemu.tools.reproduce import repro_derived as rd
 
 JOBS = """job_id,arrival_s,num_tasks,ideal_jrt_s,completion_s,jrt_s,delay_s,short
 0,0.0,2,3.0,3.002,3.002,0.002,1

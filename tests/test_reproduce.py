@@ -10,11 +10,11 @@ from pathlib import Path
 import attrs
 import pytest
 
-from fedemu.tools import evaluate as ev
-from fedemu.tools import reproduce as rp
+from fedemu.tools.reproduce import evaluate as ev
+from fedemu.tools.reproduce import reproduce as rp
 from fedemu.tools.cli import main
-from fedemu.tools.experiments import PAPERS, megha_2023
-from fedemu.tools.verdict import combine, verdict
+from fedemu.tools.reproduce.experiments import PAPERS, megha_2023
+from fedemu.tools.reproduce.verdict import combine, verdict
 
 KNOWN = {"reproduces", "same direction", "same order", "differs", "not measured", "not testable",
          "reproduces for the wrong reason"}
@@ -143,7 +143,7 @@ def test_on_dask_each_run_has_a_process_of_its_own():
     kept a large run's memory paused at its limit and never ran again), and a crash there is the run's error."""
     import os
 
-    from fedemu.tools import pool
+    from fedemu.tools.run import pool
 
     child = pool._in_child(os.readlink, "/proc/self")  # the pid of the process that ran it
     assert child.isdigit() and int(child) != os.getpid()

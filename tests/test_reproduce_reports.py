@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from fedemu.tools.cli import main
-from fedemu.tools.evaluate import load_claims
-from fedemu.tools.experiments import EC2_TRACES, TRACES
+from fedemu.tools.reproduce.evaluate import load_claims
+from fedemu.tools.reproduce.experiments import EC2_TRACES, TRACES
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "reproductions"
 CHECKED = {
@@ -73,7 +73,7 @@ def test_a_headline_fills_from_the_runs_and_marks_a_case_not_run():
     """A headline placeholder takes the median seed's value, the seeds or the verdict; a sensitivity case the
     reproduction did not run (--only, a small grid) reads '-' / 'not measured', not a crash; a placeholder
     naming no claim is an error in the claims file."""
-    from fedemu.tools.repro_report import headline
+    from fedemu.tools.reproduce.repro_report import headline
 
     evaluated = {"a": {"ours": 2.5, "values": {"1": 2.0, "2": 3.0}, "verdict": "reproduces"}}
     claims = {"headline": ["A is {a} ({a:seeds}; {a:verdict});", "with B: {a@cs-paper} ({a@cs-paper:verdict})."]}

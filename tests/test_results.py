@@ -9,8 +9,8 @@ import pytest
 
 from fedemu.model import US_PER_S as S
 from fedemu.model import Job, Recorder
-from fedemu.tools.atomic import atomic_write, write_bytes, write_json, write_text
-from fedemu.tools.results import JOBS_HEADER, TASKS_HEADER, plot_cdfs, write_results
+from fedemu.tools.run.atomic import atomic_write, write_bytes, write_json, write_text
+from fedemu.tools.results.results import JOBS_HEADER, TASKS_HEADER, plot_cdfs, write_results
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.rand import Stream
 from fedemu.scenarios import constraints as cons
-from fedemu.tools import runner
+from fedemu.tools.run import runner
 
 TABLE = cons.ConstraintTable.load()
 scarcity = st.floats(min_value=0.05, max_value=50, allow_nan=False)

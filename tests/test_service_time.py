@@ -15,7 +15,8 @@ from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.journal import Journal
 from fedemu.fabric.kernel import Fabric
 from fedemu.fabric.network import Latency, Link, Network
-from fedemu.tools import replay, runner
+from fedemu.tools.replay import replay
+from fedemu.tools.run import runner
 
 from fabric_helpers import Note, Probe
 

@@ -8,7 +8,7 @@ import pytest
 from fedemu.actors.sparrow.scheduler import probe_targets
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.rand import Stream
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 from scheduler_helpers import rebuilt
 
 

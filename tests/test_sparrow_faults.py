@@ -16,7 +16,8 @@ from fedemu.actors import registry
 from fedemu.actors.sparrow.messages import Probe
 from fedemu.actors.sparrow.node import SparrowNode, node_books_balance, nodes_not_stuck
 from fedemu.actors.sparrow.scheduler import SparrowScheduler
-from fedemu.tools import fuzz, runner, strategies
+from fedemu.tools.search import fuzz, strategies
+from fedemu.tools.run import runner
 from scheduler_helpers import EventPlan as Plan
 
 S = 1_000_000

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fedemu.scenarios import fault_plan
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 
 FRONT_ENDS = {"megha": "gm-0", "centralized": "gm-0", "pigeon": "dist-0", "pigeonc": "dist-0", "sparrow": "sparrow-0"}
 # a backlog: long tasks at 150% load, so jobs wait far longer than resubmit_s (10 s) and a periodic ping

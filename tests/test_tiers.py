@@ -30,7 +30,7 @@ def test_slow_patterns_match_node_ids_from_the_file_on():
 
 def test_a_file_is_unit_by_what_it_imports(tmp_path):
     cases = {"import numpy\nfrom fedemu.fabric import rand\n": True,
-             "from fedemu.tools.runner import execute\n": False,
+             "from fedemu.tools.run.runner import execute\n": False,
              "import subprocess\n": False,
              "import fedemu\n": False,
              "from fedemu.scenarios import federation\n": False,

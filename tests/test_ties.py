@@ -24,7 +24,7 @@ from fedemu.fabric.network import Latency, Link, Network
 from fedemu.model import Job, WorkerSpec
 from fedemu.policies.fair_queue import HIGH, FairQueue
 from fedemu.policies.partition_view import PartitionView
-from fedemu.tools.runner import execute
+from fedemu.tools.run.runner import execute
 from fabric_helpers import Sender, Sink, normalize, per_actor, read_journal, reference_run, run_fabric
 from scheduler_helpers import recorder_of
 

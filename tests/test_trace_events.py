@@ -15,7 +15,8 @@ from fedemu.fabric import service
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.journal import DELIVER, DROP, SEND, TIMER_FIRE, JournalReader
 from fedemu.scenarios import fault_plan
-from fedemu.tools import runner, trace_events, trace_probe
+from fedemu.tools.run import runner
+from fedemu.tools.replay import trace_events, trace_probe
 from fedemu.tools.cli import main
 
 from test_diagram import PLAN, SMALL

@@ -27,9 +27,10 @@ from fedemu.actors.pigeon.master import MasterStatistics
 from fedemu.actors.sparrow.node import SparrowNodeStatistics
 from fedemu.actors.sparrow.scheduler import SparrowSchedulerStatistics
 from fedemu.fabric.kernel import FabricStatistics
-from fedemu.tools import runner, tui
-from fedemu.tools import tui_panels as panels
-from fedemu.tools.tui_panels import Snapshot
+from fedemu.tools.run import runner
+from fedemu.tools.live import tui
+from fedemu.tools.live import tui_panels as panels
+from fedemu.tools.live.tui_panels import Snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 

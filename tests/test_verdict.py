@@ -1,4 +1,4 @@
-"""Verdict rules of `fedemu reproduce` (tools/verdict.py, tools/evaluate.py): a property per rule, and the
+"""Verdict rules of `fedemu reproduce` (tools/reproduce/verdict.py, tools/reproduce/evaluate.py): a property per rule, and the
 cases a strict reading of the reports found (issue 43) as exact examples: bounds hold or not, a ratio's
 size counts, tie bands only where the paper says "similar", ranges stay ranges, "same order" is 3x, one
 seed decides nothing, a mechanism that differs makes a reproduction "for the wrong reason"."""
@@ -11,10 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fedemu.tools import verdict as V
-from fedemu.tools.evaluate import Expression, check_claim, evaluate, evaluate_all
-from fedemu.tools.verdict import (DIFFERS, NOT_MEASURED, NOT_TESTABLE, RANK, REPRODUCES, SAME, SAME_ORDER,
-                                  WRONG_REASON, combine, judge, verdict, wrong_reason)
+from fedemu.tools.reproduce import verdict as V
+from fedemu.tools.reproduce.evaluate import Expression, check_claim, evaluate, evaluate_all
+from fedemu.tools.reproduce.verdict import DIFFERS, NOT_MEASURED, NOT_TESTABLE, RANK, REPRODUCES, SAME, SAME_ORDER, WRONG_REASON, combine, judge, verdict, wrong_reason
 
 pos = st.floats(min_value=1e-3, max_value=1e6, allow_nan=False, allow_infinity=False)
 VERDICTS = st.sampled_from([REPRODUCES, SAME, DIFFERS])

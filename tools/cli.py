@@ -18,14 +18,15 @@ from fedemu.fabric.atomic import STDOUT
 from fedemu.fabric.errors import ConfigError, FedemuError
 from fedemu.scenarios.trace import MAX_TRACE_S
 
-from . import outdir
+from .run import outdir
 
 MAX_SECONDS = MAX_TRACE_S  # no run's virtual time goes beyond the largest time a trace may give
 
 
 def _cmd_run(args) -> int:
-    from . import api, params, runner
-    from .tui import progress_for
+    from .api import api
+    from .run import params, runner
+    from .live.tui import progress_for
 
     overrides = params.parse_overrides(args.set)
     if args.help_params:
@@ -125,7 +126,7 @@ def _warn_late_faults(summary: dict) -> None:
 
 
 def _print_summary(summary: dict) -> None:
-    from .report import print_summary
+    from .results.report import print_summary
 
     print_summary(summary)
 
@@ -136,8 +137,8 @@ def _check_determinism(args, overrides, journal, faults=None) -> int:
     The first run writes ``--out`` and keeps its journal where ``--record``/``--journal`` say."""
     from fedemu.fabric.journal import JournalReader
 
-    from . import runner
-    from .replay import report_comparison
+    from .run import runner
+    from .replay.replay import report_comparison
 
     if args.log == STDOUT:
         raise ConfigError(f"--check-determinism compares the two runs' event logs: give --log a file, not {STDOUT}")
@@ -199,7 +200,7 @@ def _compare_event_logs(first: str, second: str) -> int:
 
 
 def _cmd_replay(args) -> int:
-    from . import replay
+    from .replay import replay
 
     filters = [opt for opt, value in (("--actor", args.actor), ("--kind", args.kind), ("--from", args.t_from),
                                       ("--to", args.t_to), ("--job", args.job)) if value is not None]
@@ -213,7 +214,7 @@ def _cmd_replay(args) -> int:
         mode = "--verify" if args.verify else "--tui" if args.tui else "--show"
         raise ConfigError(f"{drawn[0]} writes a file, {mode} does something else: give one of them")
     if args.tui:
-        from .tui import pace_option, replay_live
+        from .live.tui import pace_option, replay_live
 
         if filters:
             raise ConfigError(f"{', '.join(filters)} filter the records shown; --tui shows the whole run")
@@ -235,7 +236,7 @@ def _cmd_replay(args) -> int:
 
 def _draw(args) -> int:
     """``--diagram FILE`` and ``--trace FILE.json``: the journal drawn, with the filters given."""
-    from . import diagram, replay, trace_events
+    from .replay import diagram, replay, trace_events
 
     given = dict(t_from=args.t_from, t_to=args.t_to, actor=args.actor, job=args.job, kind=args.kind)
     outdir.check_file(args.diagram, "--diagram")
@@ -254,9 +255,9 @@ def _draw(args) -> int:
 
 def _cmd_bench(args) -> int:
     if args.what == "fabric":
-        from . import bench_fabric
+        from .bench import bench_fabric
 
-        from .neighbour import neighbour
+        from .bench.neighbour import neighbour
 
         sizes = args.sizes or (100, 1_000, 10_000, 100_000)
         bench_fabric.check_memory(sizes, args.neighbour)
@@ -271,13 +272,13 @@ def _cmd_bench(args) -> int:
     if fabric_only:
         raise ConfigError(f"{', '.join(fabric_only)} {'is' if len(fabric_only) == 1 else 'are'} for bench fabric "
                           f"only; bench {args.what} runs whole scenarios")
-    from . import bench_megha
+    from .bench import bench_megha
 
     return bench_megha.main(args)
 
 
 def _cmd_fuzz(args) -> int:
-    from . import fuzz
+    from .search import fuzz
 
     return fuzz.main(args)
 
@@ -286,8 +287,9 @@ def _cmd_compare(args) -> int:
     """``fedemu compare``: the runs made by the API (``api.sweep``), their table printed."""
     from rich.console import Console
 
-    from . import api, params
-    from .compare import build_table, failed_status, line_per_run, mean_rows, print_table
+    from .api import api
+    from .run import params
+    from .run.compare import build_table, failed_status, line_per_run, mean_rows, print_table
 
     console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped inside a path
     comparison = api.sweep(args.scenario, schedulers=args.schedulers, policies=args.policies, seeds=args.seeds,
@@ -307,14 +309,14 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_reproduce(args) -> int:
-    from . import reproduce
+    from .reproduce import reproduce
 
     return reproduce.main(args)
 
 
 def _seconds(text: str) -> str:
     """argparse type for --from/--to/--seek: a finite number of seconds >= 0, within the 1e7 s any run
-    may last (kept as text for tools.replay)."""
+    may last (kept as text for tools.replay.replay)."""
     try:
         value = float(text)
     except ValueError:
@@ -441,7 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "pooled ones in --out are always drawn)")
     c.set_defaults(func=_cmd_compare)
 
-    from .experiments import PAPERS
+    from .reproduce.experiments import PAPERS
 
     rr = sub.add_parser("reproduce", help="run a paper's experiments and write a report with a verdict per claim")
     rr.add_argument("paper", help=f"which paper: {', '.join(PAPERS)}")
@@ -515,7 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--quiet", action="store_true", help="no progress bar")
     fz.set_defaults(func=_cmd_fuzz)
 
-    own = "megha"  # plugin-boundary: the name of Megha's own benchmark (tools/bench_megha.py)
+    own = "megha"  # plugin-boundary: the name of Megha's own benchmark (tools/bench/bench_megha.py)
     b = sub.add_parser("bench", help=f"benchmarks: fabric, {own} or schedulers")
     b.add_argument("what", choices=["fabric", own, "schedulers"])
     b.add_argument("--sizes", type=_sizes, help="fabric: comma-separated actor counts")
@@ -547,7 +549,7 @@ def _on_signal(signum, frame) -> None:
     """Ctrl-C and SIGTERM alike: a running fabric stops at the end of its window, then the run unwinds
     outside trio and removes its temporary files; with no run going, the command stops at once."""
     _Signals.got = signum
-    runner = sys.modules.get("fedemu.tools.runner")
+    runner = sys.modules.get("fedemu.tools.run.runner")
     if runner is None:
         raise KeyboardInterrupt
     runner.interrupt("SIGTERM" if signum == signal.SIGTERM else "Ctrl-C (SIGINT)")
@@ -584,7 +586,7 @@ def _quiet_stdout() -> None:
 
 def _say_scenario_failed(e: Exception, where: str) -> None:
     """One line for a user's scenario file that raised during or after its run (its journal kept)."""
-    from .runner import failure
+    from .run.runner import failure
 
     kept = "".join(f"; {n.removeprefix('fedemu: ')}" for n in getattr(e, "__notes__", ()))
     who = "raised" if getattr(e, "fedemu_actor", None) and where.startswith(e.fedemu_actor[0] + " ") \
@@ -596,7 +598,7 @@ def _cut_short(out) -> str:
     """``; the results in OUT are incomplete ...`` when a stop came while a run's result files were written."""
     if not isinstance(out, str) or not out:
         return ""
-    from .results import incomplete
+    from .results.results import incomplete
 
     return f"; the results in {out} are incomplete (summary.json says so)" if incomplete(out) else ""
 
@@ -660,7 +662,7 @@ def main(argv=None) -> int:
         sys.unraisablehook = hook
         for sig, handler in previous:
             signal.signal(sig, handler)
-        runner = sys.modules.get("fedemu.tools.runner")
+        runner = sys.modules.get("fedemu.tools.run.runner")
         if runner is not None:  # a stop that came between runs ends with its command
             runner.clear_interrupt()
 
