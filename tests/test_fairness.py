@@ -219,6 +219,47 @@ def test_preemption_in_flight_through_failover_loses_and_duplicates_nothing(plan
     assert r.summary["jobs_completed"] == 60  # and every invariant held, preempted_requeued_once included
 
 
+def test_a_worker_heard_again_during_a_stop_gets_the_stop_again_under_the_same_one_timer(monkeypatch):
+    """The worker of the first preemption crashes just after its stop is sent and is back 0.5 s later,
+    inside the stop's wait. The LM sends the stop again, as it must (it may have been lost), but used to arm
+    a second timer with the same nonce: two chains of asks, which gave the preemption up twice as early."""
+    from fedemu.actors.megha.lm_fairness import LmFairness
+    from fedemu.actors.megha.local_manager import LocalManager
+    from fedemu.actors.megha.messages import LmTimer, StopTask
+    from fedemu.scenarios import fault_plan
+
+    shape = {**CONTENDED, "jobs": 40}
+    first = recorder_of(run(**shape)).preemptions[0]
+    worker, at_us = first[1], first[6]
+    pending, doubles, stops = set(), [], []
+    set_timer, send, due = LocalManager.set_timer, LocalManager.send, LmFairness.due
+
+    def spy_timer(self, delay_us, msg):
+        if isinstance(msg, LmTimer) and msg.what == "stop":
+            key = (self.name, msg.key, msg.nonce)
+            doubles.extend([key] if key in pending else [])
+            pending.add(key)
+        set_timer(self, delay_us, msg)
+
+    def spy_send(self, dst, msg):
+        if isinstance(msg, StopTask):
+            stops.append(dst)
+        send(self, dst, msg)
+
+    def spy_due(self, msg):
+        pending.discard((self.core.name, msg.key, msg.nonce))
+        due(self, msg)
+
+    monkeypatch.setattr(LocalManager, "set_timer", spy_timer)
+    monkeypatch.setattr(LocalManager, "send", spy_send)
+    monkeypatch.setattr(LmFairness, "due", spy_due)
+    plan = fault_plan.from_tables([crash(f"w-{worker}", (at_us + 1) / 1e6, 0.5)], "test plan")
+    r = run(faults=plan, **shape)
+    victim = r.fabric.addr(f"w-{worker}")
+    assert stops.count(victim) >= 2  # the stop, and again once the worker was heard from
+    assert doubles == []
+
+
 # ---- the invariant bites ----------------------------------------------------------------------------
 def _recorder_with_a_preemption() -> Recorder:
     rec = Recorder(total_units=2)

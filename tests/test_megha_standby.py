@@ -118,3 +118,32 @@ def test_a_gm_that_launches_into_an_lm_restarted_as_the_standby_moves_the_work_e
     old, new = replicas(r)
     assert new.active and not old.active and counters(r)["launches_abandoned"] >= 1
     assert r.summary["virtual_end_s"] < 30 and r.summary["jobs_completed"] == r.summary["jobs"]
+
+
+def test_a_second_takeover_inside_the_first_rebuilds_backoff_runs_one_chain_of_asks(monkeypatch):
+    """Both replicas of lm-0 restart at 1.5 s and both take over; lm-0-standby steps down, then takes over
+    again at 1.6 s when lm-0 crashes for good, while w-0 is down (so the rebuild waits). Its first rebuild's
+    timer was still pending: it used to drive a second chain of asks (attempt 1 at 2.5 s and at 2.6 s, 2 at
+    4.5 s and 4.6 s), which gives the rebuild up a backoff early. Only the last rebuild's timer acts now."""
+    from fedemu.actors.megha.lm_recovery import LmRecovery
+
+    asks: dict[str, list] = {}
+    rebuild, ask_rebuild = LmRecovery.rebuild, LmRecovery.ask_rebuild
+
+    def spy_rebuild(self, since_us):
+        asks.setdefault(self.core.name, []).append([])  # a new chain
+        rebuild(self, since_us)
+
+    def spy_ask(self, attempt):
+        asks[self.core.name][-1].append((self.core.now, attempt))
+        ask_rebuild(self, attempt)
+
+    monkeypatch.setattr(LmRecovery, "rebuild", spy_rebuild)
+    monkeypatch.setattr(LmRecovery, "ask_rebuild", spy_ask)
+    run([crash("lm-0", 1.0, 0.5), crash("lm-0-standby", 1.0, 0.5), crash("w-0", 1.5, 5.0), crash("lm-0", 1.6)],
+        **STANDBY, jobs=60)
+    for name, chains in asks.items():
+        for chain in chains:
+            assert [a for _, a in chain] == list(range(len(chain))), (name, chain)
+    assert len(asks["lm-0-standby"]) == 2
+    assert asks["lm-0-standby"][-1] == [(1_600_500, 0), (2_600_500, 1), (4_600_500, 2)]

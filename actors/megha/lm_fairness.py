@@ -116,10 +116,15 @@ class LmFairness:
         return ""
 
     def ask_stop(self, w: int) -> None:
+        """Ask worker ``w`` to stop the victims, and wait for its answer (the entry's one timer)."""
+        self.resend_stop(w)
+        self.core.set_timer(self.core.faults.probe_timeout_us, LmTimer("stop", w, self.stopping[w][3]))
+
+    def resend_stop(self, w: int) -> None:
+        """The stop again, to a worker heard from again that may have missed it; the entry's timer is
+        pending already (a second would run a second chain of asks, and give the stop up early)."""
         lm = self.core
-        entry = self.stopping[w]
-        lm.send(lm.worker_ids[w], StopTask(entry[1]))
-        lm.set_timer(lm.faults.probe_timeout_us, LmTimer("stop", w, entry[3]))
+        lm.send(lm.worker_ids[w], StopTask(self.stopping[w][1]))
 
     def due(self, msg: LmTimer) -> None:
         """No answer to a stop: ask again, or give the preemption up after the probe retries."""

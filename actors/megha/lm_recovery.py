@@ -24,7 +24,8 @@ Our reading of the 2022 paper's high availability (section IV), with our timers 
   over rebuilds the same way (``standby``).
 
 Its timers are the LM's ``LmTimer`` (what, key, nonce): "probe" and "down" (key: the worker), "rebuild" (whose nonce is
-the ask's attempt; a rebuild over drops it).
+the ask's attempt; a rebuild over drops it, and so does a later rebuild: only the timer its last ask set, due
+when it arrives, acts, as the LM's heartbeat tick does).
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ class LmRecovery:
         self.rebuilding: set[int] = set()  # workers a restarted LM still waits for
         self.held: list = []  # messages that arrived while rebuilding
         self.started_us = 0
+        self.rebuild_at = -1  # when the one rebuild timer wanted is due (an earlier rebuild's is stale)
         self.asks: Retries | None = None
 
     def start(self) -> None:
@@ -185,7 +187,7 @@ class LmRecovery:
                     self.awaiting_cut.add(w)
                 self.asking.add(w)  # (an ask held by the cut breaks the connection: the notice)
                 self._ask(w)
-        elif msg.what == "rebuild" and self.rebuilding:
+        elif msg.what == "rebuild" and self.rebuilding and self.core.arrived == self.rebuild_at:
             if msg.nonce < self.core.faults.probe_retries:
                 self.ask_rebuild(msg.nonce + 1)
             else:
@@ -320,7 +322,7 @@ class LmRecovery:
         if free != before:
             lm.changed(w, NO_CAUSE)
         if lm.users is not None and w in lm.users.stopping:  # it may not have had the stop: ask again
-            lm.users.ask_stop(w)
+            lm.users.resend_stop(w)
         if lm.gang is not None:
             lm.gang.reconciled(w)
 
@@ -338,7 +340,9 @@ class LmRecovery:
         ask = Probe((), True) if lm.standby is None else Takeover(lm.epoch)
         for w in sorted(self.rebuilding):
             lm.send(lm.worker_ids[w], ask)
-        lm.set_timer(backoff(lm.faults.probe_timeout_us, attempt + 1), LmTimer("rebuild", -1, attempt))
+        wait = backoff(lm.faults.probe_timeout_us, attempt + 1)
+        self.rebuild_at = lm.now + wait
+        lm.set_timer(wait, LmTimer("rebuild", -1, attempt))
 
     def hold(self, msg, src) -> bool:
         """While rebuilding a message waits (True); it is handled once every worker answered."""
