@@ -83,18 +83,27 @@ def pytest_collection_modifyitems(config, items):
             "unit" if item.get_closest_marker("unit") else "default"
 
 
+def _tier(report) -> str:
+    """A report's tier, from its marks (pytest-xdist's controller collects nothing, so TIER_OF is empty there)."""
+    marks = getattr(report, "keywords", {})
+    return TIER_OF.get(report.nodeid) or ("slow" if "slow" in marks else "unit" if "unit" in marks else "default")
+
+
 def pytest_runtest_logreport(report):
-    spent = SPENT.setdefault(TIER_OF.get(report.nodeid, "default"), [0, 0.0])
+    spent = SPENT.setdefault(_tier(report), [0, 0.0])
     spent[0] += report.when == "call"
     spent[1] += report.duration
 
 
 def pytest_terminal_summary(terminalreporter):
-    """One line per tier that ran: its tests and their time (setup included), so that CI's output says them."""
+    """One line per tier that ran: its tests and their time (setup included, summed over the workers), so that
+    CI's output says them."""
     names = {"unit": "unit", "default": "the rest of the default tier", "slow": "slow"}
     said = [f"{names[tier]}: {SPENT[tier][0]} tests, {SPENT[tier][1]:.0f} s" for tier in names if tier in SPENT]
+    workers = getattr(terminalreporter.config.option, "numprocesses", None)
     if said:
-        terminalreporter.write_line("tiers: " + "; ".join(said))
+        terminalreporter.write_line("tiers: " + "; ".join(said) + (f" (test time over {workers} workers)"
+                                                                    if isinstance(workers, int) and workers > 1 else ""))
 
 
 def pytest_ignore_collect(collection_path, config):
