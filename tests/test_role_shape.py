@@ -131,6 +131,24 @@ def _pairs():
             yield core_ref, attr, ref
 
 
+def used(component: ast.ClassDef) -> set[str]:
+    """The core's attributes the component class reads, calls or writes (through ``self.core`` or an alias)."""
+    out = set()
+    for fn in ast.walk(component):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out |= {parent.attr for _, node, parent in _uses(fn, "core", given=True)
+                    if isinstance(parent, ast.Attribute) and parent.value is node}
+    return out
+
+
+@pytest.mark.parametrize("core_ref", list(ROLES), ids=lambda x: x.split(":")[-1])
+def test_every_name_a_core_declares_is_used_by_a_component(core_ref):
+    """``CORE`` is exactly what the components need: a name none of them uses is dead weight in the interface."""
+    core = _load(core_ref)
+    needed = set().union(*(used(_class_node(_load(ref))) for ref in ROLES[core_ref].values()))
+    assert sorted(core.CORE - needed) == [], f"{core.__name__}.CORE names what no component uses"
+
+
 @pytest.mark.parametrize("core_ref,attr,ref", list(_pairs()), ids=lambda x: x.split(":")[-1])
 def test_a_component_uses_only_its_cores_declared_interface(core_ref, attr, ref):
     core, component = _load(core_ref), _load(ref)
@@ -176,6 +194,7 @@ def test_the_check_catches_a_component_reaching_past_core():
         "        gm, n = self.core, 0\n"
         "        gm.hidden()\n"
         "        getattr(self.core, 'tasks')\n").body[0]
+    assert used(component) == {"unlisted", "send", "tasks", "secret", "hidden"}  # every name, declared or not
     found = component_violations(component, frozenset({"tasks"}) | ACTOR, "c.py")
     assert sorted(found) == ["c.py:10: uses the core's 'secret', not in its CORE",
                              "c.py:12: uses the core's 'hidden', not in its CORE",

@@ -1,8 +1,9 @@
 """One shape for every role: a protocol core, components attached one way, one timer form.
 
 - **The core** is the role's actor: the paper's handlers, in the order the paper gives them, and the state
-  the paper names. It declares ``CORE``, the short list of its attributes and methods its components may
-  use besides the actor's own (``ACTOR``: the clock, sending, timers).
+  the paper names. It declares ``CORE``, the list of its attributes and methods its components may use
+  besides the actor's own (``ACTOR``: the clock, sending, timers), and no more: each name is one a
+  component uses (checked too).
 - **A component** is what a run or a fault story adds (recovery, fairness, gangs, a standby): an object the
   core builds in its ``__init__`` (None when the run does not use it). It holds the core as ``self.core``
   and reaches it only through ``CORE`` (``tests/test_role_shape.py`` checks the source). Its state is its
@@ -12,8 +13,9 @@
   components' ``broken`` in a fixed order. (The shared recovery parts a component holds, ``Retries`` and
   ``Suspects`` of ``common.recovery``, keep their own ``recover`` registration: they are tools, not roles.)
 - **One timer form**: a component's timer is the role's timer message ``(what, key, nonce)``, routed by
-  ``what`` (``routed_timer``). The component keeps the nonce of the one timer it wants for each key and
-  drops any other when it fires: a chain of retries that was superseded or ended stops at its next timer.
+  ``what`` (``routed_timer``). The component keeps the nonce of the one timer it wants for each key (or,
+  as the LM's heartbeat tick and rebuild do, the time it is due) and drops any other when it fires: a
+  chain of retries that was superseded or ended stops at its next timer.
 """
 
 from __future__ import annotations

@@ -49,9 +49,8 @@ class MasterCore:
     # runs and the launches sent to it, the workers' addresses and the bookkeeping below; and, for the
     # election, the claim the role was declared with and the recovery it starts at a takeover and tells of
     # a broken connection
-    CORE = frozenset({"epoch", "declared_us", "dispatch", "running", "where", "seq", "mark", "worker_ids",
-                      "local_of", "requeue", "drop_running", "changed", "resync", "activity", "dispatch_pass",
-                      "recovery"})
+    CORE = frozenset({"epoch", "dispatch", "running", "where", "seq", "mark", "worker_ids", "local_of", "requeue",
+                      "drop_running", "changed", "resync", "activity", "dispatch_pass"})
 
     def __init__(self, host, epoch: int) -> None:
         cfg = host.cfg
