@@ -38,6 +38,9 @@ ROLES = {  # core "module:Class" -> {its attribute: component "module:Class"}
     "fedemu.actors.pigeon.master:MasterCore": {
         "recovery": "fedemu.actors.pigeon.failover:MasterRecovery",
     },
+    "fedemu.actors.pigeon.distributor:Distributor": {
+        "recovery": "fedemu.actors.pigeon.group_watch:GroupWatch",
+    },
 }
 MUTATORS = frozenset({"add", "append", "clear", "discard", "extend", "insert", "pop", "popitem", "remove",
                       "setdefault", "update"})

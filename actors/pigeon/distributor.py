@@ -14,8 +14,8 @@ Choices where the papers are silent:
 - One ``TaskBatch`` per master per job, sent in master order; the job completes when the distributor has
   received the ``TaskFinished`` result of its last task.
 
-Faults (our protocol; the papers are silent): the distributor's recovery is ``group_watch.GroupWatch``,
-mixed in (what a broken connection may have lost, and the watch on a group whose master it suspects).
+Faults (our protocol; the papers are silent): the distributor's recovery is ``group_watch.GroupWatch``, a
+component (what a broken connection may have lost, and the watch on a group whose master it suspects).
 - The submitter is each job's owner of record (``submitter``): a distributor reports a job done or
   rejected with ``JobDone``; a job it is handed again (``Resubmit``: it crashed and forgot it, or another
   front end did) is split afresh; masters skip tasks they already queue or run and send their results
@@ -32,6 +32,7 @@ import attrs
 from fedemu.fabric.actor import Actor
 from fedemu.fabric.log import emit
 
+from ..common.components import routed
 from ..common.events import JOB_UNSCHEDULABLE
 from ..common.front_end import JobFrontEnd
 from ..common.protocol import TaskFinished
@@ -60,11 +61,15 @@ class DistributorStatistics:
     rejected: int
 
 
-class Distributor(GroupWatch, JobFrontEnd, Actor):
+class Distributor(JobFrontEnd, Actor):
     COST_ROLE = "distributor"  # a single server (fabric.service)
     """One of Ns distributors; ``counts`` (a ConstraintSetCounts) makes it PigeonC's, None Pigeon's.
     ``members[g]``: the actor names of group g (its master first), whom it alerts when g's master's
     connection breaks; ``retry_us``: the first wait before it alerts a suspected group again."""
+
+    CORE = frozenset({  # what its recovery may use (tests/test_role_shape.py)
+        "group_of", "waiting", "master_ids", "member_ids", "claims", "keys", "split", "open_jobs", "short_cutoff_us",
+        "counts", "recorder", "retry_us"})
 
     def __init__(self, master_names: list[str], *, counts: ConstraintSetCounts | None, short_cutoff_us: int,
                  recorder, feasible, members: list | None = None, retry_us: int = 1_000_000, index: int = 0) -> None:
@@ -86,7 +91,7 @@ class Distributor(GroupWatch, JobFrontEnd, Actor):
         self.keys = [NO_KEY] * n
         self.waiting = [0] * n  # tasks sent to each group whose result has not come
         self.split: dict[int, tuple] = {}  # open job -> (job, group of each task)
-        self._watch_init(n)
+        self.recovery = GroupWatch(self, n)
         self.source: dict[int, int] = {}  # open job -> who submitted it (its owner of record)
         self.closed: dict[int, int] = {}  # closed job -> when (a lost JobDone is reported again)
         self.early: dict[int, set] = {}  # job it does not hold -> indices of the results that came anyway
@@ -194,6 +199,13 @@ class Distributor(GroupWatch, JobFrontEnd, Actor):
                 return
         if self.task_done(msg.job_id, msg.index):
             self.split.pop(msg.job_id)
+
+    # ---- recovery (``group_watch``) ----------------------------------------------------------
+    on_ConnectionBroken = routed("recovery", "on_broken")
+    on_Claim = routed("recovery", "on_claim")
+    on_MasterPing = routed("recovery", "on_master_ping")
+    on_DistWatch = routed("recovery", "on_watch", timer=True)
+    on_Returned = routed("recovery", "on_returned")
 
     def statistics(self) -> DistributorStatistics:
         return DistributorStatistics(self.name, self.jobs, self.tasks, len(self.open_jobs), self.rejected)
