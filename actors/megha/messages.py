@@ -234,7 +234,8 @@ class GmTimer:
 @message("megha.lm_timer")
 class LmTimer:
     """LM's own timer: ``what`` is "probe", "down" or "stop" (``key``: the worker), or "rebuild" (``key`` -1,
-    ``nonce``: the ask's attempt); ``nonce`` says which arming."""
+    ``nonce``: the ask's attempt; only the one due when the last ask wanted it acts); ``nonce`` says which
+    arming."""
 
     what: str
     key: int
