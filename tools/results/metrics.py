@@ -147,8 +147,8 @@ def utilization_steps(recorder: Recorder) -> tuple[np.ndarray, np.ndarray]:
     """
     if not recorder.busy:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    n = len(recorder.busy)
-    ev = np.fromiter(itertools.chain.from_iterable(recorder.busy), dtype=np.int64, count=2 * n).reshape(n, 2)
+    ev = np.array(recorder.busy, dtype=np.int64).reshape(-1, 2)  # (time, units) per event (a copy: a view would
+    # pin the array's size while a live view reads it mid-run)
     times, inverse = np.unique(ev[:, 0], return_inverse=True)
     delta = np.zeros(times.size, dtype=np.int64)
     np.add.at(delta, inverse.reshape(-1), ev[:, 1])
