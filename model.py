@@ -233,33 +233,141 @@ class Cluster:
 
 
 # ---- what a run records --------------------------------------------------------------------
-@attrs.define(slots=True)
-class TaskRecord:
-    """One task's life. Allocation time (start - arrival) splits as in the 2022 Megha paper (Megha
-    2022, III), each part summed from intervals between real events of the task, never
-    derived from the total: ``comm_us``, on the wire (from the event that sent it on to the arrival of the
-    message carrying it); ``queue_us``, framework queueing (from that arrival until the handler that
-    passed it on started: a busy component's mailbox, a scheduler's task queue); ``processing_us``, that
-    handler's service time (0 without a cost model); ``worker_queue_us``, from its arrival at the worker
-    to its start. ``mark_us`` is the task's last such event, so the parts add up to the allocation time."""
+# A task's record, field by field. Allocation time (start - arrival) splits as in the 2022 Megha paper (Megha
+# 2022, III), each part summed from intervals between real events of the task, never derived from the
+# total: ``comm_us``, on the wire (from the event that sent it on to the arrival of the message carrying it);
+# ``queue_us``, framework queueing (from that arrival until the handler that passed it on started: a busy
+# component's mailbox, a scheduler's task queue); ``processing_us``, that handler's service time (0 without a
+# cost model); ``worker_queue_us``, from its arrival at the worker to its start. ``mark_us`` is the task's
+# last such event, so the parts add up to the allocation time. start, end and worker are -1 until they happen.
+TASK_FIELDS = ("job_id", "index", "arrival_us", "duration_us", "start_us", "end_us", "worker", "queue_us",
+               "attempts", "processing_us", "worker_queue_us", "comm_us", "mark_us")
+_SMALL = frozenset({"index", "worker", "attempts"})  # 32-bit columns: counts and ids, never times
 
-    job_id: int
-    index: int
-    arrival_us: int
-    duration_us: int
-    start_us: int = -1
-    end_us: int = -1
-    worker: int = -1
-    queue_us: int = 0
-    attempts: int = 0
-    processing_us: int = 0
-    worker_queue_us: int = 0
-    comm_us: int = 0
-    mark_us: int = 0  # set to the arrival by ``Recorder.job_arrived``
+
+class TaskTable:
+    """Every task's record, one row a task in arrival order, one typed array a field (``TASK_FIELDS``):
+    8 bytes a time where an object per task took about 360 (a run of 400,000 tasks keeps 40 MB, not 140).
+    Read it as a mapping (job id, index) -> ``TaskRecord``, a view of the row; ``columns`` gives numpy arrays.
+    The recorder's hot paths index the arrays by ``row``."""
+
+    def __init__(self):
+        self._rows: dict[int, tuple[int, int]] = {}  # job id -> (first row, number of tasks)
+        for name in TASK_FIELDS:
+            setattr(self, name, array("i" if name in _SMALL else "q"))
+
+    def add_job(self, job_id: int, arrival_us: int, durations_us) -> None:
+        """The job's tasks, at its arrival: nothing started, nothing timed. A job added again starts over
+        in its own rows (as a dict's entries would be replaced in place)."""
+        n = len(durations_us)
+        if job_id in self._rows:
+            first, size = self._rows[job_id]
+            if size != n:
+                raise ValueError(f"job {job_id} added again with {n} tasks, not {size}")
+            for k, d in enumerate(durations_us):
+                for name, value in zip(TASK_FIELDS, (job_id, k, arrival_us, d, -1, -1, -1, 0, 0, 0, 0, 0, arrival_us)):
+                    getattr(self, name)[first + k] = value
+            return
+        self._rows[job_id] = (len(self.job_id), n)
+        self.job_id.extend([job_id] * n)
+        self.index.extend(range(n))
+        self.arrival_us.extend([arrival_us] * n)
+        self.duration_us.extend(durations_us)
+        self.mark_us.extend([arrival_us] * n)
+        unset, zero = [-1] * n, [0] * n
+        for col in (self.start_us, self.end_us, self.worker):
+            col.extend(unset)
+        for col in (self.queue_us, self.attempts, self.processing_us, self.worker_queue_us, self.comm_us):
+            col.extend(zero)
+
+    def span(self, job_id: int) -> tuple[int, int]:
+        """(first row, number of tasks) of the job; (0, 0) for a job never added."""
+        return self._rows.get(job_id, (0, 0))
+
+    def find(self, job_id: int, index: int) -> int:
+        """The task's row, or -1 for a task never added."""
+        first, n = self._rows.get(job_id, (0, 0))
+        return first + index if 0 <= index < n else -1
+
+    def row(self, job_id: int, index: int) -> int:
+        """The task's row; KeyError for a task never added."""
+        first, n = self._rows.get(job_id, (0, 0))
+        if 0 <= index < n:
+            return first + index
+        raise KeyError((job_id, index))
+
+    def columns(self, fields=TASK_FIELDS) -> dict:
+        """Int64 numpy copies of ``fields``, a row a task in arrival order."""
+        import numpy as np  # (the model layer itself needs no numpy)
+
+        return {name: np.array(getattr(self, name), dtype=np.int64) for name in fields}
+
+    # the mapping (job id, index) -> TaskRecord
+    def __getitem__(self, key) -> TaskRecord:
+        return TaskRecord(self, self.row(*key))
+
+    def get(self, key, default=None):
+        r = self.find(*key)
+        return default if r < 0 else TaskRecord(self, r)
+
+    def __contains__(self, key) -> bool:
+        return self.find(*key) >= 0
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    def __iter__(self):
+        return zip(self.job_id, self.index)
+
+    def keys(self):
+        return iter(self)
+
+    def values(self):
+        return (TaskRecord(self, r) for r in range(len(self.job_id)))
+
+    def items(self):
+        return (((j, i), TaskRecord(self, r)) for r, (j, i) in enumerate(zip(self.job_id, self.index)))
+
+
+class TaskRecord:
+    """One task's record: a view of its row in a ``TaskTable``, each field (``TASK_FIELDS``) read and
+    written in place."""
+
+    __slots__ = ("_table", "_row")
+
+    def __init__(self, table: TaskTable, row: int):
+        self._table = table
+        self._row = row
 
     @property
     def allocation_us(self) -> int:
         return self.start_us - self.arrival_us
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TaskRecord) and self._values() == other._values()
+
+    __hash__ = None
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self._table, name)[self._row] for name in TASK_FIELDS)
+
+    def __repr__(self) -> str:
+        return "TaskRecord(" + ", ".join(f"{n}={v}" for n, v in zip(TASK_FIELDS, self._values())) + ")"
+
+
+def _field(name: str) -> property:
+    def get(self):
+        return getattr(self._table, name)[self._row]
+
+    def put(self, value):
+        getattr(self._table, name)[self._row] = value
+
+    return property(get, put, doc=f"the task's ``{name}``")
+
+
+for _name in TASK_FIELDS:
+    setattr(TaskRecord, _name, _field(_name))
+del _name
 
 
 @attrs.define(slots=True)
@@ -294,13 +402,14 @@ class JobRecord:
 
 @attrs.define
 class Recorder:
-    """Everything a run measures. ``busy`` logs each start and end as a pair (time, +/-units) of 64-bit ints,
-    flat in one array (16 bytes an event, where a list of tuples took about 97), so utilization can be rebuilt."""
+    """Everything a run measures: a record per job, the tasks' records in columns (``TaskTable``), counters.
+    ``busy`` logs each start and end as a pair (time, +/-units) of 64-bit ints, flat in one array (16 bytes
+    an event, where a list of tuples took about 97), so utilization can be rebuilt."""
 
     total_units: int = 0
     machines: dict = attrs.Factory(dict)  # worker id -> capacity vector, for per-machine balance metrics
     jobs: dict = attrs.Factory(dict)
-    tasks: dict = attrs.Factory(dict)
+    tasks: TaskTable = attrs.Factory(TaskTable)
     counters: dict = attrs.Factory(dict)
     busy: array = attrs.Factory(lambda: array("q"))
     unschedulable: list = attrs.Factory(list)
@@ -320,7 +429,7 @@ class Recorder:
     preempted: list = attrs.Factory(list)
     requeued: dict = attrs.Factory(dict)
     per_user: dict = attrs.Factory(dict)  # (counter name, user) -> count
-    # a cost model is on: the tasks the handler being served passed on, whose processing ends with its
+    # a cost model is on: the rows of the tasks the handler being served passed on, whose processing ends with its
     # service (``served``, called by the fabric after each handler of a single-server actor)
     timed: bool = False
     serving: list = attrs.Factory(list)
@@ -336,49 +445,53 @@ class Recorder:
         self.jobs[job.job_id] = JobRecord(job.job_id, job.arrival_us, job.num_tasks, job.ideal_jrt_us,
                                           job.mean_task_us, short, demand=job.demand, constraints=job.constraints,
                                           alpha=job.alpha, user=job.user, gang=job.gang)
-        for i, d in enumerate(job.durations_us):
-            self.tasks[(job.job_id, i)] = TaskRecord(job.job_id, i, job.arrival_us, d, mark_us=job.arrival_us)
+        self.tasks.add_job(job.job_id, job.arrival_us, job.durations_us)
 
-    def task_handled(self, job_id: int, index: int, arrived_us: int, start_us: int) -> TaskRecord | None:
+    def task_handled(self, job_id: int, index: int, arrived_us: int, start_us: int) -> None:
         """The message carrying the task reached a scheduler component at ``arrived_us`` (or the task
         was queued there again then), and the handler passing it on started at ``start_us``: the time
         since its last event was communication, the wait framework queueing, and that handler's service
         (``served``) is processing. Ignored once the task runs (a duplicate launch), and for a task
         never submitted (a test driving one component alone)."""
-        rec = self.tasks.get((job_id, index))
-        if rec is not None and rec.start_us == -1:
-            rec.comm_us += arrived_us - rec.mark_us
-            rec.queue_us += start_us - arrived_us
-            rec.mark_us = start_us
+        t = self.tasks
+        r = t.find(job_id, index)
+        if r >= 0 and t.start_us[r] == -1:
+            mark = t.mark_us
+            t.comm_us[r] += arrived_us - mark[r]
+            t.queue_us[r] += start_us - arrived_us
+            mark[r] = start_us
             if self.timed:
-                self.serving.append(rec)
-        return rec
+                self.serving.append(r)
 
     def tasks_handled(self, job_id: int, num_tasks: int, arrived_us: int, start_us: int) -> None:
         """``task_handled`` for each of the job's tasks 0 .. ``num_tasks`` - 1 (a front end passing a whole
         job on), written out here: it runs once per task of every job."""
-        tasks, timed = self.tasks, self.timed
-        for index in range(num_tasks):
-            rec = tasks.get((job_id, index))
-            if rec is not None and rec.start_us == -1:
-                rec.comm_us += arrived_us - rec.mark_us
-                rec.queue_us += start_us - arrived_us
-                rec.mark_us = start_us
+        t, timed = self.tasks, self.timed
+        first, n = t.span(job_id)
+        started, mark, comm, queue = t.start_us, t.mark_us, t.comm_us, t.queue_us
+        wait = start_us - arrived_us
+        for r in range(first, first + min(num_tasks, n)):
+            if started[r] == -1:
+                comm[r] += arrived_us - mark[r]
+                queue[r] += wait
+                mark[r] = start_us
                 if timed:
-                    self.serving.append(rec)
+                    self.serving.append(r)
 
     def task_dispatched(self, job_id: int, index: int, since_us: int, start_us: int) -> None:
         """A scheduler took the task off its queue (where it was put at ``since_us``) in a handler that
         started at ``start_us`` and sent it towards a worker: one attempt (a failed launch, a retry or a
         relaunch queues it again), timed as in ``task_handled`` (written out: it runs once per task)."""
-        rec = self.tasks[(job_id, index)]
-        if rec.start_us == -1:
-            rec.comm_us += since_us - rec.mark_us
-            rec.queue_us += start_us - since_us
-            rec.mark_us = start_us
+        t = self.tasks
+        r = t.row(job_id, index)
+        if t.start_us[r] == -1:
+            mark = t.mark_us
+            t.comm_us[r] += since_us - mark[r]
+            t.queue_us[r] += start_us - since_us
+            mark[r] = start_us
             if self.timed:
-                self.serving.append(rec)
-        rec.attempts += 1
+                self.serving.append(r)
+        t.attempts[r] += 1
 
     def served(self, actor, arrived_us: int, start_us: int, end_us: int) -> None:
         """A single-server actor ended a handler's service at ``end_us``: the tasks it passed on were in
@@ -388,9 +501,11 @@ class Recorder:
         if end_us < 0:
             self.serving.clear()
             return
-        for rec in self.serving:
-            rec.processing_us += end_us - rec.mark_us
-            rec.mark_us = end_us
+        t = self.tasks
+        processing, mark = t.processing_us, t.mark_us
+        for r in self.serving:
+            processing[r] += end_us - mark[r]
+            mark[r] = end_us
         self.serving.clear()
 
     def task_started(self, job_id: int, index: int, now: int, worker: int, units: int = 1,
@@ -398,14 +513,15 @@ class Recorder:
         """An execution of the task began on ``worker`` (its launch arrived there at ``arrived_us``, by
         default now). The first live one is the task's own record; another while it runs (a retried
         launch that crossed a partition) is kept in ``other_runs``."""
-        rec = self.tasks[(job_id, index)]
+        t = self.tasks
+        r = t.row(job_id, index)
         self.busy.extend((now, units))
-        if rec.start_us == -1:
+        if t.start_us[r] == -1:
             arrived = now if arrived_us is None else arrived_us
-            rec.comm_us += arrived - rec.mark_us
-            rec.worker_queue_us += now - arrived
-            rec.mark_us = rec.start_us = now
-            rec.worker = worker
+            t.comm_us[r] += arrived - t.mark_us[r]
+            t.worker_queue_us[r] += now - arrived
+            t.mark_us[r] = t.start_us[r] = now
+            t.worker[r] = worker
             return
         self.other_runs.append([job_id, index, worker, now, -1, units])
         self.count("duplicate_executions")
@@ -450,14 +566,16 @@ class Recorder:
 
     def task_finished(self, job_id: int, index: int, now: int, units: int = 1, worker: int | None = None) -> None:
         """Record the end of the task's execution on ``worker`` (None: its only one)."""
-        rec = self.tasks[(job_id, index)]
+        t = self.tasks
+        r = t.row(job_id, index)
         self.busy.extend((now, -units))
-        if worker is None or (rec.worker == worker and rec.end_us == -1):
-            if rec.end_us != -1:
+        ended = t.end_us
+        if worker is None or (t.worker[r] == worker and ended[r] == -1):
+            if ended[r] != -1:
                 raise AssertionError(f"task {job_id}.{index} finished twice")
-            if rec.start_us == -1:
+            if t.start_us[r] == -1:
                 raise AssertionError(f"task {job_id}.{index} finished without starting")
-            rec.end_us = now
+            ended[r] = now
             return
         self._live_run(job_id, index, worker)[4] = now
 

@@ -208,3 +208,49 @@ def test_when_the_first_execution_is_aborted_a_live_second_one_becomes_the_tasks
     task = rec.tasks[(0, 0)]
     assert (task.start_us, task.end_us, task.worker) == (1, 11, 0)
     assert rec.other_runs == [[0, 0, 1, 0, 2, 1]] and rec.wasted_us == 2
+
+
+HOLED = Cluster((ClusterSpec(0, "A", (WorkerSpec(0, 0, (2,), (3,)), WorkerSpec(1, 0, (1,), ()),
+                                      WorkerSpec(3, 0, (1,), (), speed=2.0))),))
+
+
+def _ran(jobs, placements):
+    """A recorder that saw ``jobs`` and ran (job, index) on worker w from start for dur (None: still running)."""
+    rec = Recorder(total_units=4)
+    for job in jobs:
+        rec.job_arrived(job)
+    for (job_id, index), (worker, start, dur) in placements.items():
+        rec.task_started(job_id, index, start, worker)
+        if dur is not None:
+            rec.task_finished(job_id, index, start + dur)
+    return rec
+
+
+def test_each_way_a_task_can_break_tasks_ran_once_is_said_in_its_own_words():
+    rec = _ran([Job(0, 0, (10, 20, 30, 40)), Job(1, 0, (100,), alpha=0.5), Job(2, 0, (7,))],
+               {(0, 1): (1, 0, None), (0, 2): (0, 0, 25), (0, 3): (0, 5, 40), (1, 0): (3, 0, 100), (2, 0): (1, 50, 7)})
+    for job_id in (0, 1, 2):
+        rec.job_completed(job_id, 44)
+    assert [v.line() for v in check_run(rec, HOLED, 60)["tasks_ran_once"]] == [
+        "tasks_ran_once: task 0.0: its job completed but the task never started (virtual time 0.000044 s)",
+        "tasks_ran_once: task 0.1: its job completed but the task never ended (virtual time 0.000044 s)",
+        "tasks_ran_once: task 0.2: ran 25 us, its duration is 30 us (virtual time 0.000025 s)",
+        "tasks_ran_once: task 0.3: its job was closed at 44 us, before the task ended at 45 us (virtual time 0.000044 s)",
+        "tasks_ran_once: task 1.0: ran 100 us, its duration is 100 us and its run time on w-3 is 75 us "
+        "(virtual time 0.000100 s)",
+        "tasks_ran_once: task 2.0: its job was closed at 44 us, before the task ended at 57 us (virtual time 0.000044 s)",
+    ]
+
+
+def test_a_task_on_a_worker_id_the_cluster_skips_is_named_not_a_traceback():
+    # w-2 lies between the cluster's ids: the check once looked its capacity up and raised KeyError
+    rec = _ran([Job(0, 0, (10,)), Job(1, 0, (10,))], {(0, 0): (0, 0, 10), (1, 0): (2, 0, 10)})
+    assert [v.line() for v in capacity_respected(rec, HOLED, 60)] == [
+        "capacity_respected: task 1.0: ran on w-2, which is not a worker of this cluster or has another number of "
+        "resources (virtual time 0.000000 s)"]
+
+
+def test_the_first_task_lacking_a_constraint_is_named_with_what_it_lacks():
+    rec = _ran([Job(0, 0, (10, 10), constraints=((3,), (3, 5)))], {(0, 0): (0, 0, 10), (0, 1): (1, 0, 10)})
+    assert [v.line() for v in check_run(rec, HOLED, 60)["constraints_met"]] == [
+        "constraints_met: task 0.1: ran on w-1, which lacks constraint(s) [3, 5] (virtual time 0.000000 s)"]

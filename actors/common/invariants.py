@@ -62,32 +62,45 @@ def jobs_closed(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violation]
     return out
 
 
+def _per_row(rec: Recorder, value) -> np.ndarray:
+    """``value(job)`` of each task's job, a row per task of ``rec.tasks`` (its rows run job by job)."""
+    spans = rec.tasks._rows
+    return np.repeat(np.array([value(rec.jobs[job_id]) for job_id in spans]),
+                     np.array([n for _, n in spans.values()], dtype=np.int64), axis=0)
+
+
 def tasks_ran_once(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violation]:
     """Every task of a completed job started once, ran for exactly its run time on the machine it ran on
     (its duration, scaled by the Amdahl model for the job's alpha and that machine's speed, computed here
     from the recorded worker and the cluster description), and ended before its job was closed. (A second
     start or end is refused by the recorder as it happens.)"""
+    if not len(rec.tasks):
+        return []
+    cols = rec.tasks.columns(("job_id", "index", "duration_us", "start_us", "end_us", "worker"))
+    job, index, duration, start, end, worker = cols.values()
+    closed = _per_row(rec, lambda j: j.completion_us)
+    done = closed >= 0
+    never = done & ((start < 0) | (end < 0))
+    want = duration.copy()
+    alpha = _per_row(rec, lambda j: j.alpha)
+    scaled = np.nonzero(done & ~never & (alpha != 0))[0]
+    if len(scaled):  # (no speed-up: no look-up)
+        speed = {w.worker_id: w.speed for w in cluster.workers()}
+        want[scaled] = [run_time_us(int(duration[r]), float(alpha[r]), speed.get(int(worker[r]), 1.0)) for r in scaled]
+    wrong = done & ~never & (end - start != want)
+    late = done & ~never & ~wrong & (end > closed)
     out = []
-    speed = {w.worker_id: w.speed for w in cluster.workers()}
-    tasks = rec.tasks
-    for job in rec.jobs.values():
-        if job.completion_us < 0:
-            continue
-        alpha = job.alpha
-        for i in range(job.num_tasks):
-            t = tasks[(job.job_id, i)]
-            if t.start_us < 0 or t.end_us < 0:
-                out.append(Violation("tasks_ran_once", f"task {job.job_id}.{i}", job.completion_us,
-                                     f"its job completed but the task {'never started' if t.start_us < 0 else 'never ended'}"))
-            elif t.end_us - t.start_us != (want := t.duration_us if alpha == 0 else  # (no speed-up: no look-up)
-                                           run_time_us(t.duration_us, alpha, speed.get(t.worker, 1.0))):
-                scaled = "" if want == t.duration_us else f" and its run time on w-{t.worker} is {want} us"
-                out.append(Violation("tasks_ran_once", f"task {job.job_id}.{i}", t.end_us,
-                                     f"ran {t.end_us - t.start_us} us, its duration is {t.duration_us} us{scaled}"))
-            elif t.end_us > job.completion_us:
-                out.append(Violation("tasks_ran_once", f"task {job.job_id}.{i}", job.completion_us,
-                                     f"its job was closed at {job.completion_us} us, before the task ended "
-                                     f"at {t.end_us} us"))
+    for r in np.nonzero(never | wrong | late)[0]:
+        j, i, t0, t1, d, w, c = (int(a[r]) for a in (job, index, start, end, duration, worker, closed))
+        if never[r]:
+            out.append(Violation("tasks_ran_once", f"task {j}.{i}", c,
+                                 f"its job completed but the task {'never started' if t0 < 0 else 'never ended'}"))
+        elif wrong[r]:
+            note = "" if want[r] == d else f" and its run time on w-{w} is {int(want[r])} us"
+            out.append(Violation("tasks_ran_once", f"task {j}.{i}", t1, f"ran {t1 - t0} us, its duration is {d} us{note}"))
+        else:
+            out.append(Violation("tasks_ran_once", f"task {j}.{i}", c,
+                                 f"its job was closed at {c} us, before the task ended at {t1} us"))
     return out
 
 
@@ -95,27 +108,28 @@ def capacity_respected(rec: Recorder, cluster: Cluster, end_us: int) -> list[Vio
     """No worker ever held more than its capacity, in any resource. Ends count before starts at the
     same instant (a worker frees a slot before the next task can take it)."""
     specs = {w.worker_id: w for w in cluster.workers()}
-    started = [t for t in rec.tasks.values() if t.start_us >= 0]
-    if not started and not rec.other_runs:
+    others = rec.other_runs  # every other execution: aborted by a crash, or a duplicate that crossed a partition
+    cols = rec.tasks.columns(("job_id", "index", "worker", "start_us", "end_us"))
+    started = cols["start_us"] >= 0
+    if not started.any() and not others:
         return []
     resources = len(cluster.resources)
-    # plus every other execution: aborted by a crash, or a duplicate that crossed a partition
-    others = rec.other_runs
-    worker = np.array([t.worker for t in started] + [r[2] for r in others], dtype=np.int64)
-    start = np.array([t.start_us for t in started] + [r[3] for r in others], dtype=np.int64)
-    end = np.array([t.end_us if t.end_us >= 0 else end_us + 1 for t in started]
-                   + [r[4] if r[4] >= 0 else end_us + 1 for r in others], dtype=np.int64)
-    demand = np.array([rec.jobs[t.job_id].demand for t in started] + [rec.jobs[r[0]].demand for r in others],
-                      dtype=np.int64).reshape(len(worker), -1)
-    ids = sorted(specs)
-    capacity = np.zeros((max(ids) + 1, resources), dtype=np.int64)
-    for w in ids:
+    job, index, worker, start, end = (np.concatenate([cols[k][started], np.array([r[i] for r in others], dtype=np.int64)])
+                                      for i, k in enumerate(("job_id", "index", "worker", "start_us", "end_us")))
+    end[end < 0] = end_us + 1
+    known = np.array(sorted(specs), dtype=np.int64)
+    ran = {int(j) for j in np.unique(job)}
+    odd = (~np.isin(worker, known)) | np.isin(job, [j for j in ran if len(rec.jobs[j].demand) != resources])
+    if odd.any():
+        k = int(np.nonzero(odd)[0][0])
+        return [Violation("capacity_respected", f"task {job[k]}.{index[k]}", int(start[k]), f"ran on w-{worker[k]}, which "
+                          "is not a worker of this cluster or has another number of resources")]
+    ids = np.array(sorted(ran), dtype=np.int64)
+    demand = np.array([rec.jobs[j].demand for j in ids.tolist()], dtype=np.int64).reshape(-1, resources)
+    demand = demand[np.searchsorted(ids, job)]
+    capacity = np.zeros((int(known[-1]) + 1, resources), dtype=np.int64)
+    for w in specs:
         capacity[w] = specs[w].capacity
-    if demand.shape[1] != resources or worker.min() < 0 or worker.max() >= len(capacity):
-        runs = [(t.job_id, t.index, t.worker, t.start_us) for t in started] + [tuple(r[:4]) for r in others]
-        job_id, index, w, at = next(r for r in runs if r[2] not in specs or len(rec.jobs[r[0]].demand) != resources)
-        return [Violation("capacity_respected", f"task {job_id}.{index}", at,
-                          f"ran on w-{w}, which is not a worker of this cluster or has another number of resources")]
     times = np.concatenate([start, end])
     workers = np.concatenate([worker, worker])
     deltas = np.concatenate([demand, -demand])
@@ -138,15 +152,17 @@ def constraints_met(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violat
     """Every task ran on a worker that provides all of its constraints (constraint-aware schedulers)."""
     provides = {w.worker_id: frozenset(w.constraints) for w in cluster.workers()}
     jobs, nothing = rec.jobs, frozenset()
-    for t in rec.tasks.values():
-        if t.start_us < 0:
-            continue
-        need = jobs[t.job_id].constraints
-        need = need[t.index] if t.index < len(need) else ()
-        if need and not provides.get(t.worker, nothing).issuperset(need):  # one C call per task
-            missing = [c for c in need if c not in provides.get(t.worker, ())]
-            return [Violation("constraints_met", f"task {t.job_id}.{t.index}", t.start_us,
-                              f"ran on w-{t.worker}, which lacks constraint(s) {missing}")]
+    t = rec.tasks
+    started, worker = t.start_us, t.worker
+    for job_id, (first, n) in t._rows.items():
+        needs = jobs[job_id].constraints
+        for i in range(min(n, len(needs))):
+            need = needs[i]
+            r = first + i
+            if need and started[r] >= 0 and not provides.get(worker[r], nothing).issuperset(need):  # one C call
+                missing = [c for c in need if c not in provides.get(worker[r], ())]
+                return [Violation("constraints_met", f"task {job_id}.{i}", started[r],
+                                  f"ran on w-{worker[r]}, which lacks constraint(s) {missing}")]
     return []
 
 

@@ -53,8 +53,12 @@ def job_table(recorder: Recorder) -> dict[str, np.ndarray]:
 
 def task_table(recorder: Recorder) -> dict[str, np.ndarray]:
     """Per-task columns sorted by (job_id, index); start/end/worker are -1 when it has not happened."""
-    cols = _columns(recorder.tasks.values(), _TASK_FIELDS)
-    order = np.lexsort((cols["index"], cols["job_id"]))
+    cols = recorder.tasks.columns(_TASK_FIELDS)
+    job, index = cols["job_id"], cols["index"]
+    step = np.diff(job)
+    if ((step > 0) | ((step == 0) & (np.diff(index) > 0))).all():  # rows in arrival order are mostly sorted:
+        return cols  # no second copy
+    order = np.lexsort((index, job))
     return {k: v[order] for k, v in cols.items()}
 
 
@@ -133,11 +137,11 @@ def time_window_us(recorder: Recorder, tables: Tables | None = None) -> tuple[in
     """[first job arrival, last task completion] in us, or None before any task has finished."""
     if tables is not None:
         return tables.window
-    ends = [r.end_us for r in recorder.tasks.values() if r.end_us >= 0]
-    if not ends or not recorder.jobs:
+    last = max(recorder.tasks.end_us, default=-1)
+    if last < 0 or not recorder.jobs:
         return None
     start = min(j.arrival_us for j in recorder.jobs.values())
-    return start, max(ends)
+    return start, last
 
 
 def utilization_steps(recorder: Recorder) -> tuple[np.ndarray, np.ndarray]:
@@ -239,7 +243,7 @@ def _executions(recorder: Recorder, tasks: dict | None = None) -> tuple[np.ndarr
     """(job, worker, start, end) of every recorded execution: each started task's own (in the order of
     ``tasks``, the task table, when given; else the recorder's), then the others (``other_runs``: aborted by
     a crash, or a duplicate); end -1 while running."""
-    cols = tasks if tasks is not None else _columns(recorder.tasks.values(), ("job_id", "worker", "start_us", "end_us"))
+    cols = tasks if tasks is not None else recorder.tasks.columns(("job_id", "worker", "start_us", "end_us"))
     started = cols["start_us"] >= 0
     job, worker, start, end = (cols[k][started] for k in ("job_id", "worker", "start_us", "end_us"))
     if recorder.other_runs:

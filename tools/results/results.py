@@ -185,16 +185,24 @@ def _write_csv(path: Path, header, rows) -> None:
         w.writerows(rows)
 
 
+CSV_CHUNK = 8192  # rows made Python objects at once: a table's cells as lists would cost ~30 bytes each
+
+
+def _column_rows(cols: dict, header, blank=frozenset()):
+    """The rows of ``cols`` in ``header`` order, as CSV cells (``_cells``), ``CSV_CHUNK`` rows at a time."""
+    n = len(cols[header[0]])
+    for a in range(0, n, CSV_CHUNK):
+        yield from zip(*(_cells(cols[name][a:a + CSV_CHUNK], name in blank) for name in header))
+
+
 def write_jobs_csv(path, jobs: dict) -> None:
     """jobs.csv from ``metrics.job_table``; completion/jrt/delay cells are empty for unfinished jobs."""
-    cols = job_columns(jobs)
-    _write_csv(Path(path), JOBS_HEADER, zip(*(_cells(cols[name]) for name in JOBS_HEADER)))
+    _write_csv(Path(path), JOBS_HEADER, _column_rows(job_columns(jobs), JOBS_HEADER))
 
 
 def write_tasks_csv(path, tasks: dict) -> None:
     """tasks.csv from ``metrics.task_table``; cells of things that have not happened are empty."""
-    cols = task_columns(tasks)
-    _write_csv(Path(path), TASKS_HEADER, zip(*(_cells(cols[name], name == "worker") for name in TASKS_HEADER)))
+    _write_csv(Path(path), TASKS_HEADER, _column_rows(task_columns(tasks), TASKS_HEADER, {"worker"}))
 
 
 def write_utilization_csv(path, times_s: np.ndarray, util: np.ndarray) -> None:
@@ -396,6 +404,7 @@ def write_results(
         series = metrics.utilization_series(recorder, bucket_us, tables=tables)
         write_utilization_csv(out / "utilization.csv", *series)
         write_balance_csv(out / "balance.csv", *balance)
+    del tables, tasks  # the task columns are let go before the plots' libraries load (a run's peak memory)
     if plot:
         delays = {k: metrics.job_delays_s(recorder, k, jobs) for k in metrics.JOB_KINDS}
         plot_cdfs(out / "delay_cdf.png", delays, "delay in job response time (s)", log=True,
