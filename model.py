@@ -243,6 +243,7 @@ class Cluster:
 TASK_FIELDS = ("job_id", "index", "arrival_us", "duration_us", "start_us", "end_us", "worker", "queue_us",
                "attempts", "processing_us", "worker_queue_us", "comm_us", "mark_us")
 _SMALL = frozenset({"index", "worker", "attempts"})  # 32-bit columns: counts and ids, never times
+_UNSET = {code: array(code, (-1,)).tobytes() for code in "iq"}  # one -1 of each column type
 
 
 class TaskTable:
@@ -269,16 +270,14 @@ class TaskTable:
                     getattr(self, name)[first + k] = value
             return
         self._rows[job_id] = (len(self.job_id), n)
-        self.job_id.extend([job_id] * n)
         self.index.extend(range(n))
-        self.arrival_us.extend([arrival_us] * n)
         self.duration_us.extend(durations_us)
-        self.mark_us.extend([arrival_us] * n)
-        unset, zero = [-1] * n, [0] * n
+        for col, value in ((self.job_id, job_id), (self.arrival_us, arrival_us), (self.mark_us, arrival_us)):
+            col.frombytes(array("q", (value,)).tobytes() * n)  # a value repeated: bytes, no int per row
         for col in (self.start_us, self.end_us, self.worker):
-            col.extend(unset)
+            col.frombytes(_UNSET[col.typecode] * n)
         for col in (self.queue_us, self.attempts, self.processing_us, self.worker_queue_us, self.comm_us):
-            col.extend(zero)
+            col.frombytes(bytes(col.itemsize * n))
 
     def span(self, job_id: int) -> tuple[int, int]:
         """(first row, number of tasks) of the job; (0, 0) for a job never added."""
