@@ -18,7 +18,6 @@ import sys
 from operator import itemgetter
 
 import attrs
-import structlog
 
 from . import atomic
 from .atomic import PendingFile
@@ -110,6 +109,8 @@ class EventLog:
             raise ConfigError(f"--log {self.path}: {e.strerror or e}") from None
         self._pending: list[tuple[int, int, str]] = []
         self._final_before = 0  # every line before this virtual time has been written
+        import structlog  # (here, not at the top: a run without an event log never loads it, nor rich)
+
         self._bound = structlog.make_filtering_bound_logger(self.min_level)
         self._processors = [structlog.processors.add_log_level, _fixed_keys_first,
                             structlog.processors.JSONRenderer(default=_plain, ensure_ascii=False)]
@@ -194,6 +195,8 @@ _configured = False
 def configure(stream=None) -> None:
     """Human-readable key=value lines on ``stream`` (stderr), without structlog's default TimeStamper."""
     global _configured
+    import structlog
+
     structlog.configure(
         processors=[structlog.processors.add_log_level, structlog.dev.ConsoleRenderer(colors=False)],
         logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
@@ -204,6 +207,8 @@ def configure(stream=None) -> None:
 
 def get_logger(**bound):
     """A logger bound to ``bound`` (e.g. actor and vtime_us); configures structlog on first use."""
+    import structlog
+
     if not _configured and not structlog.is_configured():
         configure()
     return structlog.get_logger().bind(**bound)
