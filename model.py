@@ -269,15 +269,22 @@ class TaskTable:
                 for name, value in zip(TASK_FIELDS, (job_id, k, arrival_us, d, -1, -1, -1, 0, 0, 0, 0, 0, arrival_us)):
                     getattr(self, name)[first + k] = value
             return
-        self._rows[job_id] = (len(self.job_id), n)
-        self.index.extend(range(n))
-        self.duration_us.extend(durations_us)
-        for col, value in ((self.job_id, job_id), (self.arrival_us, arrival_us), (self.mark_us, arrival_us)):
-            col.frombytes(array("q", (value,)).tobytes() * n)  # a value repeated: bytes, no int per row
-        for col in (self.start_us, self.end_us, self.worker):
-            col.frombytes(_UNSET[col.typecode] * n)
-        for col in (self.queue_us, self.attempts, self.processing_us, self.worker_queue_us, self.comm_us):
-            col.frombytes(bytes(col.itemsize * n))
+        first = len(self.job_id)
+        try:
+            self.index.extend(range(n))
+            self.duration_us.extend(durations_us)
+            for col, value in ((self.job_id, job_id), (self.arrival_us, arrival_us), (self.mark_us, arrival_us)):
+                col.frombytes(array("q", (value,)).tobytes() * n)  # a value repeated: bytes, no int per row
+            for col in (self.start_us, self.end_us, self.worker):
+                col.frombytes(_UNSET[col.typecode] * n)
+            for col in (self.queue_us, self.attempts, self.processing_us, self.worker_queue_us, self.comm_us):
+                col.frombytes(bytes(col.itemsize * n))
+        except BaseException:  # (a value out of range, or a view of a column alive): the rows added so far go
+            for name in TASK_FIELDS:
+                if len(col := getattr(self, name)) > first:  # (one not grown may be a view's: leave it be)
+                    del col[first:]
+            raise
+        self._rows[job_id] = (first, n)
 
     def span(self, job_id: int) -> tuple[int, int]:
         """(first row, number of tasks) of the job; (0, 0) for a job never added."""
@@ -295,11 +302,21 @@ class TaskTable:
             return first + index
         raise KeyError((job_id, index))
 
-    def columns(self, fields=TASK_FIELDS) -> dict:
-        """Int64 numpy copies of ``fields``, a row a task in arrival order."""
+    def columns(self, fields=TASK_FIELDS, copy: bool = True) -> dict:
+        """Int64 numpy arrays of ``fields``, a row a task in arrival order: copies, or with ``copy=False``
+        read-only views of the 64-bit columns (no memory of their own; while one lives, the table cannot
+        grow: for a finished run's results only)."""
         import numpy as np  # (the model layer itself needs no numpy)
 
-        return {name: np.array(getattr(self, name), dtype=np.int64) for name in fields}
+        out = {}
+        for name in fields:
+            col = getattr(self, name)
+            if copy or col.typecode != "q":
+                out[name] = np.array(col, dtype=np.int64)
+            else:
+                out[name] = view = np.frombuffer(col, dtype=np.int64)
+                view.flags.writeable = False
+        return out
 
     # the mapping (job id, index) -> TaskRecord
     def __getitem__(self, key) -> TaskRecord:

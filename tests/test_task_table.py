@@ -133,3 +133,27 @@ def test_a_job_added_again_starts_over_in_its_own_rows():
     assert (t[(1, 0)].start_us, t[(1, 0)].arrival_us, t[(1, 1)].duration_us, t[(1, 1)].mark_us) == (-1, 50, 9, 50)
     with pytest.raises(ValueError, match="job 2 added again with 2 tasks, not 1"):
         t.add_job(2, 0, (1, 2))
+
+
+def test_views_of_the_columns_are_the_columns_read_only_and_copies_are_the_same_values():
+    t = TaskTable()
+    t.add_job(4, 10, (5, 6, 7))
+    views, copies = t.columns(copy=False), t.columns()
+    assert {k: v.tolist() for k, v in views.items()} == {k: v.tolist() for k, v in copies.items()}
+    assert not views["start_us"].flags.writeable and copies["start_us"].flags.writeable
+    with pytest.raises(ValueError):
+        views["end_us"][0] = 3  # the recorder's own data: not through a view
+    with pytest.raises(BufferError):
+        t.add_job(5, 20, (1,))  # a table with a live view cannot grow: views are for a finished run's results
+    assert list(t) == [(4, 0), (4, 1), (4, 2)] and {len(getattr(t, name)) for name in TASK_FIELDS} == {3}  # nothing half-added
+    del views
+    t.add_job(5, 20, (1,))
+    assert len(t) == 4 and TaskTable().columns(copy=False)["end_us"].size == 0
+
+
+def test_a_job_that_cannot_be_added_leaves_no_rows_behind():
+    t = TaskTable()
+    t.add_job(1, 0, (5,))
+    with pytest.raises(OverflowError):
+        t.add_job(2, 0, (1, 2**63))  # a duration no 64-bit column holds
+    assert list(t) == [(1, 0)] and {len(getattr(t, name)) for name in TASK_FIELDS} == {1} and (2, 0) not in t

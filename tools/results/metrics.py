@@ -51,9 +51,11 @@ def job_table(recorder: Recorder) -> dict[str, np.ndarray]:
     return out
 
 
-def task_table(recorder: Recorder) -> dict[str, np.ndarray]:
-    """Per-task columns sorted by (job_id, index); start/end/worker are -1 when it has not happened."""
-    cols = recorder.tasks.columns(_TASK_FIELDS)
+def task_table(recorder: Recorder, copy: bool = True) -> dict[str, np.ndarray]:
+    """Per-task columns sorted by (job_id, index); start/end/worker are -1 when it has not happened.
+    ``copy=False``: where the rows are in order already, read-only views of the recorder's columns
+    (``TaskTable.columns``; a finished run's results)."""
+    cols = recorder.tasks.columns(_TASK_FIELDS, copy=copy)
     job, index = cols["job_id"], cols["index"]
     step = np.diff(job)
     if ((step > 0) | ((step == 0) & (np.diff(index) > 0))).all():  # rows in arrival order are mostly sorted:
@@ -76,7 +78,7 @@ class Tables:
 
     @functools.cached_property
     def tasks(self) -> dict[str, np.ndarray]:
-        return task_table(self.recorder)
+        return task_table(self.recorder, copy=False)  # (a finished run's: its recorder no longer grows)
 
     @functools.cached_property
     def steps(self) -> tuple[np.ndarray, np.ndarray]:
