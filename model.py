@@ -290,6 +290,10 @@ class TaskTable:
         """(first row, number of tasks) of the job; (0, 0) for a job never added."""
         return self._rows.get(job_id, (0, 0))
 
+    def spans(self):
+        """(job id, (first row, number of tasks)) of every job, in row order (jobs' rows are contiguous)."""
+        return self._rows.items()
+
     def find(self, job_id: int, index: int) -> int:
         """The task's row, or -1 for a task never added."""
         first, n = self._rows.get(job_id, (0, 0))

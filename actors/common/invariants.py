@@ -64,9 +64,9 @@ def jobs_closed(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violation]
 
 def _per_row(rec: Recorder, value) -> np.ndarray:
     """``value(job)`` of each task's job, a row per task of ``rec.tasks`` (its rows run job by job)."""
-    spans = rec.tasks._rows
-    return np.repeat(np.array([value(rec.jobs[job_id]) for job_id in spans]),
-                     np.array([n for _, n in spans.values()], dtype=np.int64), axis=0)
+    spans = rec.tasks.spans()
+    return np.repeat(np.array([value(rec.jobs[job_id]) for job_id, _ in spans]),
+                     np.array([n for _, (_, n) in spans], dtype=np.int64), axis=0)
 
 
 def tasks_ran_once(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violation]:
@@ -154,7 +154,7 @@ def constraints_met(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violat
     jobs, nothing = rec.jobs, frozenset()
     t = rec.tasks
     started, worker = t.start_us, t.worker
-    for job_id, (first, n) in t._rows.items():
+    for job_id, (first, n) in t.spans():
         needs = jobs[job_id].constraints
         for i in range(min(n, len(needs))):
             need = needs[i]
