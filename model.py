@@ -5,9 +5,9 @@
   share its arrival; each has a duration and a sorted tuple of constraint ids (0-20) it needs.
 - The cluster, described once: workers grouped into clusters (a Megha LM's cluster = a Pigeon
   group). Every scheduler maps these same machines onto its own shape, so comparisons are fair.
-- What a run measures (``Recorder``): per-job and per-task records plus named counters. Actors report
-  protocol events through its methods (never by touching its records); ``tools.results.metrics`` turns it into
-  percentiles, CSVs and plots. -1 means "not yet".
+- What a run measures (``Recorder``): per-job records, the tasks' records in columns (``TaskTable``), and
+  named counters. Actors report protocol events through its methods (never by touching its records);
+  ``tools.results.metrics`` turns it into percentiles, CSVs and plots. -1 means "not yet".
 - Declared parameters (``Param``, and parameter classes of ``param`` fields): what scenarios, workloads
   and scheduler plug-ins accept from ``--set``.
 """
