@@ -1,7 +1,9 @@
 """PartitionSearch (a Megha GM's search over partitions, with its memo) against a brute-force model.
 
 The model holds plain free lists and searches every partition in the same order with no memo, so
-any match the memo hid, any wrong order and any drift of the free-worker total shows up.
+any match the memo hid, any wrong order and any drift of the free-worker total shows up. Beside it, a
+plain memo (per signature, the partitions found empty since they last gained) says which partitions a
+search must ask: the workers it examines are a cost model's units, so they must not drift either.
 """
 
 import hypothesis.strategies as st
@@ -26,8 +28,9 @@ class SearchMachine(RuleBasedStateMachine):
     """Random learnt updates, matches and optimistic allocations on a small grid of LMs x partitions."""
 
     @initialize(data=st.data(), lms=st.integers(1, 3), gms=st.integers(1, 3), per=st.integers(1, 4),
-                resources=st.integers(1, 2), min_constraints=st.booleans(), order=st.sampled_from(ORDERS))
-    def build(self, data, lms, gms, per, resources, min_constraints, order):
+                resources=st.integers(1, 2), min_constraints=st.booleans(), order=st.sampled_from(ORDERS),
+                sort_ratio=st.sampled_from([0, 8, 10**6]))
+    def build(self, data, lms, gms, per, resources, min_constraints, order, sort_ratio):
         self.r = resources
         self.order = order
         cap = st.tuples(st.integers(1, 2), *[st.integers(0, 2)] * (resources - 1))
@@ -45,6 +48,7 @@ class SearchMachine(RuleBasedStateMachine):
         self.lms, self.gms, self.per = lms, gms, per
         policy = MinConstraintsChoice() if min_constraints else RandomChoice()
         self.search = PartitionSearch(views, self.home, policy, order)
+        self.search.sort_ratio = sort_ratio  # always (0), sometimes or never (10**6) sort the dirty ones
         self.search.rng = Stream(data.draw(st.integers(0, 99)), "test/search")
         self.free = [[list(c) for c in caps] for caps in self.capacity]  # the model: free[lm][worker]
         self.rr = [0, 0]  # the model's own round-robin pointers (internal, external); fixed: they stay at 0
@@ -52,6 +56,7 @@ class SearchMachine(RuleBasedStateMachine):
         # cover the unit demand (1,), as find requires.
         demand = st.tuples(st.integers(1, 2), *[st.integers(0, 2)] * (resources - 1))
         self.signatures = data.draw(st.lists(st.tuples(cons, demand), min_size=1, max_size=4, unique=True))
+        self.clean = {}  # the plain memo: signature -> {(lm, p) found empty and not gained since}
 
     def suitable(self, lm, p, signature):
         constraints, demand = signature
@@ -88,14 +93,42 @@ class SearchMachine(RuleBasedStateMachine):
         for i, w in enumerate(workers):
             free = tuple(v % (c + 1) for v, c in zip(values[2 * i:], self.capacity[lm][w]))
             frees.append(free)
+            if any(f > h for f, h in zip(free, self.free[lm][w])):  # a gain: every signature looks again
+                for clean in self.clean.values():
+                    clean.discard((lm, w // self.per))
             self.free[lm][w] = list(free)
         self.search.learn(lm, tuple(workers), tuple(frees))
+
+    def memo_scans(self, signature) -> int:
+        """The workers a memoised search examines: the partitions not known empty, in the search order,
+        up to the first with a suitable worker; one with no worker free for the unit demand is not
+        asked. The empty ones asked become known empty."""
+        if not any(row[0] >= 1 for rows in self.free for row in rows):
+            return 0
+        clean = self.clean.setdefault(signature, set())
+        others = [(self.home + j) % self.gms for j in range(1, self.gms)] if self.order == "rotate" else \
+            [p for p in range(self.gms) if p != self.home]
+        order = [((self.rr[0] + k) % self.lms, self.home) for k in range(self.lms)]
+        order += [((self.rr[1] + k) % self.lms, p) for k in range(self.lms) for p in others]
+        scanned = 0
+        for lm, p in order:
+            if (lm, p) in clean:
+                continue
+            if any(row[0] >= 1 for row in self.free[lm][p * self.per:(p + 1) * self.per]):
+                scanned += self.per
+                if self.suitable(lm, p, signature):
+                    return scanned
+            clean.add((lm, p))
+        return scanned
 
     @rule(which=st.integers(0, 3), allocate=st.booleans())
     def find(self, which, allocate):
         signature = self.signatures[which % len(self.signatures)]
         expected = self.brute_find(signature)
+        scans = self.memo_scans(signature)
+        self.search.take_scanned()
         got = self.search.find(signature)
+        assert self.search.take_scanned() == scans, "the search examined other workers than the memo allows"
         if expected is None:
             assert got is None, f"search found {got} where brute force finds nothing"
             return

@@ -14,14 +14,16 @@ internal partitions in LM order 0..n-1, then the external ones of LM 0, LM 1, ..
 every search from the start. A match in an external partition becomes a repartition request (Megha 2022
 paper, IV-B4).
 
-The empty-search memo: per task signature (constraints, demand), the value of each partition's
-``gains`` counter when that partition last had no suitable worker. A partition whose counter has not
-moved since is not searched again for the signature. A learnt value that gives a worker more of some
-resource bumps its partition's counter; a value that only takes resources away (the worker got
-busier) bumps nothing, nor do the GM's own allocations. So a partition found empty stays empty until
-its counter moves: the memo never hides a match, it only saves searches. The same holds one level up
-for a whole LM (``row_gains``) and for the whole search (``gain_total``): a signature found nowhere
-costs O(1) until something anywhere changes.
+The empty-search memo: per task signature (constraints, demand), the partitions that may hold a
+suitable worker (``dirty``): every partition at first; one found with no suitable worker leaves the set
+until it gains. A learnt value that gives a worker more of some resource is a gain of its partition; a
+value that only takes resources away (the worker got busier) is none, nor are the GM's own allocations.
+So a partition found empty stays empty until it gains: the memo never hides a match, it only saves
+searches. Gains go to one log (partition ids); a signature's entry folds in the log's tail when it is
+next searched, so a gain costs one append however many signatures wait, and a signature found nowhere
+costs O(1) until something anywhere gains. A search visits only its dirty partitions, in the search
+order: few of them are sorted by their place in it, many are picked from the whole order. A dirty
+partition with no worker free for the unit demand leaves the set unasked: only a gain brings one back.
 """
 
 from __future__ import annotations
@@ -54,10 +56,15 @@ class PartitionSearch:
         self.external_order = [(home + j) % self.num_partitions for j in range(1, self.num_partitions)] \
             if self.rotate else [p for p in range(self.num_partitions) if p != home]
         self.total_free = sum(view.free_count for row in views for view in row)
-        self.gains = [[0] * self.num_partitions for _ in range(self.num_lms)]
-        self.row_gains = [0] * self.num_lms
-        self.gain_total = 0
-        self.memo: dict[tuple, list] = {}  # signature -> [gain_total, known row_gains, known gains]
+        n_p = self.num_partitions
+        self.gain_total = 0  # gains so far (a gang's memo compares it)
+        self.gain_log: list[int] = []  # partition ids (lm * num_partitions + p) that gained, oldest first
+        self.memo: dict[tuple, list] = {}  # signature -> [log position folded in, dirty partition ids]
+        self._internal = [lm * n_p + home for lm in range(self.num_lms)]  # our partition in LM 0, 1, ...
+        self._external = [lm * n_p + p for lm in range(self.num_lms) for p in self.external_order]
+        self._flat = [view for row in views for view in row]  # by partition id
+        self._slot = {p: i for i, p in enumerate(self.external_order)}  # an external partition's place in an LM
+        self.sort_ratio = 8  # a search sorts its dirty partitions when they are under 1/8 of all (tests vary it)
         self.scanned = 0  # workers examined by ``find`` since the last ``take_scanned`` (a cost model's units)
         # with one resource, each view's live free values: ``learn`` passes over a value its view holds
         # already without calling it (most learnt values are: 91% of them on syn_1000)
@@ -65,10 +72,11 @@ class PartitionSearch:
             else None
 
     def learn(self, lm: int, workers: tuple, frees: tuple) -> None:
-        """Absolute free vectors of LM ``lm``'s workers (LM-wide indices); bump the memo's counters where
-        a worker gained something."""
+        """Absolute free vectors of LM ``lm``'s workers (LM-wide indices); a worker that gained something
+        is a gain of its partition (logged for the memo)."""
         per = self.per_partition
-        views, gains = self.views[lm], self.gains[lm]
+        views, log = self.views[lm], self.gain_log
+        base = lm * self.num_partitions
         grown = free_delta = 0
         if self.held is not None:  # one resource: compare with the live values, call ``update`` on a change
             held = self.held[lm]
@@ -79,7 +87,7 @@ class PartitionSearch:
                     continue  # the view holds it already: no memo entry needs invalidating either
                 free_delta += views[p].update(local, free)
                 if f > old:
-                    gains[p] += 1
+                    log.append(base + p)
                     grown += 1
         else:
             for w, free in zip(workers, frees):
@@ -90,12 +98,13 @@ class PartitionSearch:
                     continue  # nothing new: no memo entry needs invalidating either
                 free_delta += delta
                 if view.grew:
-                    gains[p] += 1
+                    log.append(base + p)
                     grown += 1
         self.total_free += free_delta
         if grown:
-            self.row_gains[lm] += grown
             self.gain_total += grown
+            if len(log) > self._log_limit():
+                self._fold()
 
     def take_scanned(self) -> int:
         """Workers examined since the last call (each partition searched counts its workers)."""
@@ -114,15 +123,14 @@ class PartitionSearch:
     def give_back(self, lm: int, worker: int, demand: tuple) -> None:
         """Return ``demand`` to worker ``worker`` (LM-wide) of LM ``lm``: an allocation undone (a gang that
         did not fit whole, or whose reservation failed), at most up to its capacity (a value learnt since
-        may already count it free). Its partition's counters move, so the memo looks there again."""
+        may already count it free). It is a gain of its partition, so the memo looks there again."""
         p, local = divmod(worker, self.per_partition)
         view = self.views[lm][p]
         free = view.free[local].tolist()
         cap = view.capacity[local].tolist()
         delta = view.update(local, [min(c, f + d) for f, d, c in zip(free, demand, cap)])
         self.total_free += delta or 0
-        self.gains[lm][p] += 1
-        self.row_gains[lm] += 1
+        self.gain_log.append(lm * self.num_partitions + p)
         self.gain_total += 1
 
     def take_back(self, lm: int, worker: int, demand: tuple) -> None:
@@ -142,47 +150,61 @@ class PartitionSearch:
         for it): a run's tasks share one demand vector of whole numbers, so either holds."""
         if not self.total_free:
             return None  # no worker anywhere is free for the unit demand (an overloaded datacenter)
-        memo = self.memo.get(signature)
-        n_lm = self.num_lms
-        if memo is None:
-            memo = self.memo[signature] = [-1, [-1] * n_lm, [[-1] * self.num_partitions for _ in range(n_lm)]]
-        elif memo[0] == self.gain_total:
-            return None  # nothing changed anywhere since every partition was found empty
+        log = self.gain_log
+        entry = self.memo.get(signature)
+        if entry is None:
+            dirty = set(self._internal)
+            dirty.update(self._external)
+            self.memo[signature] = [len(log), dirty]
+        else:
+            dirty = entry[1]
+            if entry[0] != len(log):
+                dirty.update(log[entry[0]:])
+                entry[0] = len(log)
+            elif not dirty:
+                return None  # nothing gained anywhere since every partition was found empty
+        flat = self._flat
+        live = [q for q in dirty if flat[q].free_count]
+        if len(live) != len(dirty):  # no worker free for the unit demand there: only a gain brings one back
+            if not live:
+                dirty.clear()
+                return None
+            dirty.intersection_update(live)
+        n_lm, n_p = self.num_lms, self.num_partitions
+        if len(live) > 1:
+            ri, re, home = self.rr_internal, self.rr_external, self.home
+            if self.sort_ratio * len(live) < len(flat):  # few: sort them by their place in the order
+                slot = self._slot
+                live.sort(key=lambda q: (q - ri * n_p) % len(flat) if q % n_p == home
+                          else len(flat) + ((q // n_p - re) % n_lm) * n_p + slot[q % n_p])
+            else:  # many: the whole order, rotated to the pointers
+                internal, external, cut = self._internal, self._external, re * len(self.external_order)
+                live = [q for q in internal[ri:] + internal[:ri] + external[cut:] + external[:cut] if q in dirty]
         constraints, demand = signature
-        _, known_rows, known = memo
-        gains, row_gains, views = self.gains, self.row_gains, self.views
-        g = self.home
-        start = self.rr_internal
-        for k in range(n_lm):
-            lm = (start + k) % n_lm
-            if known_rows[lm] == row_gains[lm] or known[lm][g] == gains[lm][g]:
-                continue
-            view = views[lm][g]
-            if view.free_count:
-                cand = view.suitable(constraints, demand)
-                self.scanned += view.n
-                if len(cand):
-                    if self.rotate:
+        for q in live:
+            view = flat[q]
+            cand = view.suitable(constraints, demand)
+            self.scanned += view.n
+            if len(cand):
+                if self.rotate:
+                    lm, p = divmod(q, n_p)
+                    if p == self.home:
                         self.rr_internal = (lm + 1) % n_lm
-                    return lm, g, self.policy.choose(view, cand, self.rng, demand)
-            known[lm][g] = gains[lm][g]
-        start = self.rr_external
-        for k in range(n_lm):
-            lm = (start + k) % n_lm
-            if known_rows[lm] == row_gains[lm]:
-                continue
-            row, known_row, gains_row = views[lm], known[lm], gains[lm]
-            for p in self.external_order:
-                if known_row[p] != gains_row[p]:
-                    view = row[p]
-                    if view.free_count:
-                        cand = view.suitable(constraints, demand)
-                        self.scanned += view.n
-                        if len(cand):
-                            if self.rotate:
-                                self.rr_external = (lm + 1) % n_lm
-                            return lm, p, self.policy.choose(view, cand, self.rng, demand)
-                    known_row[p] = gains_row[p]
-            known_rows[lm] = row_gains[lm]  # every partition of this LM is known empty for the signature
-        memo[0] = self.gain_total
+                    else:
+                        self.rr_external = (lm + 1) % n_lm
+                return q // n_p, q % n_p, self.policy.choose(view, cand, self.rng, demand)
+            dirty.discard(q)
         return None
+
+    def _log_limit(self) -> int:
+        """How long the gain log may grow before ``_fold``: a few times the partitions."""
+        return 4 * len(self._flat) + 1024
+
+    def _fold(self) -> None:
+        """Fold the gain log into every signature's dirty set and empty it (keeps the log short)."""
+        log = self.gain_log
+        for entry in self.memo.values():
+            if entry[0] != len(log):
+                entry[1].update(log[entry[0]:])
+            entry[0] = 0
+        log.clear()
