@@ -88,3 +88,36 @@ def test_the_allocation_plot_marks_the_papers_bound_and_sparrows_maximum():
     assert paper_marks(claims, "vs-sparrow", prefix="alloc_allocation_") == [
         ("megha/random", 1.5, None, "paper's bound (megha-alloc-bound)"), ("sparrow", 100.0, 1.0, "paper: sparrow max")]
     assert paper_marks(claims, "vs-sparrow") == []  # no claim on its job delays
+
+
+@pytest.mark.parametrize("newline_at_end", [True, False])
+def test_task_columns_read_every_cell_as_float_and_an_empty_one_as_nan(tmp_path, newline_at_end):
+    """The fast reader against the csv module, on cells empty at a line's start, end and side by side."""
+    import csv
+    import math
+
+    from hypothesis import given, settings, strategies as st
+
+    from fedemu.tools.reproduce.repro_derived import TASK_COLUMNS, task_columns
+
+    header = list(TASK_COLUMNS[:5]) + ["attempts"]  # job_id first: an empty first cell starts a line
+    cell = st.one_of(st.just(""), st.floats(allow_nan=False, allow_infinity=False).map(repr),
+                     st.integers(-10**6, 10**6).map(str))
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.lists(cell, min_size=len(header), max_size=len(header)), max_size=6))
+    def check(rows):
+        path = tmp_path / "tasks.csv"
+        text = "\n".join([",".join(header)] + [",".join(r) for r in rows])
+        path.write_text(text + "\n" if newline_at_end or not rows else text)
+        cols = task_columns(path)
+        with open(path, newline="") as f:
+            expected = list(csv.DictReader(f))
+        assert set(cols) == set(TASK_COLUMNS[:5])
+        for name in cols:
+            want = [float(r[name]) if r[name] != "" else math.nan for r in expected]
+            got = cols[name].tolist()
+            assert len(got) == len(want)
+            assert all(g == w or (math.isnan(g) and math.isnan(w)) for g, w in zip(got, want)), (name, got, want)
+
+    check()

@@ -1,11 +1,13 @@
 """The figures a paper's claims read beyond `fedemu compare`'s row, computed from a run's own files
 (jobs.csv, tasks.csv, summary.json): slowdowns, the share of jobs that did not queue, offered load, the
 busiest worker, the tail of the allocation time and its parts' medians. One function per figure, gathered
-by ``derived``."""
+by ``derived``. tasks.csv is read once a run, by numpy's parser (``task_columns``): a paper-scale run has millions of
+rows, and a dict a row, five times over, took the report longer than some runs."""
 
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,29 @@ from . import group_queueing as gq
 PARTS = (("fq", "framework_queueing"), ("proc", "processing"), ("wq", "worker_queueing"), ("comm", "communication"))
 ZERO_QUEUE_S = 1e-5  # a job "did not queue" when its delay is within 10 us of the run's smallest (rounding)
 WARMUP = 0.2  # section 3's figures leave out the jobs of the first fifth of the arrivals (groups start empty)
+TASK_COLUMNS = ("job_id", "arrival_s", "start_s", "end_s", "worker", "allocation_s") + \
+    tuple(f"{key}_s" for _, key in PARTS)
+
+
+def task_columns(path: Path) -> dict[str, np.ndarray] | None:
+    """tasks.csv's columns that the figures read (those of TASK_COLUMNS it has) as float arrays, NaN for an
+    empty cell, or None when there is no file: numpy's C parser over the whole file once, each empty cell
+    first written as nan (tasks.csv is ours: numbers, no quotes)."""
+    if not path.exists():
+        return None
+    with open(path, "rb") as f:
+        header, _, body = f.read().partition(b"\n")
+    names = header.decode().strip().split(",")
+    wanted = [name for name in TASK_COLUMNS if name in names]
+    if not body.strip() or not wanted:
+        return {name: np.empty(0) for name in wanted}
+    body = b"\n" + body if body.endswith(b"\n") else b"\n" + body + b"\n"
+    for _ in range(2):  # ",,," takes two passes: each replacement consumes the comma after it
+        body = body.replace(b",,", b",nan,")
+    body = body.replace(b",\n", b",nan\n").replace(b"\n,", b"\nnan,")
+    table = np.loadtxt(io.BytesIO(body), delimiter=",", usecols=[names.index(name) for name in wanted],
+                       dtype=np.float64, ndmin=2)
+    return {name: table[:, i] for i, name in enumerate(wanted)}
 
 
 def derived(run_dir: Path, summary: dict) -> dict:
@@ -42,12 +67,15 @@ def derived(run_dir: Path, summary: dict) -> dict:
                 out[f"{name}_slowdown_p{p}"] = float(np.percentile(jrt[mask], p) / np.percentile(ideal[mask], p)) \
                     if ok else None
                 out[f"{name}_jrt_p{p}_s"] = float(np.percentile(jrt[mask], p)) if mask.any() else None
-    out.update(offered_load(run_dir / "tasks.csv", summary.get("total_units") or 0))
-    out.update(trace_stats(run_dir, summary))
-    out.update(steady_state(run_dir, summary))
+    tasks = run_dir / "tasks.csv"
+    cols = task_columns(tasks)  # read once for the figures below
+    out.update(offered_load(tasks, summary.get("total_units") or 0, cols))
+    jobs = _jobs_and_work(run_dir, cols)
+    out.update(trace_stats(run_dir, summary, jobs))
+    out.update(steady_state(run_dir, summary, jobs))
     out.update(group_model(summary, out.get("arrival_load_steady")))
-    out.update(busiest_worker(run_dir / "tasks.csv", summary))
-    out.update(allocation_tail(run_dir / "tasks.csv"))
+    out.update(busiest_worker(tasks, summary, cols))
+    out.update(allocation_tail(tasks, cols))
     alloc = summary.get("allocation_s") or {}
     total = alloc.get("allocation")
     for part, key in PARTS:
@@ -60,20 +88,19 @@ def derived(run_dir: Path, summary: dict) -> dict:
     return out
 
 
-def offered_load(path: Path, units: int) -> dict:
+def offered_load(path: Path, units: int, cols: dict | None = None) -> dict:
     """Megha 2023 (2.3, Table 1): per second, the slots the active tasks need over the slots there are, each
     task active from its job's arrival for its run time (as if it never waited): p50, mean, p99 and the
     peak (Megha 2022, Fig. 5: the slots the workload requires over time)."""
     keys = ("offered_load_p50", "offered_load_mean", "offered_load_p99", "offered_load_max")
-    if not path.exists() or not units:
+    cols = task_columns(path) if cols is None else cols
+    if cols is None or not units:
         return dict.fromkeys(keys)
-    with open(path, newline="") as f:
-        rows = [(float(r["arrival_s"]), float(r["end_s"]) - float(r["start_s"])) for r in csv.DictReader(f)
-                if r["end_s"] != "" and r["start_s"] != ""]
-    if not rows:
+    ran = ~(np.isnan(cols["end_s"]) | np.isnan(cols["start_s"]))
+    if not ran.any():
         return dict.fromkeys(keys)
-    arrival = np.array([a for a, _ in rows])
-    run = np.array([d for _, d in rows])
+    arrival = cols["arrival_s"][ran]
+    run = cols["end_s"][ran] - cols["start_s"][ran]
     t0 = arrival.min()
     seconds = int(np.ceil((arrival + run).max() - t0)) + 1
     busy = np.zeros(seconds + 1)
@@ -88,25 +115,24 @@ def offered_load(path: Path, units: int) -> dict:
             "offered_load_p99": float(np.percentile(load, 99)), "offered_load_max": float(load.max())}
 
 
-def busiest_worker(path: Path, summary: dict) -> dict:
+def busiest_worker(path: Path, summary: dict, cols: dict | None = None) -> dict:
     """The worker with the most work for its time (why a group backs up): its index, its group (a Pigeon
     master's contiguous slice, where the run has ``masters``) and its offered load, the run time of the tasks
     it ran over the span of the arrivals (above 1: its queue grows as long as jobs arrive), and what a fluid
     queue at that load would make the middle job wait."""
     keys = ("busiest_worker", "busiest_group", "busiest_rho", "busiest_fluid_s")
-    if not path.exists():
+    cols = task_columns(path) if cols is None else cols
+    if cols is None:
         return dict.fromkeys(keys)
+    ran = ~(np.isnan(cols["end_s"]) | np.isnan(cols["start_s"]) | np.isnan(cols["worker"]))
+    arrival = cols["arrival_s"][ran]
+    if not len(arrival) or arrival.max() <= arrival.min():
+        return dict.fromkeys(keys)
+    first, last = float(arrival.min()), float(arrival.max())
     busy: dict[int, float] = {}
-    first, last = float("inf"), float("-inf")
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            if r["end_s"] == "" or r["start_s"] == "" or r["worker"] == "":
-                continue
-            w = int(r["worker"])
-            busy[w] = busy.get(w, 0.0) + float(r["end_s"]) - float(r["start_s"])
-            first, last = min(first, float(r["arrival_s"])), max(last, float(r["arrival_s"]))
-    if not busy or last <= first:
-        return dict.fromkeys(keys)
+    for w, end, start in zip(cols["worker"][ran].astype(np.int64).tolist(), cols["end_s"][ran].tolist(),
+                             cols["start_s"][ran].tolist()):
+        busy[w] = busy.get(w, 0.0) + end - start
     worker = max(sorted(busy), key=busy.__getitem__)
     masters = int((summary.get("params") or {}).get("masters") or 0)
     workers = int((summary.get("cluster") or {}).get("workers") or 0)
@@ -117,19 +143,21 @@ def busiest_worker(path: Path, summary: dict) -> dict:
             "busiest_fluid_s": max(0.0, rho - 1) * (last - first) / 2}
 
 
-def _jobs_and_work(run_dir: Path) -> dict[str, tuple]:
+def _jobs_and_work(run_dir: Path, cols: dict | None = None) -> dict[str, tuple]:
     """Per job: (fan-out, short, arrival s, delay s or None, run times of its finished tasks)."""
     jobs_path, tasks_path = run_dir / "jobs.csv", run_dir / "tasks.csv"
     if not jobs_path.exists() or not tasks_path.exists():
         return {}
-    run: dict[str, list[float]] = {}
-    with open(tasks_path, newline="") as f:
-        for r in csv.DictReader(f):
-            if r["end_s"] != "" and r["start_s"] != "":
-                run.setdefault(r["job_id"], []).append(float(r["end_s"]) - float(r["start_s"]))
+    cols = task_columns(tasks_path) if cols is None else cols
+    ran = ~(np.isnan(cols["end_s"]) | np.isnan(cols["start_s"]))
+    job = cols["job_id"][ran].astype(np.int64)
+    order = np.argsort(job, kind="stable")  # by job, each job's tasks in file order
+    job, times = job[order], (cols["end_s"][ran] - cols["start_s"][ran])[order]
+    cuts = np.flatnonzero(np.diff(job)) + 1
+    run = {int(j[0]): t.tolist() for j, t in zip(np.split(job, cuts), np.split(times, cuts)) if len(j)}
     with open(jobs_path, newline="") as f:
         return {r["job_id"]: (int(r["num_tasks"]), r["short"] == "1", float(r["arrival_s"]),
-                              float(r["delay_s"]) if r["delay_s"] != "" else None, run.get(r["job_id"], []))
+                              float(r["delay_s"]) if r["delay_s"] != "" else None, run.get(int(r["job_id"]), []))
                 for r in csv.DictReader(f)}
 
 
@@ -141,14 +169,14 @@ def _load(jobs: list[tuple], units: int) -> float | None:
     return work / (units * span) if units and span > 0 else None
 
 
-def trace_stats(run_dir: Path, summary: dict) -> dict:
+def trace_stats(run_dir: Path, summary: dict, jobs: dict | None = None) -> dict:
     """The workload as it ran (Pigeon, Table 1): fan-out (max, min, mean over jobs), task run time (max,
     min, mean over tasks, and the mean over jobs of a job's mean task time, the trace's third column), the
     share of the run time in short jobs (Pigeon 2.2 and 4.2: under 20%), and ``arrival_load``, the run time
     over the slots and the span of the arrivals."""
     keys = ("fanout_max", "fanout_min", "fanout_mean", "task_max_s", "task_min_s", "task_mean_s", "job_task_mean_s",
             "short_work_share", "arrival_load")
-    jobs = _jobs_and_work(run_dir)
+    jobs = _jobs_and_work(run_dir) if jobs is None else jobs
     ran = [j for j in jobs.values() if j[4]]
     if not ran:
         return dict.fromkeys(keys)
@@ -162,12 +190,12 @@ def trace_stats(run_dir: Path, summary: dict) -> dict:
             "arrival_load": _load(ran, summary.get("total_units") or 0)}
 
 
-def steady_state(run_dir: Path, summary: dict) -> dict:
+def steady_state(run_dir: Path, summary: dict, jobs: dict | None = None) -> dict:
     """Section 3's figures once the groups have warmed up from empty: over the jobs that arrive after the
     first WARMUP of the arrival span, the share that did not queue, the mean queueing part of their delay
     (less the run's no-queueing floor) and the load their arrivals offered (what the model is evaluated at)."""
     keys = ("zero_queue_steady", "queue_mean_steady_s", "arrival_load_steady")
-    jobs = [j for j in _jobs_and_work(run_dir).values() if j[3] is not None]
+    jobs = [j for j in (_jobs_and_work(run_dir) if jobs is None else jobs).values() if j[3] is not None]
     if len(jobs) < 2:
         return dict.fromkeys(keys)
     floor = min(j[3] for j in jobs)
@@ -208,23 +236,20 @@ def group_model(summary: dict, arrival_load: float | None) -> dict:
     return out
 
 
-def allocation_tail(path: Path) -> dict:
+def allocation_tail(path: Path, cols: dict | None = None) -> dict:
     """Megha 2022 (VI-A, Figs. 3-4; VI-B, Fig. 7): the allocation time of the tasks that started, at p90,
     p99.99 and its maximum ("consistently less than 1.5 s", "max: 100 s"), and each part's median, alone and
     as a share of the four medians' sum (Fig. 7 takes "the median of the delays recorded")."""
     columns = ("allocation_s",) + tuple(f"{key}_s" for _, key in PARTS)
     keys = ("alloc_allocation_p90_s", "alloc_allocation_p9999_s", "alloc_allocation_max_s") + \
         tuple(f"alloc_{key}_p50_s" for _, key in PARTS) + tuple(f"alloc_{part}_median_share" for part, _ in PARTS)
-    if not path.exists():
+    cols = task_columns(path) if cols is None else cols
+    if cols is None or not set(columns) <= set(cols):  # no file, or a scheduler that records no parts
         return dict.fromkeys(keys)
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        if not set(columns) <= set(reader.fieldnames or ()):  # a scheduler that records no parts
-            return dict.fromkeys(keys)
-        rows = [[float(r[c]) for c in columns] for r in reader if r["start_s"] != ""]
-    if not rows:
+    started = ~np.isnan(cols["start_s"])
+    if not started.any():
         return dict.fromkeys(keys)
-    values = np.array(rows)
+    values = np.column_stack([cols[c][started] for c in columns])
     alloc = values[:, 0]
     out = {"alloc_allocation_p90_s": float(np.percentile(alloc, 90)),
            "alloc_allocation_p9999_s": float(np.percentile(alloc, 99.99)), "alloc_allocation_max_s": float(alloc.max())}
