@@ -72,6 +72,11 @@ class FairQueue:
     def __len__(self) -> int:
         return self.sizes[HIGH] + self.sizes[LOW]
 
+    def stamp(self) -> tuple[int, int]:
+        """Changes whenever an item is queued (``push`` or ``push_front``): a caller that found nothing to
+        serve can tell whether anything new came since."""
+        return self._seq, self._front
+
     def size(self, cls: int) -> int:
         """Items waiting in class ``cls``."""
         return self.sizes[cls]

@@ -134,6 +134,7 @@ class GlobalManager(JobFrontEnd, Actor):
         self.lm_upto = [0] * len(lm_names)  # per LM, the log position its last update was cut at
         self.heard_us = [0] * len(lm_names)  # when each LM's state was last learnt (the view's age)
         self.launches = self.internal = self.external = self.failures = self.passes = 0
+        self.fruitless = None  # (gains, queue stamp) after a pass that ended with every signature refused
         self.users = GmFairness(self, fair, gm_queue == "fewest-remaining") if fair is not None else None
         if self.users is not None:  # one queue per user, and launches in flight counted per user
             self.queue, self.inflight = self.users.queue, self.users.flights
@@ -310,11 +311,19 @@ class GlobalManager(JobFrontEnd, Actor):
         if not queue.sizes[HIGH] or search.total_free <= 0:
             return
         self.passes += 1
+        if self.fruitless == (search.gain_total, queue.stamp()):
+            # nothing gained and nothing queued since a pass that refused every signature: each would be
+            # refused again (the memo answers each in O(1)), so count the refusals and skip the asking
+            refused = queue.keys(HIGH)
+            queue.rejected += refused
+            self.recorder.count("reschedules", refused)
+            return
         rejected = queue.rejected
         take, find = queue.take, search.find
         while search.total_free > 0:
             got = take(HIGH, find)
             if got is None:
+                self.fruitless = (search.gain_total, queue.stamp())
                 break
             self.launch(got[0], *got[1])
         self.charge("worker", search.take_scanned())
