@@ -174,10 +174,10 @@ class FairQueue:
         """Make parked keys eligible again (call when what callers accept may have changed)."""
         for cls in (HIGH, LOW):
             parked = self._parked[cls]
-            if parked:
+            if parked:  # one heapify, not a push each (a pass parks every signature it cannot place)
                 heads = self._heads[cls]
-                for entry in parked:
-                    heappush(heads, entry)
+                heads.extend(parked)
+                heapify(heads)
                 parked.clear()
 
     def pop(self, accept=None):
