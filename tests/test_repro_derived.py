@@ -91,7 +91,8 @@ def test_the_allocation_plot_marks_the_papers_bound_and_sparrows_maximum():
 
 
 @pytest.mark.parametrize("newline_at_end", [True, False])
-def test_task_columns_read_every_cell_as_float_and_an_empty_one_as_nan(tmp_path, newline_at_end):
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_task_columns_read_every_cell_as_float_and_an_empty_one_as_nan(tmp_path, newline_at_end, newline):
     """The fast reader against the csv module, on cells empty at a line's start, end and side by side."""
     import csv
     import math
@@ -108,8 +109,8 @@ def test_task_columns_read_every_cell_as_float_and_an_empty_one_as_nan(tmp_path,
     @given(st.lists(st.lists(cell, min_size=len(header), max_size=len(header)), max_size=6))
     def check(rows):
         path = tmp_path / "tasks.csv"
-        text = "\n".join([",".join(header)] + [",".join(r) for r in rows])
-        path.write_text(text + "\n" if newline_at_end or not rows else text)
+        text = newline.join([",".join(header)] + [",".join(r) for r in rows])
+        path.write_bytes((text + newline if newline_at_end or not rows else text).encode())
         cols = task_columns(path)
         with open(path, newline="") as f:
             expected = list(csv.DictReader(f))

@@ -29,10 +29,11 @@ def task_columns(path: Path) -> dict[str, np.ndarray] | None:
         return None
     with open(path, "rb") as f:
         header, _, body = f.read().partition(b"\n")
-    names = header.decode().strip().split(",")
+    names = header.decode().strip().split(",")  # (strip: a \r too)
     wanted = [name for name in TASK_COLUMNS if name in names]
     if not body.strip() or not wanted:
         return {name: np.empty(0) for name in wanted}
+    body = body.replace(b"\r\n", b"\n")  # (ours ends lines with \n; a file saved elsewhere may not)
     body = b"\n" + body if body.endswith(b"\n") else b"\n" + body + b"\n"
     for _ in range(2):  # ",,," takes two passes: each replacement consumes the comma after it
         body = body.replace(b",,", b",nan,")
