@@ -15,7 +15,7 @@ every search from the start. A match in an external partition becomes a repartit
 paper, IV-B4).
 
 The empty-search memo: per task signature (constraints, demand), the partitions that may hold a
-suitable worker (``dirty``): every partition at first; one found with no suitable worker leaves the set
+suitable worker (``dirty``, a bit mask by partition id: a few words a signature): every partition at first; one found with no suitable worker leaves the set
 until it gains. A learnt value that gives a worker more of some resource is a gain of its partition; a
 value that only takes resources away (the worker got busier) is none, nor are the GM's own allocations.
 So a partition found empty stays empty until it gains: the memo never hides a match, it only saves
@@ -59,12 +59,15 @@ class PartitionSearch:
         n_p = self.num_partitions
         self.gain_total = 0  # gains so far (a gang's memo compares it)
         self.gain_log: list[int] = []  # partition ids (lm * num_partitions + p) that gained, oldest first
-        self.memo: dict[tuple, list] = {}  # signature -> [log position folded in, dirty partition ids]
+        self.memo: dict[tuple, list] = {}  # signature -> [log position folded in, dirty partitions (bits by id)]
         self._internal = [lm * n_p + home for lm in range(self.num_lms)]  # our partition in LM 0, 1, ...
         self._external = [lm * n_p + p for lm in range(self.num_lms) for p in self.external_order]
         self._flat = [view for row in views for view in row]  # by partition id
+        self._bit = [1 << q for q in range(len(self._flat))]  # a partition's bit in a dirty mask
+        self._every = (1 << len(self._flat)) - 1
         self._slot = {p: i for i, p in enumerate(self.external_order)}  # an external partition's place in an LM
         self.sort_ratio = 8  # a search sorts its dirty partitions when they are under 1/8 of all (tests vary it)
+        self.log_limit = 4 * len(self._flat) + 1024  # gains logged before ``_fold`` (tests vary it)
         self.scanned = 0  # workers examined by ``find`` since the last ``take_scanned`` (a cost model's units)
         # with one resource, each view's live free values: ``learn`` passes over a value its view holds
         # already without calling it (most learnt values are: 91% of them on syn_1000)
@@ -103,7 +106,7 @@ class PartitionSearch:
         self.total_free += free_delta
         if grown:
             self.gain_total += grown
-            if len(log) > self._log_limit():
+            if len(log) > self.log_limit:
                 self._fold()
 
     def take_scanned(self) -> int:
@@ -153,58 +156,65 @@ class PartitionSearch:
         log = self.gain_log
         entry = self.memo.get(signature)
         if entry is None:
-            dirty = set(self._internal)
-            dirty.update(self._external)
-            self.memo[signature] = [len(log), dirty]
+            dirty = self._every
+            entry = self.memo[signature] = [len(log), dirty]
         else:
             dirty = entry[1]
             if entry[0] != len(log):
-                dirty.update(log[entry[0]:])
+                bit = self._bit
+                for q in log[entry[0]:]:
+                    dirty |= bit[q]
                 entry[0] = len(log)
             elif not dirty:
                 return None  # nothing gained anywhere since every partition was found empty
-        flat = self._flat
-        live = [q for q in dirty if flat[q].free_count]
-        if len(live) != len(dirty):  # no worker free for the unit demand there: only a gain brings one back
-            if not live:
-                dirty.clear()
-                return None
-            dirty.intersection_update(live)
+        flat, bit = self._flat, self._bit
         n_lm, n_p = self.num_lms, self.num_partitions
-        if len(live) > 1:
-            ri, re, home = self.rr_internal, self.rr_external, self.home
-            if self.sort_ratio * len(live) < len(flat):  # few: sort them by their place in the order
-                slot = self._slot
+        if self.sort_ratio * dirty.bit_count() < len(flat):  # few: sort those with a free worker by their place
+            live = []
+            rest = dirty
+            while rest:
+                low = rest & -rest
+                rest ^= low
+                q = low.bit_length() - 1
+                if flat[q].free_count:
+                    live.append(q)
+                else:  # no worker free for the unit demand there: only a gain brings one back
+                    dirty ^= low
+            if len(live) > 1:
+                ri, re, home, slot = self.rr_internal, self.rr_external, self.home, self._slot
                 live.sort(key=lambda q: (q - ri * n_p) % len(flat) if q % n_p == home
                           else len(flat) + ((q // n_p - re) % n_lm) * n_p + slot[q % n_p])
-            else:  # many: the whole order, rotated to the pointers
-                internal, external, cut = self._internal, self._external, re * len(self.external_order)
-                live = [q for q in internal[ri:] + internal[:ri] + external[cut:] + external[:cut] if q in dirty]
+        else:  # many: the whole order, rotated to the pointers
+            internal, external = self._internal, self._external
+            ri, cut = self.rr_internal, self.rr_external * len(self.external_order)
+            live = [q for q in internal[ri:] + internal[:ri] + external[cut:] + external[:cut] if dirty & bit[q]]
         constraints, demand = signature
         for q in live:
             view = flat[q]
-            cand = view.suitable(constraints, demand)
-            self.scanned += view.n
-            if len(cand):
-                if self.rotate:
-                    lm, p = divmod(q, n_p)
-                    if p == self.home:
-                        self.rr_internal = (lm + 1) % n_lm
-                    else:
-                        self.rr_external = (lm + 1) % n_lm
-                return q // n_p, q % n_p, self.policy.choose(view, cand, self.rng, demand)
-            dirty.discard(q)
+            if view.free_count:
+                cand = view.suitable(constraints, demand)
+                self.scanned += view.n
+                if len(cand):
+                    entry[1] = dirty
+                    if self.rotate:
+                        lm, p = divmod(q, n_p)
+                        if p == self.home:
+                            self.rr_internal = (lm + 1) % n_lm
+                        else:
+                            self.rr_external = (lm + 1) % n_lm
+                    return q // n_p, q % n_p, self.policy.choose(view, cand, self.rng, demand)
+            dirty ^= bit[q]
+        entry[1] = dirty
         return None
 
-    def _log_limit(self) -> int:
-        """How long the gain log may grow before ``_fold``: a few times the partitions."""
-        return 4 * len(self._flat) + 1024
-
     def _fold(self) -> None:
-        """Fold the gain log into every signature's dirty set and empty it (keeps the log short)."""
-        log = self.gain_log
+        """Fold the gain log into every signature's dirty partitions and empty it (keeps the log short):
+        one pass makes each position's suffix (the partitions gained from there on), one OR a signature."""
+        log, bit = self.gain_log, self._bit
+        suffix = [0] * (len(log) + 1)
+        for i in range(len(log) - 1, -1, -1):
+            suffix[i] = suffix[i + 1] | bit[log[i]]
         for entry in self.memo.values():
-            if entry[0] != len(log):
-                entry[1].update(log[entry[0]:])
+            entry[1] |= suffix[entry[0]]
             entry[0] = 0
         log.clear()
