@@ -15,15 +15,15 @@ every search from the start. A match in an external partition becomes a repartit
 paper, IV-B4).
 
 The empty-search memo: per task signature (constraints, demand), the partitions that may hold a
-suitable worker (``dirty``, a bit mask by partition id: a few words a signature): every partition at first; one found with no suitable worker leaves the set
-until it gains. A learnt value that gives a worker more of some resource is a gain of its partition; a
+suitable worker (``dirty``, a bit mask by partition id: a few words a signature): every partition at
+first; one found with no suitable worker leaves the mask until it gains. A learnt value that gives a worker more of some resource is a gain of its partition; a
 value that only takes resources away (the worker got busier) is none, nor are the GM's own allocations.
 So a partition found empty stays empty until it gains: the memo never hides a match, it only saves
 searches. Gains go to one log (partition ids); a signature's entry folds in the log's tail when it is
 next searched, so a gain costs one append however many signatures wait, and a signature found nowhere
 costs O(1) until something anywhere gains. A search visits only its dirty partitions, in the search
 order: few of them are sorted by their place in it, many are picked from the whole order. A dirty
-partition with no worker free for the unit demand leaves the set unasked: only a gain brings one back.
+partition with no worker free for the unit demand leaves the mask unasked: only a gain brings it back.
 """
 
 from __future__ import annotations
