@@ -1,9 +1,9 @@
 """The recovery of a late-binding scheduler (Sparrow's, Hawk's, Eagle's), beside its protocol: driven only by the
 fabric's ``ConnectionBroken`` notices (``common.recovery``), so a fault-free run pays nothing for it.
 
-The scheduler keeps, per open job (``jobs``: state with ``job``, ``groups`` (per probe group a deque of unbound
-task indices), ``group_of`` ((constraints, demand) -> group), ``bound`` (task -> (node, request)), ``requeued``
-and ``probed`` (group << GROUP_SHIFT | node -> reservations waiting there)), and the nodes' actor ids
+The scheduler keeps, per open job (``jobs``: state with ``job``, ``groups`` (per probe group its unbound task
+indices, ``probe_groups``), ``group_of`` ((constraints, demand) -> group), ``bound`` (task -> (node, request)),
+``requeued`` and ``probed`` (group << GROUP_SHIFT | node -> reservations waiting there)), and the nodes' actor ids
 (``node_ids``). A break with a node (it crashed, refused, or a cut outlasted ``conn_timeout_s``) is the only
 evidence that work there is lost:
 - the reservations counted there are taken for lost, and so are the tasks bound to it without a result: each
@@ -21,6 +21,7 @@ from __future__ import annotations
 from fedemu.fabric.log import emit
 
 from .events import RELAUNCH
+from .probe_groups import requeue
 from .recovery import Break, Suspects
 
 GROUP_SHIFT = 32  # a job's reservations are counted per (group, node): key group << GROUP_SHIFT | node
@@ -77,7 +78,7 @@ class ProbeRecovery:
         s = self.s
         node, _ = state.bound.pop(index)  # the node asking again gets a cancel
         job = state.job
-        state.groups[state.group_of[(job.constraints[index], job.demand)]].append(index)
+        requeue(state.groups[state.group_of[(job.constraints[index], job.demand)]], index)
         state.requeued[index] = s.now
         s.recorder.count("tasks_relaunched")
         if s.fabric.event_log is not None:

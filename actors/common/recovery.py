@@ -111,6 +111,9 @@ class Retries:
     ``peer`` in order, instead of calling ``asked``/``answered``: then a fault-free run pays nothing here.
     Register it with the actor's ``recover``."""
 
+    # one per node in some schedulers (10,000 of them): slots, not an instance dict
+    __slots__ = ("actor", "name", "base_us", "resend", "pending", "waiting", "breaks", "armed", "nonce")
+
     def __init__(self, actor, name: str, base_us: int, resend: Callable[[int, object], None],
                  pending: Callable[[int], list] | None = None) -> None:
         self.actor = actor

@@ -32,6 +32,10 @@ class WorkerStatistics:
 class Worker(Actor):
     """One machine. ``spec`` is its WorkerSpec; ``recorder`` logs task starts and ends."""
 
+    # slots: a run has up to tens of thousands of workers (a subclass's own fields go in a dict unless it
+    # names slots too)
+    __slots__ = ("spec", "recorder", "free", "running", "completed")
+
     def __init__(self, spec, recorder) -> None:
         super().__init__()
         self.spec = spec

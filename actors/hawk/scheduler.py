@@ -23,7 +23,6 @@ afresh. Recovery is ``recovery.PlacementRecovery``, from notices only.
 from __future__ import annotations
 
 import math
-from collections import deque
 
 import attrs
 
@@ -31,6 +30,7 @@ from fedemu.fabric.actor import Actor
 from fedemu.fabric.log import emit
 
 from ..common.front_end import ReportingFrontEnd
+from ..common.probe_groups import probe_groups
 from ..common.protocol import TaskFinished
 from ..common.recovery import Recovering
 from .events import HAWK_CANCEL
@@ -55,7 +55,7 @@ class OpenJob:
 
     def __init__(self, job, groups, group_of, arrival_us, long, estimate_us):
         self.job = job
-        self.groups = groups  # per probe group: deque of unbound task indices
+        self.groups = groups  # per probe group: its unbound task indices, the next last (``probe_groups``)
         self.group_of = group_of  # (constraints, demand) -> its probe group
         self.arrival_us = arrival_us
         self.bound: dict[int, tuple[int, int]] = {}  # task index -> (node, request): bound, no result yet
@@ -125,15 +125,7 @@ class HawkScheduler(Recovering, ReportingFrontEnd, Actor):
     def on_Job(self, job, src: int) -> None:
         if not self.take_job(job, src):
             return
-        group_of: dict[tuple, int] = {}
-        groups: list[deque] = []
-        for i, c in enumerate(job.constraints):
-            key = (c, job.demand)
-            g = group_of.get(key)
-            if g is None:
-                g = group_of[key] = len(groups)
-                groups.append(deque())
-            groups[g].append(i)
+        groups, group_of = probe_groups(job)
         mean = job.mean_task_us
         state = self.jobs[job.job_id] = OpenJob(job, groups, group_of, self.arrived, mean > self.cutoff_us,
                                                 max(1, round(mean)))
@@ -200,7 +192,7 @@ class HawkScheduler(Recovering, ReportingFrontEnd, Actor):
         if not queue:
             self._cancel(msg, src)
             return
-        index = queue.popleft()
+        index = queue.pop()
         job = state.job
         state.bound[index] = (src, request)
         if not queue:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections import deque
 
 import attrs
 import numpy as np
@@ -38,6 +37,7 @@ from fedemu.fabric.actor import Actor
 from fedemu.fabric.log import emit
 
 from ..common.front_end import ReportingFrontEnd
+from ..common.probe_groups import probe_groups
 from ..common.protocol import TaskFinished
 from ..common.recovery import Recovering
 from .events import LATE_BIND_CANCEL
@@ -70,7 +70,7 @@ class _OpenJob:
 
     def __init__(self, job, groups, group_of, arrival_us):
         self.job = job
-        self.groups = groups  # per probe group: deque of unbound task indices
+        self.groups = groups  # per probe group: its unbound task indices, the next last (``probe_groups``)
         self.group_of = group_of  # (constraints, demand) -> its probe group
         self.arrival_us = arrival_us
         self.bound: dict[int, tuple[int, int]] = {}  # task index -> (node, request): bound, no result yet
@@ -128,15 +128,7 @@ class SparrowScheduler(Recovering, ReportingFrontEnd, Actor):
     def on_Job(self, job, src: int) -> None:
         if not self.take_job(job, src):
             return
-        group_of: dict[tuple, int] = {}
-        groups: list[deque] = []
-        for i, c in enumerate(job.constraints):
-            key = (c, job.demand)
-            g = group_of.get(key)
-            if g is None:
-                g = group_of[key] = len(groups)
-                groups.append(deque())
-            groups[g].append(i)
+        groups, group_of = probe_groups(job)
         state = self.jobs[job.job_id] = _OpenJob(job, groups, group_of, self.arrived)
         self.open_job(job.job_id, job.num_tasks)
         sent = 0
@@ -198,7 +190,7 @@ class SparrowScheduler(Recovering, ReportingFrontEnd, Actor):
         if not queue:
             self._cancel(msg, src)
             return
-        index = queue.popleft()
+        index = queue.pop()
         job = state.job
         state.bound[index] = (src, request)
         self.recorder.task_dispatched(job.job_id, index, state.requeued.pop(index, state.arrival_us), self.now)
