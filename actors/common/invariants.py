@@ -76,7 +76,7 @@ def tasks_ran_once(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violati
     start or end is refused by the recorder as it happens.)"""
     if not len(rec.tasks):
         return []
-    cols = rec.tasks.columns(("job_id", "index", "duration_us", "start_us", "end_us", "worker"))
+    cols = rec.tasks.columns(("job_id", "index", "duration_us", "start_us", "end_us", "worker"), copy=False)
     job, index, duration, start, end, worker = cols.values()
     closed = _per_row(rec, lambda j: j.completion_us)
     done = closed >= 0
@@ -106,45 +106,66 @@ def tasks_ran_once(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violati
 
 def capacity_respected(rec: Recorder, cluster: Cluster, end_us: int) -> list[Violation]:
     """No worker ever held more than its capacity, in any resource. Ends count before starts at the
-    same instant (a worker frees a slot before the next task can take it)."""
+    same instant (a worker frees a slot before the next task can take it).
+
+    One row per start and per end, sorted by worker, time and kind, and a running sum; the arrays are
+    made one at a time and let go when used (at 10,000 workers this check set the run's peak memory)."""
     specs = {w.worker_id: w for w in cluster.workers()}
     others = rec.other_runs  # every other execution: aborted by a crash, or a duplicate that crossed a partition
-    cols = rec.tasks.columns(("job_id", "index", "worker", "start_us", "end_us"))
+    fields = ("job_id", "index", "worker", "start_us", "end_us")  # (an other run's row begins with these)
+    cols = rec.tasks.columns(fields, copy=False)
     started = cols["start_us"] >= 0
     if not started.any() and not others:
         return []
+
+    def column(k: str) -> np.ndarray:
+        """Field ``k`` of every execution: the tasks' own that started, then the other runs'."""
+        own, i = cols[k][started], fields.index(k)
+        return np.concatenate([own, np.array([r[i] for r in others], dtype=np.int64)]) if others else own
+
     resources = len(cluster.resources)
-    job, index, worker, start, end = (np.concatenate([cols[k][started], np.array([r[i] for r in others], dtype=np.int64)])
-                                      for i, k in enumerate(("job_id", "index", "worker", "start_us", "end_us")))
-    end[end < 0] = end_us + 1
+    job, worker = column("job_id"), column("worker")
     known = np.array(sorted(specs), dtype=np.int64)
-    ran = {int(j) for j in np.unique(job)}
-    odd = (~np.isin(worker, known)) | np.isin(job, [j for j in ran if len(rec.jobs[j].demand) != resources])
+    ids = np.unique(job)
+    odd = (~np.isin(worker, known)) | np.isin(job, [j for j in ids.tolist() if len(rec.jobs[j].demand) != resources])
     if odd.any():
         k = int(np.nonzero(odd)[0][0])
+        index, start = column("index"), column("start_us")
         return [Violation("capacity_respected", f"task {job[k]}.{index[k]}", int(start[k]), f"ran on w-{worker[k]}, which "
                           "is not a worker of this cluster or has another number of resources")]
-    ids = np.array(sorted(ran), dtype=np.int64)
+    del odd
     demand = np.array([rec.jobs[j].demand for j in ids.tolist()], dtype=np.int64).reshape(-1, resources)
     demand = demand[np.searchsorted(ids, job)]
+    del job
+    n = len(worker)
+    times = np.concatenate([column("start_us"), column("end_us")])
+    ends = times[n:]
+    ends[ends < 0] = end_us + 1  # still running at the end: it ends just after
+    del ends
+    workers = np.concatenate([worker, worker])
+    del worker
+    order = np.lexsort((np.repeat(np.array([1, 0], dtype=np.int8), n), times, workers))  # by worker, time, ends first
+    del times  # (a violation's time is read back from its row)
+    workers = workers[order]
+    is_end = order >= n
+    order[is_end] -= n  # each sorted row's execution
+    held = demand[order]
+    held[is_end] *= -1
+    del demand, is_end
+    # Every start has its end in the same worker's run of rows (a task still running at the end ends
+    # just after it), so the running sum is back to zero where each worker's rows begin.
+    np.cumsum(held, axis=0, out=held)
     capacity = np.zeros((int(known[-1]) + 1, resources), dtype=np.int64)
     for w in specs:
         capacity[w] = specs[w].capacity
-    times = np.concatenate([start, end])
-    workers = np.concatenate([worker, worker])
-    deltas = np.concatenate([demand, -demand])
-    is_start = np.r_[np.ones(len(worker), dtype=np.int8), np.zeros(len(worker), dtype=np.int8)]
-    order = np.lexsort((is_start, times, workers))  # by worker, then time, ends first
-    workers, times, deltas = workers[order], times[order], deltas[order]
-    # Every start has its end in the same worker's run of rows (a task still running at the end ends
-    # just after it), so the running sum is back to zero where each worker's rows begin.
-    held = np.cumsum(deltas, axis=0)
     over = np.nonzero((held > capacity[workers]).any(axis=1))[0]
     if not len(over):
         return []
     k = over[0]
     w = int(workers[k])
-    return [Violation("capacity_respected", f"w-{w}", int(times[k]),
+    # the first row over is a start (an end only lowers the sum, and a worker's first row is a start or
+    # an end of a task of no time): the violation's time is that execution's start
+    return [Violation("capacity_respected", f"w-{w}", int(column("start_us")[order[k]]),
                       f"held {tuple(int(x) for x in held[k])} of capacity {specs[w].capacity}")]
 
 
