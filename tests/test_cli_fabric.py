@@ -182,6 +182,39 @@ def test_every_scheduler_bench_case_names_a_known_scheduler_and_a_valid_shape():
         assert r.summary["jobs"] == 2, case
 
 
+def test_a_run_that_keeps_no_fabric_lets_it_go_before_its_results(tmp_path):
+    """``keep_fabric=False`` (the command line and the API): the actors, their tasks and the queue are freed
+    before the results are written (a run's peak memory), with the same summary and files."""
+    import json
+    import weakref
+
+    from fedemu.tools.run.runner import execute
+
+    def run(keep: bool):
+        seen = []
+
+        def progress(fabric, run):
+            seen.append(weakref.ref(fabric))
+
+        progress.every = 1
+        out = tmp_path / f"keep-{keep}"
+        r = execute("default", seed=2, overrides={"workload": "syn_50", "jobs": 20}, out_dir=out, plots=False,
+                    progress=progress, keep_fabric=keep)
+        return r, seen[0], out
+
+    kept, kept_ref, kept_out = run(True)
+    freed, freed_ref, freed_out = run(False)
+    assert kept.fabric is not None and kept_ref() is kept.fabric
+    assert freed.fabric is None and freed_ref() is None  # nothing held it: the collection freed it
+    assert freed.recorder is not None and freed.digest == kept.digest
+    drop = {"wall_s"}
+    assert {k: v for k, v in freed.summary.items() if k not in drop} == \
+        {k: v for k, v in kept.summary.items() if k not in drop}
+    for name in ("tasks.csv", "jobs.csv"):
+        assert (freed_out / name).read_bytes() == (kept_out / name).read_bytes()
+    assert json.loads((freed_out / "summary.json").read_text())["digest"] == kept.digest
+
+
 def test_the_progress_bar_shows_the_workloads_total_from_the_start(monkeypatch):
     """Before any job is submitted the bar already says jobs 0/500 (the run's total_jobs), not 0/0."""
     import io

@@ -1,6 +1,7 @@
 """The kernel: virtual time, windows, timers, handler time, run control, errors and statistics."""
 
 import gc
+import weakref
 from collections import Counter
 
 import pytest
@@ -9,7 +10,7 @@ import trio
 from fedemu.fabric.actor import Actor, ActorStatistics
 from fedemu.fabric.errors import ConfigError
 from fedemu.fabric.journal import DELIVER, DROP, SEND, TIMER_FIRE, TIMER_SET, Journal
-from fedemu.fabric.kernel import Fabric, FabricStatistics
+from fedemu.fabric.kernel import Fabric, FabricStatistics, gc_paused
 from fedemu.fabric.network import Latency, Link, Network
 
 from fabric_helpers import (Note, Probe, Scripted, Sender, Sink, by_code, multiset_diff, normalize, per_actor,
@@ -281,6 +282,28 @@ def test_what_a_run_leaves_alive_skips_the_young_collections():
     young = gc.get_objects(generation=0) + gc.get_objects(generation=1)
     assert not any(o is kept[0] or o is fabric for o in young)
     assert any(o is kept[0] for o in gc.get_objects(generation=2))
+
+
+def test_a_run_inside_a_pause_freezes_nothing_and_one_collection_frees_it():
+    """Inside a pause already (the runner's, from build to results), a run leaves what it made young and
+    unfrozen: one collection after it frees the finished run, and walks nothing the outer pause froze."""
+    kept = []
+
+    class Keeper(Actor):
+        def on_start(self):
+            kept.append(weakref.ref(self))
+
+    with gc_paused():
+        frozen = gc.get_freeze_count()
+        fabric = Fabric(0)
+        fabric.add("k", Keeper)
+        fabric.run_blocking()
+        assert not gc.isenabled() and gc.get_freeze_count() == frozen
+        assert any(o is fabric for o in gc.get_objects(generation=0))
+        del fabric
+        gc.collect()
+        assert kept[0]() is None  # the actor and its fabric form a cycle: only the collection freed them
+    assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
 class NoHandler(Actor):

@@ -57,7 +57,8 @@ def execute_run(scenario: str, seed: int, overrides: dict, *, out=None, record: 
         outdir.check_outputs(out, {"--journal": journal, "--log": log})
         try:
             result = runner.execute(scenario, seed=seed, overrides=overrides, journal_path=journal, out_dir=out,
-                                    progress=hook, log_path=log, log_level=log_level, faults=faults, engine=engine)
+                                    progress=hook, log_path=log, log_level=log_level, faults=faults, engine=engine,
+                                    keep_fabric=False)
         except runner.RunInterrupted as stop:  # Ctrl-C, SIGTERM: the results so far, marked partial
             result = stop.result
     return result, journal, out

@@ -118,7 +118,7 @@ def run_one(spec: dict) -> dict:
     try:
         result = runner.execute(spec["scenario"], seed=spec["seed"], overrides=spec["overrides"],
                                 out_dir=spec["out_dir"], plots=spec.get("plots", False),
-                                engine=spec.get("engine", "trio"))
+                                engine=spec.get("engine", "trio"), keep_fabric=False)
         if spec["out_dir"] is None:
             from ..api.api_result import tables_of
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import gc
 import importlib
 import importlib.util
 import inspect
@@ -305,13 +306,16 @@ class RunResult:
 
 def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_path=None, out_dir=None,
             progress=None, log_path=None, log_level: str = "info", faults=None, plots: bool = True,
-            engine: str = "trio") -> RunResult:
+            engine: str = "trio", keep_fabric: bool = True) -> RunResult:
     """Run one scenario: its PARAMS updated by ``overrides`` (validated), optionally journaled to
     ``journal_path``, its protocol events at ``log_level`` and above logged to ``log_path`` (JSON
     lines; a failed run keeps those logged so far) and written to ``out_dir`` (with its plots unless
     ``plots`` is False: a grid's reports draw their own). ``faults``: a
     ``scenarios.fault_plan.Plan`` added after the build; its events go into the journal header. ``engine``:
-    what steps the actors (``fabric.kernel.ENGINES``; the journal is the same on each).
+    what steps the actors (``fabric.kernel.ENGINES``; the journal is the same on each). ``keep_fabric``
+    False: the fabric (actors, their tasks, the queue) is let go once the checks and the summary have read
+    it, before the results are made, and the result's ``fabric`` is None. That takes one collection (about
+    0.4 s after Sparrow at 10,000 workers) and lowers the run's peak memory (there by 13 MiB).
 
     The cyclic garbage collector is paused from the build to the summary, not only for the fabric's run
     (``kernel.gc_paused``): after the run, the end-of-run checks and the metrics allocate enough to set
@@ -321,11 +325,11 @@ def execute(ref: str, *, seed: int = 1, overrides: dict | None = None, journal_p
         raise ConfigError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
     with gc_paused():
         return _execute(scenario_ref(ref), seed, overrides, journal_path, out_dir, progress, log_path, log_level,
-                        faults, plots, engine)
+                        faults, plots, engine, keep_fabric)
 
 
 def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, log_path, log_level: str,
-             faults, plots: bool = True, engine: str = "trio") -> RunResult:
+             faults, plots: bool = True, engine: str = "trio", keep_fabric: bool = True) -> RunResult:
     """``execute``'s body, with the collector paused: build, run, summarize (each failure said in one
     line, the journal kept), close the journal, write the results, then the verdict."""
     module = load(ref)
@@ -370,6 +374,9 @@ def _execute(ref: str, seed: int, overrides, journal_path, out_dir, progress, lo
     if events is not None:
         events.close()
     recorder = getattr(run, "recorder", None)
+    if not keep_fabric:  # the actors, their tasks and the queue go before the results are made (peak memory)
+        fabric = run = events = None
+        gc.collect()
     result = RunResult(fabric, _results(summary, recorder, out_dir, plots), digest, wall, recorder)
     if broken:  # the verdict: results and journal are written, and the run's status is 1
         more = f" (and {len(broken) - 1} more invariant(s) broken; see summary.json)" if len(broken) > 1 else ""
