@@ -28,6 +28,8 @@ partition with no worker free for the unit demand leaves the mask unasked: only 
 
 from __future__ import annotations
 
+from itertools import chain
+
 ORDERS = ("rotate", "fixed")  # the search orders (above); the first is the default
 
 
@@ -184,12 +186,14 @@ class PartitionSearch:
                 ri, re, home, slot = self.rr_internal, self.rr_external, self.home, self._slot
                 live.sort(key=lambda q: (q - ri * n_p) % len(flat) if q % n_p == home
                           else len(flat) + ((q // n_p - re) % n_lm) * n_p + slot[q % n_p])
-        else:  # many: the whole order, rotated to the pointers
+        else:  # many: the whole order, rotated to the pointers, read lazily (the first match ends it)
             internal, external = self._internal, self._external
             ri, cut = self.rr_internal, self.rr_external * len(self.external_order)
-            live = [q for q in internal[ri:] + internal[:ri] + external[cut:] + external[:cut] if dirty & bit[q]]
+            live = chain(internal[ri:], internal[:ri], external[cut:], external[:cut])
         constraints, demand = signature
         for q in live:
+            if not dirty & bit[q]:
+                continue  # found empty since it last gained
             view = flat[q]
             if view.free_count:
                 cand = view.suitable(constraints, demand)
