@@ -29,8 +29,9 @@ class SearchMachine(RuleBasedStateMachine):
 
     @initialize(data=st.data(), lms=st.integers(1, 3), gms=st.integers(1, 3), per=st.integers(1, 4),
                 resources=st.integers(1, 2), min_constraints=st.booleans(), order=st.sampled_from(ORDERS),
-                sort_ratio=st.sampled_from([0, 8, 10**6]), log_limit=st.sampled_from([0, 3, None]))
-    def build(self, data, lms, gms, per, resources, min_constraints, order, sort_ratio, log_limit):
+                sort_ratio=st.sampled_from([0, 8, 10**6]), log_limit=st.sampled_from([0, 3, None]),
+                tail_limit=st.sampled_from([0, 2, None]))
+    def build(self, data, lms, gms, per, resources, min_constraints, order, sort_ratio, log_limit, tail_limit):
         self.r = resources
         self.order = order
         cap = st.tuples(st.integers(1, 2), *[st.integers(0, 2)] * (resources - 1))
@@ -51,6 +52,8 @@ class SearchMachine(RuleBasedStateMachine):
         self.search.sort_ratio = sort_ratio  # always (0), sometimes or never (10**6) sort the dirty ones
         if log_limit is not None:  # fold the gain log often (0: at every gain), or at its usual length
             self.search.log_limit = log_limit
+        if tail_limit is not None:  # read a tail longer than this partition by partition (0: always)
+            self.search.tail_limit = tail_limit
         self.search.rng = Stream(data.draw(st.integers(0, 99)), "test/search")
         self.free = [[list(c) for c in caps] for caps in self.capacity]  # the model: free[lm][worker]
         self.rr = [0, 0]  # the model's own round-robin pointers (internal, external); fixed: they stay at 0
@@ -258,16 +261,18 @@ def test_an_unknown_order_is_refused():
         visiting_search("sideways")
 
 
-@pytest.mark.parametrize("log_limit", [0, 1, 10**6])
-def test_a_gain_folded_into_the_memo_is_searched_again(log_limit):
+@pytest.mark.parametrize("log_limit, tail_limit", [(0, 4), (1, 4), (10**6, 4), (10**6, 0), (1, 0)])
+def test_a_gain_folded_into_the_memo_is_searched_again(log_limit, tail_limit):
     """A partition found empty for a signature is asked again once it gains, whether the gain log was
-    folded into every signature (``_fold``: at once with a limit of 0) or is read at the next search."""
+    folded into every signature (``_fold``: at once with a limit of 0) or is read at the next search, entry
+    by entry or partition by partition (``tail_limit`` 0)."""
     cons = {(0, 0): (0,), (0, 1): (1,), (1, 0): (1,), (1, 1): (1,)}
     views = [[PartitionView([WorkerSpec(10 * lm + p, lm, (1,), cons[lm, p])], num_constraints=2) for p in range(2)]
              for lm in range(2)]
     search = PartitionSearch(views, 0, RandomChoice())
     search.rng = Stream(1, "test")
     search.log_limit = log_limit
+    search.tail_limit = tail_limit  # 0: the tail is read partition by partition, from when each last gained
     for lm, p in ((0, 1), (1, 0), (1, 1)):
         search.allocate(lm, p, 0, (1,))
     assert search.find(((1,), (1,))) is None  # the one free worker lacks constraint 1: every partition clean

@@ -21,7 +21,9 @@ value that only takes resources away (the worker got busier) is none, nor are th
 So a partition found empty stays empty until it gains: the memo never hides a match, it only saves
 searches. Gains go to one log (partition ids); a signature's entry folds in the log's tail when it is
 next searched, so a gain costs one append however many signatures wait, and a signature found nowhere
-costs O(1) until something anywhere gains. A search visits only its dirty partitions, in the search
+costs O(1) until something anywhere gains. A tail longer than the partitions are many (few partitions,
+many gains: 25 partitions of 400 workers at paper scale) is folded partition by partition instead, from
+when each last gained. A search visits only its dirty partitions, in the search
 order: few of them are sorted by their place in it, many are picked from the whole order. A dirty
 partition with no worker free for the unit demand leaves the mask unasked: only a gain brings it back.
 """
@@ -61,15 +63,18 @@ class PartitionSearch:
         n_p = self.num_partitions
         self.gain_total = 0  # gains so far (a gang's memo compares it)
         self.gain_log: list[int] = []  # partition ids (lm * num_partitions + p) that gained, oldest first
-        self.memo: dict[tuple, list] = {}  # signature -> [log position folded in, dirty partitions (bits by id)]
+        self.log_base = 0  # the number of the log's first gain (gains are numbered from 0; ``_fold`` moves it)
+        self.memo: dict[tuple, list] = {}  # signature -> [gains folded in (a number), dirty partitions (bits by id)]
         self._internal = [lm * n_p + home for lm in range(self.num_lms)]  # our partition in LM 0, 1, ...
         self._external = [lm * n_p + p for lm in range(self.num_lms) for p in self.external_order]
         self._flat = [view for row in views for view in row]  # by partition id
         self._bit = [1 << q for q in range(len(self._flat))]  # a partition's bit in a dirty mask
+        self.last_gain = [-1] * len(self._flat)  # by partition id: the number of its latest gain
         self._every = (1 << len(self._flat)) - 1
         self._slot = {p: i for i, p in enumerate(self.external_order)}  # an external partition's place in an LM
         self.sort_ratio = 8  # a search sorts its dirty partitions when they are under 1/8 of all (tests vary it)
         self.log_limit = 4 * len(self._flat) + 1024  # gains logged before ``_fold`` (tests vary it)
+        self.tail_limit = len(self._flat)  # a longer tail is folded partition by partition (tests vary it)
         self.scanned = 0  # workers examined by ``find`` since the last ``take_scanned`` (a cost model's units)
         # with one resource, each view's live free values: ``learn`` passes over a value its view holds
         # already without calling it (most learnt values are: 91% of them on syn_1000)
@@ -80,8 +85,9 @@ class PartitionSearch:
         """Absolute free vectors of LM ``lm``'s workers (LM-wide indices); a worker that gained something
         is a gain of its partition (logged for the memo)."""
         per = self.per_partition
-        views, log = self.views[lm], self.gain_log
+        views, log, last = self.views[lm], self.gain_log, self.last_gain
         base = lm * self.num_partitions
+        number = self.log_base + len(log)  # the next gain's
         grown = free_delta = 0
         if self.held is not None:  # one resource: compare with the live values, call ``update`` on a change
             held = self.held[lm]
@@ -93,6 +99,7 @@ class PartitionSearch:
                 free_delta += views[p].update(local, free)
                 if f > old:
                     log.append(base + p)
+                    last[base + p] = number + grown
                     grown += 1
         else:
             for w, free in zip(workers, frees):
@@ -104,6 +111,7 @@ class PartitionSearch:
                 free_delta += delta
                 if view.grew:
                     log.append(base + p)
+                    last[base + p] = number + grown
                     grown += 1
         self.total_free += free_delta
         if grown:
@@ -135,7 +143,9 @@ class PartitionSearch:
         cap = view.capacity[local].tolist()
         delta = view.update(local, [min(c, f + d) for f, d, c in zip(free, demand, cap)])
         self.total_free += delta or 0
-        self.gain_log.append(lm * self.num_partitions + p)
+        q = lm * self.num_partitions + p
+        self.last_gain[q] = self.log_base + len(self.gain_log)
+        self.gain_log.append(q)
         self.gain_total += 1
 
     def take_back(self, lm: int, worker: int, demand: tuple) -> None:
@@ -156,17 +166,24 @@ class PartitionSearch:
         if not self.total_free:
             return None  # no worker anywhere is free for the unit demand (an overloaded datacenter)
         log = self.gain_log
+        now = self.log_base + len(log)  # gains so far
         entry = self.memo.get(signature)
         if entry is None:
             dirty = self._every
-            entry = self.memo[signature] = [len(log), dirty]
+            entry = self.memo[signature] = [now, dirty]
         else:
             dirty = entry[1]
-            if entry[0] != len(log):
+            seen = entry[0]
+            if seen != now:
                 bit = self._bit
-                for q in log[entry[0]:]:
-                    dirty |= bit[q]
-                entry[0] = len(log)
+                if now - seen > self.tail_limit:  # a long tail: each partition, by when it last gained
+                    for q, at in enumerate(self.last_gain):
+                        if at >= seen:
+                            dirty |= bit[q]
+                else:
+                    for q in log[seen - self.log_base:]:
+                        dirty |= bit[q]
+                entry[0] = now
             elif not dirty:
                 return None  # nothing gained anywhere since every partition was found empty
         flat, bit = self._flat, self._bit
@@ -214,11 +231,13 @@ class PartitionSearch:
     def _fold(self) -> None:
         """Fold the gain log into every signature's dirty partitions and empty it (keeps the log short):
         one pass makes each position's suffix (the partitions gained from there on), one OR a signature."""
-        log, bit = self.gain_log, self._bit
+        log, bit, base = self.gain_log, self._bit, self.log_base
         suffix = [0] * (len(log) + 1)
         for i in range(len(log) - 1, -1, -1):
             suffix[i] = suffix[i + 1] | bit[log[i]]
+        now = base + len(log)
         for entry in self.memo.values():
-            entry[1] |= suffix[entry[0]]
-            entry[0] = 0
+            entry[1] |= suffix[entry[0] - base]
+            entry[0] = now
+        self.log_base = now
         log.clear()
