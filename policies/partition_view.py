@@ -214,6 +214,35 @@ class PartitionView:
             return self._free0[local] >= d.first
         return bool((self._free[local] >= d.vec).all())
 
+    def suitable_among(self, bits: int, constraints: tuple[int, ...] = (), demand: tuple[int, ...] = (1,)) -> bool:
+        """Whether ``suitable`` holds a worker of ``bits`` (local indices as bits of an int): a search
+        of a few workers, without unpacking."""
+        d = self._demands.get(demand)
+        if d is None:
+            d = self._parse_demand(demand)
+        mask = self._masks.get(constraints, False)
+        if mask is False:
+            mask = self._build_mask(constraints)
+        v = bits if mask is None else mask & bits
+        if d.covers_unit:
+            v &= self._avail
+            if d.is_unit or not v:
+                return bool(v)
+        while v:
+            low = v & -v
+            v ^= low
+            if self.fits(low.bit_length() - 1, (), demand):
+                return True
+        return False
+
+    def covers_unit(self, demand: tuple[int, ...]) -> bool:
+        """Whether ``demand`` needs at least the unit demand of every resource (a worker not available
+        for the unit demand then fits it nowhere)."""
+        d = self._demands.get(demand)
+        if d is None:
+            d = self._parse_demand(demand)
+        return d.covers_unit
+
     def any_suitable(self, constraints: tuple[int, ...] = (), demand: tuple[int, ...] = (1,)) -> bool:
         """Whether ``suitable`` would be non-empty (cheaper for the unit demand: no unpacking)."""
         if demand == self._unit_tuple:

@@ -57,6 +57,10 @@ def test_suitable_matches_brute_force(cluster, data):
         got = view.suitable(constraints, demand)
         assert got.tolist() == brute(view.free.tolist(), workers, constraints, demand)
         assert view.any_suitable(constraints, demand) == bool(got.size)
+        among = data.draw(st.sets(st.integers(0, max(n - 1, 0)))) if n else set()
+        bits = sum(1 << i for i in among)
+        assert view.suitable_among(bits, constraints, demand) == bool(among & set(got.tolist()))
+        assert view.covers_unit(demand) == (demand[0] >= 1)
 
 
 def spec(i, constraints=(), cap=(1,)):

@@ -63,6 +63,7 @@ class PartitionSearch:
         n_p = self.num_partitions
         self.gain_total = 0  # gains so far (a gang's memo compares it)
         self.gain_log: list[int] = []  # partition ids (lm * num_partitions + p) that gained, oldest first
+        self.gain_local: list[int] = []  # beside it: the local index of the worker that gained
         self.log_base = 0  # the number of the log's first gain (gains are numbered from 0; ``_fold`` moves it)
         self.memo: dict[tuple, list] = {}  # signature -> [gains folded in (a number), dirty partitions (bits by id)]
         self._internal = [lm * n_p + home for lm in range(self.num_lms)]  # our partition in LM 0, 1, ...
@@ -75,6 +76,8 @@ class PartitionSearch:
         self.sort_ratio = 8  # a search sorts its dirty partitions when they are under 1/8 of all (tests vary it)
         self.log_limit = 4 * len(self._flat) + 1024  # gains logged before ``_fold`` (tests vary it)
         self.tail_limit = len(self._flat)  # a longer tail is folded partition by partition (tests vary it)
+        self._tail = (None, (), 0)  # ``_tail_of``'s last answer
+        self._covers: dict[tuple, bool] = {}  # demand -> whether it covers the unit demand
         self.scanned = 0  # workers examined by ``find`` since the last ``take_scanned`` (a cost model's units)
         # with one resource, each view's live free values: ``learn`` passes over a value its view holds
         # already without calling it (most learnt values are: 91% of them on syn_1000)
@@ -85,7 +88,7 @@ class PartitionSearch:
         """Absolute free vectors of LM ``lm``'s workers (LM-wide indices); a worker that gained something
         is a gain of its partition (logged for the memo)."""
         per = self.per_partition
-        views, log, last = self.views[lm], self.gain_log, self.last_gain
+        views, log, last, locals_ = self.views[lm], self.gain_log, self.last_gain, self.gain_local
         base = lm * self.num_partitions
         number = self.log_base + len(log)  # the next gain's
         grown = free_delta = 0
@@ -99,6 +102,7 @@ class PartitionSearch:
                 free_delta += views[p].update(local, free)
                 if f > old:
                     log.append(base + p)
+                    locals_.append(local)
                     last[base + p] = number + grown
                     grown += 1
         else:
@@ -111,6 +115,7 @@ class PartitionSearch:
                 free_delta += delta
                 if view.grew:
                     log.append(base + p)
+                    locals_.append(local)
                     last[base + p] = number + grown
                     grown += 1
         self.total_free += free_delta
@@ -146,6 +151,7 @@ class PartitionSearch:
         q = lm * self.num_partitions + p
         self.last_gain[q] = self.log_base + len(self.gain_log)
         self.gain_log.append(q)
+        self.gain_local.append(local)
         self.gain_total += 1
 
     def take_back(self, lm: int, worker: int, demand: tuple) -> None:
@@ -175,6 +181,8 @@ class PartitionSearch:
             dirty = entry[1]
             seen = entry[0]
             if seen != now:
+                if not dirty and now - seen <= self.tail_limit and self._refused_since(entry, signature, now):
+                    return None
                 bit = self._bit
                 if now - seen > self.tail_limit:  # a long tail: each partition, by when it last gained
                     for q, at in enumerate(self.last_gain):
@@ -228,6 +236,41 @@ class PartitionSearch:
         entry[1] = dirty
         return None
 
+    def _refused_since(self, entry: list, signature: tuple, now: int) -> bool:
+        """Whether a signature found nowhere at ``entry[0]`` is refused again now, judged by the workers
+        that gained since (a short tail): the rest of each partition got no more of anything, so it is
+        still unsuitable. When none of them fits, the refusal is settled as the search would settle it (each
+        gained partition with a free worker asked and found empty, the memo entry moved to ``now``).
+        False (nothing done) when one fits or the demand does not cover the unit demand."""
+        constraints, demand = signature
+        covers = self._covers.get(demand)
+        if covers is None:
+            covers = self._covers[demand] = self._flat[0].covers_unit(demand)
+        if not covers:
+            return False  # a partition with no free worker is skipped unasked, yet such a demand may fit there
+        key = (entry[0], now, self.total_free)
+        tail = self._tail
+        if tail[0] != key:  # the tail's workers still available and what a search of it examines
+            tail = self._tail = self._tail_of(key[0] - self.log_base)
+        for view, bits in tail[1]:
+            if view.suitable_among(bits, constraints, demand):
+                return False
+        self.scanned += tail[2]
+        entry[0] = now
+        return True
+
+    def _tail_of(self, start: int) -> tuple:
+        """(key, per gained partition its view and the workers that gained from log position ``start`` on
+        as bits, the workers a search of those partitions examines). Valid while no gain is logged and
+        ``total_free`` holds (what the search examines depends on which partitions have a free worker)."""
+        flat, log, locals_ = self._flat, self.gain_log, self.gain_local
+        bits: dict[int, int] = {}
+        for q, local in zip(log[start:], locals_[start:]):
+            bits[q] = bits.get(q, 0) | 1 << local
+        examined = sum(flat[q].n for q in bits if flat[q].free_count)
+        key = (self.log_base + start, self.log_base + len(log), self.total_free)
+        return key, [(flat[q], b) for q, b in bits.items()], examined
+
     def _fold(self) -> None:
         """Fold the gain log into every signature's dirty partitions and empty it (keeps the log short):
         one pass makes each position's suffix (the partitions gained from there on), one OR a signature."""
@@ -241,3 +284,4 @@ class PartitionSearch:
             entry[0] = now
         self.log_base = now
         log.clear()
+        self.gain_local.clear()
