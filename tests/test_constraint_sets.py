@@ -81,3 +81,14 @@ def test_a_full_view_refresh_asks_every_lm_and_keeps_every_invariant():
     assert full["messages"] > delta["messages"]
     for s in (delta, full):
         assert all(v == "ok" for v in s["invariants"].values()) and s["jobs_completed"] == 60
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(sets, min_size=1, max_size=3), st.frozensets(st.integers(0, 6), max_size=3),
+       st.sampled_from([0, 62, 63, 70]))
+def test_merged_weights_are_the_same_for_sets_beyond_63_bits(groups, task, shift):
+    """Sets that do not fit a 63-bit word are summed with Python ints, to the same weights: the same
+    groups with every constraint id moved up by ``shift``."""
+    moved = [[frozenset(c + shift for c in s) for s in g] for g in groups]
+    got = SubsetMergedCounts([_workers(g) for g in moved]).weights(tuple(sorted(c + shift for c in task)))
+    assert got == SubsetMergedCounts([_workers(g) for g in groups]).weights(tuple(sorted(task)))
