@@ -145,30 +145,36 @@ class FairQueue:
         None when no key of the class is accepted. Rejected keys stay parked until ``reopen``.
         """
         heads = self._heads[cls]
-        while heads:
-            key = heads[0][1]
-            placement = True if accept is None else accept(key)
-            if placement is None:
-                self._parked[cls].append(heappop(heads))
-                self.rejected += 1
-                continue
-            items = self._items[cls]
-            q = items[key]
-            item = (heappop(q) if self.ranked else q.popleft())[1]
-            if q:
-                heapreplace(heads, (q[0][0], key))
-            else:
-                heappop(heads)
-                del items[key]
-            sizes = self.sizes
-            sizes[cls] -= 1
-            self.served[cls] += 1
-            if cls == LOW:
-                self.streak = 0
-            elif sizes[LOW]:
-                self.streak += 1
-            return item, placement
-        return None
+        placement = True
+        if accept is not None:  # a refused key is parked (most of a busy pass's offers are refusals)
+            park = self._parked[cls].append
+            refused = 0
+            while heads:
+                placement = accept(heads[0][1])
+                if placement is not None:
+                    break
+                park(heappop(heads))
+                refused += 1
+            self.rejected += refused
+        if not heads:
+            return None
+        key = heads[0][1]
+        items = self._items[cls]
+        q = items[key]
+        item = (heappop(q) if self.ranked else q.popleft())[1]
+        if q:
+            heapreplace(heads, (q[0][0], key))
+        else:
+            heappop(heads)
+            del items[key]
+        sizes = self.sizes
+        sizes[cls] -= 1
+        self.served[cls] += 1
+        if cls == LOW:
+            self.streak = 0
+        elif sizes[LOW]:
+            self.streak += 1
+        return item, placement
 
     def reopen(self) -> None:
         """Make parked keys eligible again (call when what callers accept may have changed)."""

@@ -26,6 +26,9 @@ many gains: 25 partitions of 400 workers at paper scale) is folded partition by 
 when each last gained. A search visits only its dirty partitions, in the search
 order: few of them are sorted by their place in it, many are picked from the whole order. A dirty
 partition with no worker free for the unit demand leaves the mask unasked: only a gain brings it back.
+A signature found nowhere is asked again, after a short tail of gains, only about the workers that
+gained (``_refused_since``): the rest of each partition got no more of anything, so when none of those
+fits, a search would find each gained partition empty, and the refusal is settled as it would settle it.
 """
 
 from __future__ import annotations
