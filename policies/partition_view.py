@@ -178,12 +178,7 @@ class PartitionView:
 
     def suitable(self, constraints: tuple[int, ...] = (), demand: tuple[int, ...] = (1,)) -> np.ndarray:
         """Local indices (ascending) having every constraint and free capacity >= demand."""
-        d = self._demands.get(demand)
-        if d is None:
-            d = self._parse_demand(demand)
-        mask = self._masks.get(constraints, False)
-        if mask is False:
-            mask = self._build_mask(constraints)
+        mask, d = self._lookup(constraints, demand)
         if d.covers_unit:
             if self.free_count == 0:
                 return _EMPTY
@@ -202,14 +197,9 @@ class PartitionView:
 
     def fits(self, local: int, constraints: tuple[int, ...] = (), demand: tuple[int, ...] = (1,)) -> bool:
         """Whether worker ``local`` has every constraint and free capacity >= demand (``suitable`` for one worker)."""
-        mask = self._masks.get(constraints, False)
-        if mask is False:
-            mask = self._build_mask(constraints)
+        mask, d = self._lookup(constraints, demand)
         if mask is not None and not (mask >> local) & 1:
             return False
-        d = self._demands.get(demand)
-        if d is None:
-            d = self._parse_demand(demand)
         if self._single:
             return self._free0[local] >= d.first
         return bool((self._free[local] >= d.vec).all())
@@ -217,12 +207,7 @@ class PartitionView:
     def suitable_among(self, bits: int, constraints: tuple[int, ...] = (), demand: tuple[int, ...] = (1,)) -> bool:
         """Whether ``suitable`` holds a worker of ``bits`` (local indices as bits of an int): a search
         of a few workers, without unpacking."""
-        d = self._demands.get(demand)
-        if d is None:
-            d = self._parse_demand(demand)
-        mask = self._masks.get(constraints, False)
-        if mask is False:
-            mask = self._build_mask(constraints)
+        mask, d = self._lookup(constraints, demand)
         v = bits if mask is None else mask & bits
         if d.covers_unit:
             v &= self._avail
@@ -239,19 +224,15 @@ class PartitionView:
         """Whether ``demand`` needs at least the unit demand of every resource (a worker not available
         for the unit demand then fits it nowhere)."""
         d = self._demands.get(demand)
-        if d is None:
-            d = self._parse_demand(demand)
-        return d.covers_unit
+        return (self._parse_demand(demand) if d is None else d).covers_unit
 
     def any_suitable(self, constraints: tuple[int, ...] = (), demand: tuple[int, ...] = (1,)) -> bool:
         """Whether ``suitable`` would be non-empty (cheaper for the unit demand: no unpacking)."""
         if demand == self._unit_tuple:
             if self.free_count == 0:
                 return False
-            mask = self._masks.get(constraints, False)
-            if mask is False:
-                mask = self._build_mask(constraints)
-            return self.free_count > 0 if mask is None else bool(mask & self._avail)
+            mask = self._lookup(constraints, demand)[0]
+            return mask is None or bool(mask & self._avail)
         return self.suitable(constraints, demand).size > 0
 
     # --- write side (the owning scheduler only) ---------------------------------------------------
@@ -387,6 +368,14 @@ class PartitionView:
                 self.free_count += 1
             else:
                 self.free_count -= 1
+
+    def _lookup(self, constraints, demand) -> tuple[int | None, _Demand]:
+        """The constraints' worker mask (None: every worker) and the parsed demand, each cached."""
+        mask = self._masks.get(constraints, False)
+        if mask is False:
+            mask = self._build_mask(constraints)
+        d = self._demands.get(demand)
+        return mask, (self._parse_demand(demand) if d is None else d)
 
     def _parse_demand(self, demand) -> _Demand:
         key = demand

@@ -253,7 +253,7 @@ class PartitionSearch:
             return False  # a partition with no free worker is skipped unasked, yet such a demand may fit there
         key = (entry[0], now, self.total_free)
         tail = self._tail
-        if tail[0] != key:  # the tail's workers still available and what a search of it examines
+        if tail[0] != key:  # every worker that gained since entry[0], by partition (suitable_among checks which are free)
             tail = self._tail = self._tail_of(key[0] - self.log_base)
         for view, bits in tail[1]:
             if view.suitable_among(bits, constraints, demand):
