@@ -220,6 +220,22 @@ class PartitionView:
                 return True
         return False
 
+    def mask(self, constraints: tuple[int, ...] = ()) -> int | None:
+        """The workers having every constraint of ``constraints``, as bits of an int (None: every worker);
+        cached, like ``suitable``'s."""
+        mask = self._masks.get(constraints, False)
+        return self._build_mask(constraints) if mask is False else mask
+
+    @property
+    def available_bits(self) -> int:
+        """The workers that can take the unit demand now, as bits of an int (``available`` unpacked)."""
+        return self._avail
+
+    def is_unit(self, demand: tuple[int, ...]) -> bool:
+        """Whether ``demand`` is the unit demand (zeros for resources it leaves out)."""
+        d = self._demands.get(demand)
+        return (self._parse_demand(demand) if d is None else d).is_unit
+
     def covers_unit(self, demand: tuple[int, ...]) -> bool:
         """Whether ``demand`` needs at least the unit demand of every resource (a worker not available
         for the unit demand then fits it nowhere)."""

@@ -61,6 +61,12 @@ def test_suitable_matches_brute_force(cluster, data):
         bits = sum(1 << i for i in among)
         assert view.suitable_among(bits, constraints, demand) == bool(among & set(got.tolist()))
         assert view.covers_unit(demand) == (demand[0] >= 1)
+        assert view.is_unit(demand) == (demand[0] == 1 and not any(demand[1:]))
+        mask = view.mask(constraints)
+        having = [i for i, w in enumerate(workers) if set(constraints) <= set(w.constraints)]
+        assert (set(range(n)) if mask is None else {i for i in range(n) if mask >> i & 1}) == set(having)
+    avail = view.available_bits
+    assert {i for i in range(n) if avail >> i & 1} == {i for i in range(n) if view.free[i, 0] >= 1}
 
 
 def spec(i, constraints=(), cap=(1,)):

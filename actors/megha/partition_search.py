@@ -36,6 +36,7 @@ from __future__ import annotations
 from itertools import chain
 
 ORDERS = ("rotate", "fixed")  # the search orders (above); the first is the default
+UNIT = "unit"  # ``_demand_kind`` of the unit demand (truthy, like a covering demand's True)
 
 
 class PartitionSearch:
@@ -80,7 +81,7 @@ class PartitionSearch:
         self.log_limit = 4 * len(self._flat) + 1024  # gains logged before ``_fold`` (tests vary it)
         self.tail_limit = len(self._flat)  # a longer tail is folded partition by partition (tests vary it)
         self._tail = (None, (), 0)  # ``_tail_of``'s last answer
-        self._covers: dict[tuple, bool] = {}  # demand -> whether it covers the unit demand
+        self._kinds: dict[tuple, object] = {}  # demand -> its ``_demand_kind``
         self.scanned = 0  # workers examined by ``find`` since the last ``take_scanned`` (a cost model's units)
         # with one resource, each view's live free values: ``learn`` passes over a value its view holds
         # already without calling it (most learnt values are: 91% of them on syn_1000)
@@ -246,33 +247,49 @@ class PartitionSearch:
         gained partition with a free worker asked and found empty, the memo entry moved to ``now``).
         False (nothing done) when one fits or the demand does not cover the unit demand."""
         constraints, demand = signature
-        covers = self._covers.get(demand)
-        if covers is None:
-            covers = self._covers[demand] = self._flat[0].covers_unit(demand)
-        if not covers:
+        kind = self._kinds.get(demand)
+        if kind is None:
+            kind = self._kinds[demand] = self._demand_kind(demand)
+        if not kind:
             return False  # a partition with no free worker is skipped unasked, yet such a demand may fit there
         key = (entry[0], now, self.total_free)
         tail = self._tail
-        if tail[0] != key:  # every worker that gained since entry[0], by partition (suitable_among checks which are free)
+        if tail[0] != key:  # every worker that gained since entry[0] and is free now, by partition
             tail = self._tail = self._tail_of(key[0] - self.log_base)
-        for view, bits in tail[1]:
-            if view.suitable_among(bits, constraints, demand):
-                return False
+        if kind is UNIT:  # suitable_among for the unit demand: a free gained worker with the constraints
+            for view, free in tail[1]:
+                mask = view.mask(constraints)
+                if mask is None or mask & free:
+                    return False
+        else:
+            for view, free in tail[1]:
+                if view.suitable_among(free, constraints, demand):
+                    return False
         self.scanned += tail[2]
         entry[0] = now
         return True
 
+    def _demand_kind(self, demand: tuple):
+        """UNIT for the unit demand, True for another that covers it, False for one that does not."""
+        view = self._flat[0]
+        if not view.covers_unit(demand):
+            return False
+        return UNIT if view.is_unit(demand) else True
+
     def _tail_of(self, start: int) -> tuple:
-        """(key, per gained partition its view and the workers that gained from log position ``start`` on
-        as bits, the workers a search of those partitions examines). Valid while no gain is logged and
-        ``total_free`` holds (what the search examines depends on which partitions have a free worker)."""
+        """(key, per gained partition its view and those of its workers that gained from log position
+        ``start`` on and are free for the unit demand now, as bits (partitions with none left out), the
+        workers a search of the gained partitions examines). Valid while no gain is logged and
+        ``total_free`` holds: between gains a worker only ever loses, and each loss of one free for the unit
+        demand lowers ``total_free``, so the same key means the same free workers."""
         flat, log, locals_ = self._flat, self.gain_log, self.gain_local
         bits: dict[int, int] = {}
         for q, local in zip(log[start:], locals_[start:]):
             bits[q] = bits.get(q, 0) | 1 << local
         examined = sum(flat[q].n for q in bits if flat[q].free_count)
         key = (self.log_base + start, self.log_base + len(log), self.total_free)
-        return key, [(flat[q], b) for q, b in bits.items()], examined
+        free = [(flat[q], b & flat[q].available_bits) for q, b in bits.items()]
+        return key, [(view, b) for view, b in free if b], examined
 
     def _fold(self) -> None:
         """Fold the gain log into every signature's dirty partitions and empty it (keeps the log short):
