@@ -29,7 +29,7 @@ def test_the_phase_comes_before_the_part():
     assert part_of("<module> (fedemu/__main__.py:5);<module> (fedemu/actors/common/invariants.py:1)") == spy_split.START
 
 
-def test_split_counts_every_sample_once(tmp_path):
+def test_split_counts_every_sample_once(tmp_path, capsys):
     lines = [RUN + ";unrolled_run (trio/_core/_run.py:2866) 7\n", ENTRY + ";build_run (fedemu/tools/run/runner.py:183) 3\n", "\n"]
     counts = split(lines)
     assert list(counts) == list(PARTS) and sum(counts.values()) == 10
@@ -39,3 +39,6 @@ def test_split_counts_every_sample_once(tmp_path):
     assert spy_split.main([str(raw)]) == 0
     assert spy_split.main([str(tmp_path / "missing.txt")]) == 2
     assert spy_split.main([]) == 2
+    raw.write_text(lines[0] + "not a stack\n")
+    assert spy_split.main([str(raw)]) == 2
+    assert "raw.txt:2: not a py-spy raw line" in capsys.readouterr().err

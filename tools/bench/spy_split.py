@@ -17,7 +17,7 @@ PARTS = (
     "fabric: kernel, queue, delivery, send, journal",
     "engine: trio's scheduler",
     "engine: the direct loop",
-    "message construction",
+    "message construction (attrs-made methods)",
     "schedulers' own logic (with the recorder)",
     "end-of-run checks",
     "letting the fabric go (gc.collect)",
@@ -48,13 +48,23 @@ def part_of(stack: str) -> str:
     return START
 
 
+class BadLine(ValueError):
+    """A line that is not a stack and a count (``number``: its line number, from 1)."""
+
+    def __init__(self, number: int, text: str) -> None:
+        super().__init__(text)
+        self.number = number
+
+
 def split(lines) -> dict[str, int]:
     """Samples per part, every part listed (in ``PARTS`` order), from py-spy's raw lines."""
     counts = Counter()
-    for line in lines:
+    for number, line in enumerate(lines, 1):
         line = line.rstrip("\n")
         if line:
             stack, _, n = line.rpartition(" ")
+            if not stack or not n.isdigit():
+                raise BadLine(number, f"not a py-spy raw line (a stack, a space, a sample count): {line[:60]!r}")
             counts[part_of(stack)] += int(n)
     return {part: counts[part] for part in PARTS}
 
@@ -67,7 +77,10 @@ def main(argv=None) -> int:
     try:
         with open(args[0]) as f:
             counts = split(f)
-    except (OSError, ValueError) as e:
+    except BadLine as e:
+        print(f"spy_split: {args[0]}:{e.number}: {e}", file=sys.stderr)
+        return 2
+    except (OSError, UnicodeDecodeError) as e:
         print(f"spy_split: {args[0]}: {e}", file=sys.stderr)
         return 2
     total = sum(counts.values()) or 1
