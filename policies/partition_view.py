@@ -44,8 +44,8 @@ class PartitionView:
 
     # Slots: a GM holds one view per (LM, partition) and touches one on every state change it learns.
     __slots__ = ("n", "num_constraints", "num_resources", "worker_ids", "_local_of", "capacity", "speed",
-                 "constraint_counts",
-                 "constraint_vectors", "_all", "_unit_tuple", "_demands", "_masks", "_unit", "_unit_first",
+                 "constraint_counts", "constraint_vectors", "worker_constraints",
+                 "_all", "_unit_tuple", "_demands", "_masks", "_unit", "_unit_first",
                  "_single", "_cap0", "_free0", "_free", "_flags", "_avail", "free_count", "grew")
 
     def __init__(
@@ -73,6 +73,7 @@ class PartitionView:
         capacity = np.zeros((n, num_resources), dtype=np.int64)
         per_constraint: list[list[int]] = [[] for _ in range(num_constraints)]
         counts = np.zeros(n, dtype=np.int64)
+        bits = [0] * n
         for i, w in enumerate(workers):
             if len(w.capacity) != num_resources:
                 raise ConfigError(
@@ -90,12 +91,14 @@ class PartitionView:
                         f"expected 0..{num_constraints - 1}"
                     )
                 per_constraint[c].append(i)
+                bits[i] |= 1 << c
             counts[i] = len(distinct)
         self.capacity = capacity
         self.speed = np.array([w.speed for w in workers], dtype=np.float64)  # k_n, for speed-aware policies
         self.speed.flags.writeable = False
         free = capacity.copy()
         self.constraint_counts = counts
+        self.worker_constraints = tuple(bits)  # per worker, its constraint ids as bits of an int
         vectors = np.zeros((num_constraints, bitvec.num_words(n)), dtype=np.uint64)
         for c, members in enumerate(per_constraint):
             vectors[c] = bitvec.from_indices(n, members)
@@ -220,11 +223,10 @@ class PartitionView:
                 return True
         return False
 
-    def mask(self, constraints: tuple[int, ...] = ()) -> int | None:
-        """The workers having every constraint of ``constraints``, as bits of an int (None: every worker);
-        cached, like ``suitable``'s."""
-        mask = self._masks.get(constraints, False)
-        return self._build_mask(constraints) if mask is False else mask
+    def constraint_bits(self, constraints: tuple[int, ...] = ()) -> int:
+        """``constraints`` as bits of an int (bit c for id c): a worker has them all when they are
+        among its ``worker_constraints``. ConfigError for an id out of range, like ``suitable``."""
+        return sum(1 << c for c in self._checked(constraints))
 
     @property
     def available_bits(self) -> int:
@@ -410,14 +412,19 @@ class PartitionView:
         self._demands[key] = d
         return d
 
-    def _build_mask(self, constraints) -> int | None:
-        key = constraints
+    def _checked(self, constraints) -> list[int]:
+        """The distinct ids of ``constraints``, ascending; ConfigError for one out of range."""
         ids = sorted(dict.fromkeys(constraints))
         for c in ids:
             if not 0 <= c < self.num_constraints:
                 raise ConfigError(
                     f"task constraint id {c} out of range; expected 0..{self.num_constraints - 1}"
                 )
+        return ids
+
+    def _build_mask(self, constraints) -> int | None:
+        key = constraints
+        ids = self._checked(constraints)
         mask = bitvec.to_int(bitvec.and_all(self.constraint_vectors[c] for c in ids)) if ids else None
         if len(self._masks) >= _CACHE_LIMIT:
             self._masks.clear()

@@ -62,9 +62,9 @@ def test_suitable_matches_brute_force(cluster, data):
         assert view.suitable_among(bits, constraints, demand) == bool(among & set(got.tolist()))
         assert view.covers_unit(demand) == (demand[0] >= 1)
         assert view.is_unit(demand) == (demand[0] == 1 and not any(demand[1:]))
-        mask = view.mask(constraints)
         having = [i for i, w in enumerate(workers) if set(constraints) <= set(w.constraints)]
-        assert (set(range(n)) if mask is None else {i for i in range(n) if mask >> i & 1}) == set(having)
+        need = view.constraint_bits(constraints)  # a worker has them all: its bits cover these
+        assert [i for i in range(n) if not need & ~view.worker_constraints[i]] == having
     avail = view.available_bits
     assert {i for i in range(n) if avail >> i & 1} == {i for i in range(n) if view.free[i, 0] >= 1}
 
@@ -164,6 +164,8 @@ def test_bad_input_is_a_config_error():
     view = PartitionView([spec(0)])
     with pytest.raises(ConfigError, match=r"task constraint id 25 out of range; expected 0..20"):
         view.suitable((25,))
+    with pytest.raises(ConfigError, match=r"task constraint id -1 out of range; expected 0..20"):
+        view.constraint_bits((3, -1))
     with pytest.raises(ConfigError, match=r"task demand \(1, 1\) is invalid; expected 1..1"):
         view.suitable((), (1, 1))
     with pytest.raises(ConfigError, match=r"task demand \(0,\) is invalid"):

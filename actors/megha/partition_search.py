@@ -69,7 +69,7 @@ class PartitionSearch:
         self.gain_log: list[int] = []  # partition ids (lm * num_partitions + p) that gained, oldest first
         self.gain_local: list[int] = []  # beside it: the local index of the worker that gained
         self.log_base = 0  # the number of the log's first gain (gains are numbered from 0; ``_fold`` moves it)
-        self.memo: dict[tuple, list] = {}  # signature -> [gains folded in (a number), dirty partitions (bits by id)]
+        self.memo: dict[tuple, list] = {}  # signature -> its entry (``_entry``): gains folded in, dirty partitions, ...
         self._internal = [lm * n_p + home for lm in range(self.num_lms)]  # our partition in LM 0, 1, ...
         self._external = [lm * n_p + p for lm in range(self.num_lms) for p in self.external_order]
         self._flat = [view for row in views for view in row]  # by partition id
@@ -80,7 +80,7 @@ class PartitionSearch:
         self.sort_ratio = 8  # a search sorts its dirty partitions when they are under 1/8 of all (tests vary it)
         self.log_limit = 4 * len(self._flat) + 1024  # gains logged before ``_fold`` (tests vary it)
         self.tail_limit = len(self._flat)  # a longer tail is folded partition by partition (tests vary it)
-        self._tail = (None, (), 0)  # ``_tail_of``'s last answer
+        self._tail = (None, (), 0, ())  # ``_tail_of``'s last answer
         self._kinds: dict[tuple, object] = {}  # demand -> its ``_demand_kind``
         self.scanned = 0  # workers examined by ``find`` since the last ``take_scanned`` (a cost model's units)
         # with one resource, each view's live free values: ``learn`` passes over a value its view holds
@@ -180,13 +180,28 @@ class PartitionSearch:
         entry = self.memo.get(signature)
         if entry is None:
             dirty = self._every
-            entry = self.memo[signature] = [now, dirty]
+            entry = self.memo[signature] = self._entry(signature, now)
         else:
             dirty = entry[1]
             seen = entry[0]
             if seen != now:
-                if not dirty and now - seen <= self.tail_limit and self._refused_since(entry, signature, now):
-                    return None
+                if not dirty and entry[3] and now - seen <= self.tail_limit:
+                    # found nowhere at ``seen``: is it refused again, judged by the workers gained since?
+                    # (``_refused_since``, written out here: most of a busy pass's offers end here)
+                    tail = self._tail
+                    if tail[0] != (seen, now, self.total_free):
+                        tail = self._tail = self._tail_of(seen - self.log_base)
+                    if entry[3] is UNIT:  # a free gained worker having every constraint fits
+                        need = entry[2]
+                        for has in tail[3]:
+                            if not need & ~has:
+                                break
+                        else:
+                            self.scanned += tail[2]
+                            entry[0] = now
+                            return None
+                    elif self._refused_since(entry, signature, now, tail):
+                        return None
                 bit = self._bit
                 if now - seen > self.tail_limit:  # a long tail: each partition, by when it last gained
                     for q, at in enumerate(self.last_gain):
@@ -240,37 +255,33 @@ class PartitionSearch:
         entry[1] = dirty
         return None
 
-    def _refused_since(self, entry: list, signature: tuple, now: int) -> bool:
-        """Whether a signature found nowhere at ``entry[0]`` is refused again now, judged by the workers
-        that gained since (a short tail): the rest of each partition got no more of anything, so it is
-        still unsuitable. When none of them fits, the refusal is settled as the search would settle it (each
-        gained partition with a free worker asked and found empty, the memo entry moved to ``now``).
-        False (nothing done) when one fits or the demand does not cover the unit demand."""
+    def _entry(self, signature: tuple, now: int) -> list:
+        """A new memo entry: [gains folded in, dirty partitions (every one), the constraints as bits,
+        the demand's kind (``_demand_kind``)]."""
         constraints, demand = signature
         kind = self._kinds.get(demand)
         if kind is None:
             kind = self._kinds[demand] = self._demand_kind(demand)
-        if not kind:
-            return False  # a partition with no free worker is skipped unasked, yet such a demand may fit there
-        key = (entry[0], now, self.total_free)
-        tail = self._tail
-        if tail[0] != key:  # every worker that gained since entry[0] and is free now, by partition
-            tail = self._tail = self._tail_of(key[0] - self.log_base)
-        if kind is UNIT:  # suitable_among for the unit demand: a free gained worker with the constraints
-            for view, free in tail[1]:
-                mask = view.mask(constraints)
-                if mask is None or mask & free:
-                    return False
-        else:
-            for view, free in tail[1]:
-                if view.suitable_among(free, constraints, demand):
-                    return False
+        return [now, self._every, self._flat[0].constraint_bits(constraints), kind]
+
+    def _refused_since(self, entry: list, signature: tuple, now: int, tail: tuple) -> bool:
+        """Whether a signature found nowhere at ``entry[0]`` is refused again now, judged by ``tail``
+        (``_tail_of``: the workers that gained since and are free): the rest of each partition got no more
+        of anything, so it is still unsuitable. When none of them fits, the refusal is settled as the
+        search would settle it (each gained partition with a free worker asked and found empty, the memo
+        entry moved to ``now``). ``find`` writes this out for the unit demand (a free gained worker having
+        the signature's constraints fits); this is for another demand covering it."""
+        constraints, demand = signature
+        for view, free in tail[1]:
+            if view.suitable_among(free, constraints, demand):
+                return False
         self.scanned += tail[2]
         entry[0] = now
         return True
 
     def _demand_kind(self, demand: tuple):
-        """UNIT for the unit demand, True for another that covers it, False for one that does not."""
+        """UNIT for the unit demand, True for another that covers it, False for one that does not
+        (a partition with no free worker is skipped unasked, yet such a demand may fit there)."""
         view = self._flat[0]
         if not view.covers_unit(demand):
             return False
@@ -279,9 +290,10 @@ class PartitionSearch:
     def _tail_of(self, start: int) -> tuple:
         """(key, per gained partition its view and those of its workers that gained from log position
         ``start`` on and are free for the unit demand now, as bits (partitions with none left out), the
-        workers a search of the gained partitions examines). Valid while no gain is logged and
-        ``total_free`` holds: between gains a worker only ever loses, and each loss of one free for the unit
-        demand lowers ``total_free``, so the same key means the same free workers."""
+        workers a search of the gained partitions examines, the distinct ``worker_constraints`` of those
+        free workers). Valid while no gain is logged and ``total_free`` holds: between gains a worker only
+        ever loses, and each loss of one free for the unit demand lowers ``total_free``, so the same key
+        means the same free workers."""
         flat, log, locals_ = self._flat, self.gain_log, self.gain_local
         bits: dict[int, int] = {}
         for q, local in zip(log[start:], locals_[start:]):
@@ -289,7 +301,15 @@ class PartitionSearch:
         examined = sum(flat[q].n for q in bits if flat[q].free_count)
         key = (self.log_base + start, self.log_base + len(log), self.total_free)
         free = [(flat[q], b & flat[q].available_bits) for q, b in bits.items()]
-        return key, [(view, b) for view, b in free if b], examined
+        free = [(view, b) for view, b in free if b]
+        has: dict[int, None] = {}
+        for view, b in free:
+            cons = view.worker_constraints
+            while b:
+                low = b & -b
+                b ^= low
+                has[cons[low.bit_length() - 1]] = None
+        return key, free, examined, tuple(has)
 
     def _fold(self) -> None:
         """Fold the gain log into every signature's dirty partitions and empty it (keeps the log short):
