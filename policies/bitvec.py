@@ -90,6 +90,31 @@ def indices(v: np.ndarray) -> np.ndarray:
     return (nz[pos >> 6] << 6) | (pos & 63)
 
 
+def nth_set_bit(x: int, k: int) -> int:
+    """The index of set bit number ``k`` (from 0, lowest first) of the int ``x``: ``int_indices(x)[k]``
+    without unpacking (halving the range by bit counts, then clearing the lowest bits)."""
+    if not 0 <= k < x.bit_count():
+        raise IndexError(f"bit number {k} of an int with {x.bit_count()} set bits")
+    base = 0
+    width = x.bit_length()
+    while width > 16:
+        half = width >> 1
+        low = x & ((1 << half) - 1)
+        count = low.bit_count()
+        if k < count:
+            x = low
+            width = half
+        else:
+            k -= count
+            x >>= half
+            base += half
+            width -= half
+    while k:
+        x &= x - 1
+        k -= 1
+    return base + (x & -x).bit_length() - 1
+
+
 def to_int(v: np.ndarray) -> int:
     """The vector as a Python int (bit i of the vector = ``1 << i``)."""
     return int.from_bytes(v.astype(_LE_WORDS, copy=False).tobytes(), "little")

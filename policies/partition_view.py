@@ -44,7 +44,7 @@ class PartitionView:
 
     # Slots: a GM holds one view per (LM, partition) and touches one on every state change it learns.
     __slots__ = ("n", "num_constraints", "num_resources", "worker_ids", "_local_of", "capacity", "speed",
-                 "constraint_counts", "constraint_vectors", "worker_constraints",
+                 "constraint_counts", "constraint_vectors", "worker_constraints", "count_bits",
                  "_all", "_unit_tuple", "_demands", "_masks", "_unit", "_unit_first",
                  "_single", "_cap0", "_free0", "_free", "_flags", "_avail", "free_count", "grew")
 
@@ -99,6 +99,10 @@ class PartitionView:
         free = capacity.copy()
         self.constraint_counts = counts
         self.worker_constraints = tuple(bits)  # per worker, its constraint ids as bits of an int
+        by_count: dict[int, int] = {}
+        for i in np.argsort(counts, kind="stable").tolist():
+            by_count[int(counts[i])] = by_count.get(int(counts[i]), 0) | 1 << i
+        self.count_bits = tuple(by_count.values())  # the workers with the fewest constraints, then more, as bits
         vectors = np.zeros((num_constraints, bitvec.num_words(n)), dtype=np.uint64)
         for c, members in enumerate(per_constraint):
             vectors[c] = bitvec.from_indices(n, members)
@@ -181,18 +185,31 @@ class PartitionView:
 
     def suitable(self, constraints: tuple[int, ...] = (), demand: tuple[int, ...] = (1,)) -> np.ndarray:
         """Local indices (ascending) having every constraint and free capacity >= demand."""
-        mask, d = self._lookup(constraints, demand)
-        if d.covers_unit:
-            if self.free_count == 0:
-                return _EMPTY
-            v = self._avail if mask is None else mask & self._avail
-        else:
-            v = self._all if mask is None else mask
+        v, d = self._covering(constraints, demand)
         if not v:
             return _EMPTY
         idx = bitvec.int_indices(v)
-        if d.is_unit or idx.size == 0:
-            return idx
+        return idx if d.is_unit else self._with_room(idx, d)
+
+    def suitable_bits(self, constraints: tuple[int, ...] = (), demand: tuple[int, ...] = (1,)) -> int:
+        """``suitable`` as bits of an int (bit i: local index i); for the unit demand, nothing unpacked."""
+        v, d = self._covering(constraints, demand)
+        if not v or d.is_unit:
+            return v
+        return bitvec.to_int(bitvec.from_indices(self.n, self._with_room(bitvec.int_indices(v), d)))
+
+    def _covering(self, constraints, demand) -> tuple[int, _Demand]:
+        """The workers having every constraint, and free for the unit demand when ``demand`` covers it
+        (as bits), and the parsed demand."""
+        mask, d = self._lookup(constraints, demand)
+        if d.covers_unit:
+            if self.free_count == 0:
+                return 0, d
+            return (self._avail if mask is None else mask & self._avail), d
+        return (self._all if mask is None else mask), d
+
+    def _with_room(self, idx: np.ndarray, d: _Demand) -> np.ndarray:
+        """Those of ``idx`` whose free capacity covers the demand ``d``."""
         if self._single:
             free0, first = self._free0, d.first
             return np.array([i for i in idx.tolist() if free0[i] >= first], dtype=np.intp)

@@ -97,3 +97,16 @@ def test_int_form_matches_the_vector(case):
     assert bitvec.int_indices(ia & ib).tolist() == sorted(a & b)
     assert bitvec.int_indices(ia).dtype == np.intp
     assert np.array_equal(bitvec.from_int(n, ia), va)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.integers(0, 1500), min_size=1), st.data())
+def test_nth_set_bit_is_the_unpacked_index(bits, data):
+    x = sum(1 << i for i in bits)
+    k = data.draw(st.integers(0, len(bits) - 1))
+    assert bitvec.nth_set_bit(x, k) == sorted(bits)[k] == int(bitvec.int_indices(x)[k])
+
+
+def test_nth_set_bit_past_the_set_bits_is_an_error():
+    with pytest.raises(IndexError, match="bit number 3 of an int with 3 set bits"):
+        bitvec.nth_set_bit(0b10110, 3)

@@ -167,14 +167,14 @@ test_search_against_brute_force = SearchMachine.TestCase
 
 def counting_search(capacity: int):
     """A search over 2 LMs x 2 one-worker partitions (constraint 0, ``capacity`` slots) whose views
-    record every ``suitable`` call in the returned list (and each ``suitable_among``). A refusal settled
+    record every ``suitable_bits`` call in the returned list (and each ``suitable_among``). A refusal settled
     from the workers gained since (the unit demand) asks no view: it reads their constraints."""
     asked = []
 
     class CountingView(PartitionView):
-        def suitable(self, *args):
+        def suitable_bits(self, *args):
             asked.append(self)
-            return super().suitable(*args)
+            return super().suitable_bits(*args)
 
         def suitable_among(self, *args):
             asked.append(self)
@@ -248,9 +248,9 @@ def visiting_search(order: str, lms: int = 2, gms: int = 3, home: int = 1):
     asked = []
 
     class RecordingView(PartitionView):
-        def suitable(self, *args):
+        def suitable_bits(self, *args):
             asked.append(self.where)
-            return super().suitable(*args)
+            return super().suitable_bits(*args)
 
     views = []
     for lm in range(lms):

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedemu.fabric.errors import ConfigError
+from fedemu.policies import bitvec
 from fedemu.policies.partition_view import PartitionView
 from fedemu.model import WorkerSpec
 
@@ -56,6 +57,7 @@ def test_suitable_matches_brute_force(cluster, data):
             demand = (1,)
         got = view.suitable(constraints, demand)
         assert got.tolist() == brute(view.free.tolist(), workers, constraints, demand)
+        assert bitvec.int_indices(view.suitable_bits(constraints, demand)).tolist() == got.tolist()
         assert view.any_suitable(constraints, demand) == bool(got.size)
         among = data.draw(st.sets(st.integers(0, max(n - 1, 0)))) if n else set()
         bits = sum(1 << i for i in among)

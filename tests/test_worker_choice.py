@@ -2,11 +2,14 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fedemu.fabric.errors import ConfigError, FedemuError
 from fedemu.fabric.rand import Stream
 from fedemu.policies.partition_view import PartitionView
-from fedemu.policies.worker_choice import WORKER_CHOICE_NAMES, MinConstraintsChoice, RandomChoice, get_worker_choice
+from fedemu.policies.worker_choice import (WORKER_CHOICE_NAMES, MinConstraintsChoice, RandomChoice, among,
+                                           get_worker_choice)
 from fedemu.model import WorkerSpec
 
 
@@ -79,3 +82,24 @@ def test_random_is_uniform_and_reproducible():
 def test_empty_candidates_is_an_error(name):
     with pytest.raises(ValueError, match="at least one candidate"):
         get_worker_choice(name).choose(view_of([()]), np.empty(0, dtype=np.intp), Stream(0, "e"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sets(st.integers(0, 5)), min_size=1, max_size=150), st.sampled_from(WORKER_CHOICE_NAMES),
+       st.integers(0, 1 << 20), st.data())
+def test_a_choice_from_bits_is_the_choice_from_the_array(cons, name, seed, data):
+    """``among`` (a policy's ``choose_among``, or ``choose`` on the unpacked bits) picks the same worker with
+    the same draws as ``choose`` on the ascending candidate array: the streams end in the same state."""
+    view = view_of([sorted(c) for c in cons])
+    bits = data.draw(st.sets(st.integers(0, len(cons) - 1), min_size=1))
+    policy = get_worker_choice(name)
+    a, b = Stream(seed, "choice"), Stream(seed, "choice")
+    got = among(policy)(view, sum(1 << i for i in bits), a)
+    assert got == policy.choose(view, np.array(sorted(bits), dtype=np.intp), b) and got in bits
+    assert a.randrange(1 << 30) == b.randrange(1 << 30)
+
+
+@pytest.mark.parametrize("name", WORKER_CHOICE_NAMES)
+def test_no_candidate_bits_is_an_error(name):
+    with pytest.raises(ValueError, match="at least one candidate"):
+        among(get_worker_choice(name))(view_of([()]), 0, Stream(0, "e"))

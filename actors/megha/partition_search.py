@@ -35,6 +35,8 @@ from __future__ import annotations
 
 from itertools import chain
 
+from fedemu.policies.worker_choice import among
+
 ORDERS = ("rotate", "fixed")  # the search orders (above); the first is the default
 UNIT = "unit"  # ``_demand_kind`` of the unit demand (truthy, like a covering demand's True)
 
@@ -52,6 +54,7 @@ class PartitionSearch:
         self.views = views
         self.home = home
         self.policy = policy
+        self.among = None if policy is None else among(policy)  # its choice from candidates as bits
         self.rng = None  # the worker-choice stream, set by the owner once its actor has one
         self.num_lms = len(views)
         self.num_partitions = len(views[0])
@@ -240,9 +243,9 @@ class PartitionSearch:
                 continue  # found empty since it last gained
             view = flat[q]
             if view.free_count:
-                cand = view.suitable(constraints, demand)
+                cand = view.suitable_bits(constraints, demand)
                 self.scanned += view.n
-                if len(cand):
+                if cand:
                     entry[1] = dirty
                     if self.rotate:
                         lm, p = divmod(q, n_p)
@@ -250,7 +253,7 @@ class PartitionSearch:
                             self.rr_internal = (lm + 1) % n_lm
                         else:
                             self.rr_external = (lm + 1) % n_lm
-                    return q // n_p, q % n_p, self.policy.choose(view, cand, self.rng, demand)
+                    return q // n_p, q % n_p, self.among(view, cand, self.rng, demand)
             dirty ^= bit[q]
         entry[1] = dirty
         return None

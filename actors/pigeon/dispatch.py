@@ -24,6 +24,7 @@ import numpy as np
 from fedemu.fabric.log import emit
 from fedemu.policies.fair_queue import HIGH, FairQueue
 from fedemu.policies.partition_view import PartitionView
+from fedemu.policies.worker_choice import among
 
 from .events import RESERVED_PLACED, TASK_PLACED
 
@@ -41,12 +42,14 @@ class Dispatch:
         self.member_names = cfg.member_names
         self.recorder = cfg.recorder
         self.policy = cfg.policy
+        self.among = among(cfg.policy)  # its choice from candidates as bits
         self.aware = cfg.aware
         self.view = PartitionView(workers, num_resources=cfg.num_resources)
         self.reserved = cfg.reserved
         self.is_low = np.ones(n, dtype=bool)
         if cfg.reserved:
             self.is_low[n - cfg.reserved:] = False
+        self.low_bits = sum(1 << i for i in range(n) if self.is_low[i])  # the low-priority workers, as bits
         self.worker_bits = [sum(1 << c for c in dict.fromkeys(w.constraints)) for w in workers]
         self.worker_cons = [tuple(dict.fromkeys(w.constraints)) for w in workers]
         self.cons_free = [0] * self.view.num_constraints  # idle workers providing each constraint id
@@ -155,34 +158,30 @@ class Dispatch:
                 return True
         return False
 
-    def _candidates(self, key):
-        """The idle workers that fit ``key`` ((constraints, demand)), every one of the group examined
-        (a cost model's units); None when none does."""
+    def _candidates(self, key) -> int:
+        """The idle workers that fit ``key`` ((constraints, demand)), as bits of an int, every one of the
+        group examined (a cost model's units); 0 when none does."""
         if self.unit_gate and self._blocked(key[0]):
-            return None
-        cand = self.view.suitable(key[0], key[1])
+            return 0
+        cand = self.view.suitable_bits(key[0], key[1])
         self.h.charge("worker", self.view.n)
-        return cand if len(cand) else None
+        return cand
 
     def _match_any(self, key):
         cand = self._candidates(key)
-        return None if cand is None else self.policy.choose(self.view, cand, self.choice, key[1])
+        return self.among(self.view, cand, self.choice, key[1]) if cand else None
 
     def _match_high(self, key):
         """A HIGH task: an idle low-priority worker if any, else an idle reserved one."""
         cand = self._candidates(key)
-        if cand is None:
+        if not cand:
             return None
-        low = cand[self.is_low[cand]]
-        return self.policy.choose(self.view, low if len(low) else cand, self.choice, key[1])
+        return self.among(self.view, cand & self.low_bits or cand, self.choice, key[1])
 
     def _match_low(self, key):
         """A LOW task: only an idle low-priority worker."""
-        cand = self._candidates(key)
-        if cand is None:
-            return None
-        cand = cand[self.is_low[cand]]
-        return self.policy.choose(self.view, cand, self.choice, key[1]) if len(cand) else None
+        cand = self._candidates(key) & self.low_bits
+        return self.among(self.view, cand, self.choice, key[1]) if cand else None
 
     def _log_placed(self, cls: int, task, local: int) -> None:
         """``task`` took worker ``local``: the event log says so."""
