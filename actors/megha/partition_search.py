@@ -1,8 +1,8 @@
 """Where a Megha GM looks for a worker: Algorithm 1 over its view of every LM's partitions, with a memo.
 
 Algorithm 1 of the Megha 2023 paper (4.3) finds the suitable workers of one
-partition (``PartitionView.suitable``). This module decides which partitions a GM asks, in which
-order, and which it may skip without asking.
+partition (``PartitionView.suitable``; read here as bits, ``suitable_bits``). This module decides which
+partitions a GM asks, in which order, and which it may skip without asking.
 
 Search order (the papers leave it open; ``order``): ``rotate`` (ours) takes the GM's own (internal)
 partition in every LM, round robin over LMs from the one after the last internal match; then the other
