@@ -94,10 +94,30 @@ class SearchMachine(RuleBasedStateMachine):
         """An update message: absolute free vectors of some of one LM's workers (unchanged ones too)."""
         lm %= self.lms
         workers = list(dict.fromkeys(w % (self.gms * self.per) for w in workers))
-        frees = []
-        for i, w in enumerate(workers):
-            free = tuple(v % (c + 1) for v, c in zip(values[2 * i:], self.capacity[lm][w]))
-            frees.append(free)
+        frees = [tuple(v % (c + 1) for v, c in zip(values[2 * i:], self.capacity[lm][w])) for i, w in enumerate(workers)]
+        self.told(lm, workers, frees)
+
+    @rule(which=st.integers(0, 3), pick=st.integers(0, 1 << 16))
+    def refused_then_one_fits(self, which, pick):
+        """Every worker having a signature's constraints gets busy and the signature is searched (found
+        nowhere); then one of them is freed whole and the signature searched again: only a look at the
+        workers gained since (or a search) finds it. (A refusal settled without that look fails here.)"""
+        constraints = set(self.signatures[which % len(self.signatures)][0])
+        having = [(lm, w) for lm in range(self.lms) for w in range(self.gms * self.per)
+                  if constraints <= self.constraints[lm][w]]
+        if not having:
+            return
+        for lm in range(self.lms):
+            busy = [w for m, w in having if m == lm]
+            self.told(lm, busy, [tuple(0 for _ in self.capacity[lm][w]) for w in busy])
+        self.find(which, False)
+        lm, w = having[pick % len(having)]
+        self.told(lm, [w], [tuple(self.capacity[lm][w])])
+        self.find(which, False)
+
+    def told(self, lm, workers, frees):
+        """The model and the search learn ``frees`` of LM ``lm``'s ``workers``."""
+        for w, free in zip(workers, frees):
             if any(f > h for f, h in zip(free, self.free[lm][w])):  # a gain: every signature looks again
                 for clean in self.clean.values():
                     clean.discard((lm, w // self.per))
