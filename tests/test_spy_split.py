@@ -42,3 +42,17 @@ def test_split_counts_every_sample_once(tmp_path, capsys):
     raw.write_text(lines[0] + "not a stack\n")
     assert spy_split.main([str(raw)]) == 2
     assert "raw.txt:2: not a py-spy raw line" in capsys.readouterr().err
+
+
+def test_an_editable_install_under_another_folder_name_splits_the_same():
+    """py-spy names our files from the checkout's folder (``main/fabric/kernel.py``), not only ``fedemu/``."""
+    stacks = [
+        RUN + ";Fabric._handle (fedemu/fabric/kernel.py:497)",
+        RUN + ";run (fedemu/fabric/direct.py:24);_step (fedemu/fabric/direct.py:70)",
+        RUN + ";Fabric._handle (fedemu/fabric/kernel.py:497);Master.on_Idle (fedemu/actors/pigeon/master.py:206)",
+        ENTRY + ";RunState.finish (fedemu/scenarios/run.py:128);check (fedemu/actors/common/invariants.py:40)",
+        ENTRY.replace(":358", ":379"),
+    ]
+    expected = [spy_split.FABRIC, spy_split.DIRECT, spy_split.SCHEDULERS, spy_split.CHECKS, spy_split.LET_GO]
+    for folder in ("fedemu/", "main/", "fedemu-2/"):
+        assert [part_of(s.replace("fedemu/", folder)) for s in stacks] == expected

@@ -10,6 +10,7 @@ schedulers' own code (actors, policies, the model and recorder, and what they ca
 
 from __future__ import annotations
 
+import re
 import sys
 from collections import Counter
 
@@ -27,6 +28,15 @@ PARTS = (
 )
 FABRIC, TRIO, DIRECT, MESSAGES, SCHEDULERS, CHECKS, LET_GO, RESULTS, PLOTS, START = PARTS
 
+# py-spy names a file from the folder its package is imported from: ``fedemu/`` when installed, the checkout's
+# own folder name (``main/``, ``fedemu/``...) under an editable install. So a frame of ours is matched by
+# that one folder, whatever its name, then the path inside the project.
+_OURS = r"\([^/;()]+/"
+_FABRIC_FRAME = re.compile(_OURS + r"fabric/")
+_DIRECT_FRAME = re.compile(_OURS + r"fabric/direct\.py:")
+_CHECKS_FRAME = re.compile(r"\bfinish " + _OURS + r"scenarios/run\.py:")
+_RUNNER_LEAF = re.compile(r"(?:\w+\.)?_execute " + _OURS + r"tools/run/runner\.py:")
+
 
 def part_of(stack: str) -> str:
     """The part one sampled stack (frames outermost first, ``;`` between them) belongs to."""
@@ -36,14 +46,14 @@ def part_of(stack: str) -> str:
     if "run_blocking (" in stack:
         if "trio/" in leaf or "outcome/" in leaf:
             return TRIO
-        if "fabric/direct.py" in leaf:
+        if _DIRECT_FRAME.search(leaf):
             return DIRECT
         if "<attrs generated" in leaf:
             return MESSAGES
-        return FABRIC if "fedemu/fabric/" in leaf else SCHEDULERS
-    if "finish (fedemu/scenarios/run.py" in stack:
+        return FABRIC if _FABRIC_FRAME.search(leaf) else SCHEDULERS
+    if _CHECKS_FRAME.search(stack):
         return CHECKS
-    if leaf.startswith("_execute (fedemu/tools/run/runner.py"):
+    if _RUNNER_LEAF.match(leaf):
         return LET_GO  # the runner's own line after the run: its gc.collect (C, so no frame of its own)
     return START
 
