@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+from array import array
+from bisect import bisect_right
 
 _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -113,6 +115,13 @@ class Stream:
         z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
         return math.exp(mu + sigma * z)
 
+    def pick(self, table: "Weights") -> int:
+        """``weighted_index(weights)`` for the weights ``table`` was made from: the same draw, the same
+        index, found by bisection instead of a pass over the weights."""
+        x = self.random() * table.total
+        i = bisect_right(table.sums, x)
+        return i if i < len(table.sums) else table.last
+
     def weighted_index(self, weights) -> int:
         """An index i with probability weights[i] / sum(weights); weights non-negative, sum > 0."""
         total = sum(weights)
@@ -128,3 +137,26 @@ class Stream:
                 if x < acc:
                     return i
         return last
+
+
+class Weights:
+    """Weights made ready for many draws (``Stream.pick``): the running sums ``weighted_index`` adds up,
+    in its order, so a bisection finds the index its pass would stop at. Made once per distinct weights."""
+
+    __slots__ = ("sums", "total", "last")
+
+    def __init__(self, weights) -> None:
+        total = sum(weights)
+        if total <= 0:
+            raise ValueError("weighted_index needs a positive total weight")
+        sums = array("d")  # 8 bytes a weight: a run may hold thousands of these
+        acc = 0.0
+        last = 0
+        for i, w in enumerate(weights):
+            if w > 0:
+                acc += w
+                last = i
+            sums.append(acc)  # the first sum above a draw is at a positive weight: the others repeat
+        self.sums = sums
+        self.total = total
+        self.last = last

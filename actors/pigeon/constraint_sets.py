@@ -21,10 +21,28 @@ from typing import Sequence
 
 import numpy as np
 
+from fedemu.fabric.rand import Weights
+
 _CACHE_LIMIT = 4096
 
 
-class ConstraintSetCounts:
+class _Tables:
+    """``table``: a task shape's weights made ready for draws (``Stream.pick``), once per distinct shape for
+    every distributor (the counts never change during a run)."""
+
+    _tables: dict
+
+    def table(self, constraints: tuple, demand: tuple = (1,)) -> Weights:
+        key = (constraints, demand)
+        table = self._tables.get(key)
+        if table is None:
+            if len(self._tables) >= _CACHE_LIMIT:
+                self._tables.clear()
+            table = self._tables[key] = Weights(self.weights(constraints, demand))
+        return table
+
+
+class ConstraintSetCounts(_Tables):
     """PigeonC's CS_i: per group, how many machines have each distinct (constraint set, capacity).
 
     ``weights`` counts a group's machines with a bit per machine: one mask per constraint (the machines
@@ -48,6 +66,7 @@ class ConstraintSetCounts:
             self._capacities.append([tuple(w.capacity) for w in workers])
         self._fits: dict[tuple, list[int]] = {}  # demand -> per group: the machines with room for it
         self._cache: dict[tuple, tuple[int, ...]] = {}
+        self._tables: dict[tuple, Weights] = {}
 
     def _fit(self, demand: tuple) -> list[int]:
         fits = self._fits.get(demand)
@@ -96,7 +115,7 @@ def subset_merged(constraint_sets: Sequence) -> dict[int, int]:
     return table
 
 
-class SubsetMergedCounts:
+class SubsetMergedCounts(_Tables):
     """``weights`` as ``ConstraintSetCounts`` has it, from the authors' merged tables: for every cluster, the
     sum of the counts of its entries whose set contains the task's constraints. Capacities are not looked
     at (the authors' machines are one slot each)."""
@@ -104,6 +123,7 @@ class SubsetMergedCounts:
     def __init__(self, groups: Sequence[Sequence]) -> None:
         self.tables = [tuple(subset_merged([w.constraints for w in workers]).items()) for workers in groups]
         self._cache: dict[tuple, tuple[int, ...]] = {}
+        self._tables: dict[tuple, Weights] = {}
         # every table's entries in one array (a task asks them all: 100 clusters of ~75 entries at paper
         # scale), with each table's end in the running sum; Python ints where a set does not fit 63 bits
         keys = [key for table in self.tables for key, _ in table]

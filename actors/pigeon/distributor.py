@@ -131,8 +131,8 @@ class Distributor(JobFrontEnd, Actor):
         if self.counts is None:
             where = split_evenly(job.num_tasks, n, self.pick)
         else:
-            weights = self.counts.weights
-            where = [self.pick.weighted_index(weights(c, job.demand)) for c in job.constraints]
+            pick, table, demand = self.pick.pick, self.counts.table, job.demand
+            where = [pick(table(c, demand)) for c in job.constraints]
         self.split[job.job_id] = (job, where)
         # the tasks pass through here: their wait and this handler's service
         self.recorder.tasks_handled(job.job_id, job.num_tasks, self.arrived, self.now)
