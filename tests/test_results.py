@@ -86,6 +86,25 @@ def test_plot_cdfs_overlay_with_nonpositive_and_empty_series(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+def test_log_axis_labels_are_plain_text_with_superscripts():
+    """The CDF's log axis labels the ticks matplotlib's own formatter labels, without mathtext."""
+    from fedemu.tools.results.results import agg_figure, draw_cdfs, plain_power
+
+    assert plain_power(r"$\mathdefault{10^{-3}}$") == "10⁻³"
+    assert plain_power(r"$\mathdefault{10^{12}}$") == "10¹²"
+    assert plain_power(r"$\mathdefault{2\times10^{0}}$") == "2×10⁰"
+    for other in (r"$\mathdefault{0}$", "0.5", ""):
+        assert plain_power(other) == other
+    for values, expected in (([1e-3, 0.5, 40.0], {"10⁻³", "10⁻¹", "10¹"}),
+                             ([2.0, 2.5, 3.0], {"2×10⁰", "3×10⁰"})):
+        fig = agg_figure()
+        ax = fig.add_subplot()
+        draw_cdfs(ax, {"a": values}, "delay (s)")
+        fig.canvas.draw()
+        labels = {t.get_text() for t in ax.get_xticklabels(minor=False) + ax.get_xticklabels(minor=True)} - {""}
+        assert expected <= labels and not any("$" in text for text in labels)
+
+
 def test_atomic_write_keeps_old_file_when_body_raises(tmp_path):
     path = tmp_path / "f.txt"
     write_text(path, "old\n")

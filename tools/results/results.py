@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import csv
 import json
+import functools
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -245,7 +247,9 @@ def plot_cdfs(
     if clipped:
         fig.text(0.01, 0.01, f"values <= 0 (e.g. a zero delay) are drawn at {floor:g} on the log axis",
                  fontsize=8, color="0.3")
-    fig.tight_layout(rect=(0, 0.03 if clipped else 0, 1, 1))
+    # The margins tight_layout finds for this figure (its labels are the same size whatever the data), fixed:
+    # finding them draws the whole figure once more, a quarter of the plot's cost.
+    fig.subplots_adjust(left=0.095, right=0.965, bottom=0.155 if clipped else 0.125, top=0.92 if title else 0.965)
     fmt = Path(path).suffix.lstrip(".") or "png"
     with atomic_write(path, "wb") as f:
         fig.savefig(f, format=fmt, dpi=110, metadata={"Software": None} if fmt == "png" else None)
@@ -277,6 +281,8 @@ def draw_cdfs(ax, series: dict, xlabel: str, log: bool = True, *, title: str | N
         plotted += 1
     if log and plotted:
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(_plain_powers()(10))
+        ax.xaxis.set_minor_formatter(_plain_powers()(10))
     ax.set_xlabel(xlabel)
     ax.set_ylabel("CDF")
     ax.set_ylim(0.0, 1.02)
@@ -288,6 +294,33 @@ def draw_cdfs(ax, series: dict, xlabel: str, log: bool = True, *, title: str | N
     else:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
     return clipped
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+_POWER = re.compile(r"\$\\mathdefault\{(?:([0-9.]+)\\times)?(-?)([0-9]+)\^\{(-?[0-9]+)\}\}\$")
+
+
+def plain_power(label: str) -> str:
+    """A log-axis tick label as matplotlib writes it in mathtext (``$\\mathdefault{2\\times10^{-3}}$``) as plain
+    text with superscripts (``2×10⁻³``); any other label as it is."""
+    m = _POWER.fullmatch(label)
+    if m is None:
+        return label
+    coeff, sign, base, exp = m.groups()
+    return f"{sign}{coeff + '×' if coeff else ''}{base}{exp.translate(_SUPERSCRIPT)}"
+
+
+@functools.cache
+def _plain_powers():
+    """matplotlib's log-axis tick formatter (the same ticks labelled) writing ``plain_power`` text: laying
+    out mathtext took a third of a CDF plot's cost (its parser is built on first use)."""
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    class PlainPowers(LogFormatterSciNotation):
+        def __call__(self, x, pos=None):
+            return plain_power(super().__call__(x, pos))
+
+    return PlainPowers
 
 
 def plot_balance(path, times_s: np.ndarray, imbalance: np.ndarray, variance: np.ndarray, *,
