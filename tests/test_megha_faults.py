@@ -15,10 +15,13 @@ from fedemu.actors.common.protocol import TaskFinished
 from fedemu.actors.megha.checks import lm_matches_workers, one_active_lm, views_converge
 from fedemu.actors.megha.global_manager import GlobalManager
 from fedemu.actors.megha.local_manager import LocalManager
-from fedemu.actors.megha.messages import RETRIES
+from fedemu.actors.megha.messages import RETRIES, Launch
 from fedemu.actors.megha.plugin import CENTRALIZED, MEGHA
 from fedemu.fabric.actor import RANK_MESSAGE
+from fedemu.fabric.kernel import Fabric
 from fedemu.scenarios import fault_plan
+from fedemu.tools.run import params as params_mod
+from fedemu.tools.run import runner
 from fedemu.tools.run.runner import execute
 from fedemu.tools.search.strategies import without_no_ops
 from scheduler_helpers import recorder_of
@@ -191,6 +194,26 @@ def test_the_live_state_checks_bite_on_a_corrupted_view_or_lm_record():
     assert lm_matches_workers(fabric) == []  # marked down and still asked: on its way back up
     lm.recovery.asking.discard(3)  # not asked (a notice said it crashed): it must register, yet it is up and registered
     assert "has it down, but it is up" in lm_matches_workers(fabric)[0].detail
+
+
+def test_views_converge_allows_a_launch_its_gm_no_longer_tracks_only_while_it_is_on_its_way():
+    """Stopped at 139,595 us, gm-2 has two launches on their way (to lm-1 and lm-2), so its view is ahead of
+    those LMs' there. Its own flights cover that; without them (a second execution whose flight another LM's
+    completion ended) the launches the fabric still carries do, each to its own LM; with nothing in flight
+    the two workers differ."""
+    module = runner.load(runner.scenario_ref("default"))
+    fabric = Fabric(1)
+    runner.build_run(module, "default", fabric, dict(params_mod.resolve_scenario(module, dict(JOBS))))
+    fabric.run_blocking(139_595)
+    gm = fabric.actor(fabric.addr("gm-2"))
+    on_way = [(fabric.names[dst], m) for src, dst, m in fabric.in_flight(live=True) if src == gm.id and isinstance(m, Launch)]
+    assert [(lm, m.worker) for lm, m in on_way] == [("lm-1", 63), ("lm-2", 56)]
+    assert views_converge(fabric) == []
+    for _, m in on_way:
+        del gm.inflight[(m.job_id, m.index)]
+    assert views_converge(fabric) == []
+    fabric.in_flight = lambda *args, **kwargs: []
+    assert [v.subject for v in views_converge(fabric)] == ["gm-2 view of w-138", "gm-2 view of w-206"]
 
 
 def test_lm_matches_workers_allows_a_finish_report_only_while_it_is_in_flight():

@@ -110,15 +110,25 @@ def one_active_lm(fabric) -> list[Violation]:
     return out
 
 
-def _unheard(fabric, gm, c: int, lm) -> set[int]:
+def _launches_on_their_way(fabric) -> dict[tuple[int, int], set[int]]:
+    """The worker of every launch still to be delivered, by (sender, receiver): one look at what is in flight
+    for every GM and LM (``Fabric.in_flight`` scans the queue and every mailbox)."""
+    out: dict[tuple[int, int], set[int]] = {}
+    for src, dst, m in fabric.in_flight(live=True):
+        if isinstance(m, Launch):
+            out.setdefault((src, dst), set()).add(m.worker)
+    return out
+
+
+def _unheard(fabric, gm, c: int, lm, launches: dict) -> set[int]:
     """The workers of LM ``lm`` (cluster ``c``) whose latest change GM ``gm`` may not have heard yet
-    (``views_converge``)."""
+    (``views_converge``; ``launches``: ``_launches_on_their_way``)."""
     unsent = lm.change_log.unheard(gm.gm, gm.lm_upto[c] if gm.recovery.lm_inc[c] == lm.epoch else 0)
     # (and what its launches there change: not there yet, or the task's completion is on its way)
     unsent |= {f.worker for key, f in gm.inflight.items() if f.lm == c and key not in lm.tasks}
     unsent |= {t.worker for key, t in lm.tasks.items() if t.owner == gm.gm
                and ((f := gm.inflight.get(key)) is None or f.lm != c or f.worker != t.worker)}
-    unsent |= {m.worker for _, _, m in fabric.in_flight(gm.id, lm.id, live=True) if isinstance(m, Launch)}
+    unsent |= launches.get((gm.id, lm.id), set())
     if gm.gang is not None:  # (a gang's placement, taken in the view, whose reserve is on its way there)
         unsent |= {w for f in gm.gang.flights.values() if c in f.waiting for _, at, w in f.placed if at == c}
     return unsent
@@ -137,6 +147,7 @@ def views_converge(fabric) -> list[Violation]:
     out = []
     acting = _acting(fabric)
     truth = {c: np.array(lm.free, dtype=np.int64) for c, lm in acting.items()}  # each LM's, once
+    launches = None  # what is in flight, looked at once if some view differs
     for gm in _live(fabric, GlobalManager):
         for c, lm_id in enumerate(gm.lm_ids):
             lm = fabric.actor(lm_id)
@@ -148,7 +159,9 @@ def views_converge(fabric) -> list[Violation]:
                       for local in np.nonzero((view.free != truth[c][p * per:p * per + view.n]).any(axis=1))[0].tolist()]
             if not differ:
                 continue
-            unsent = _unheard(fabric, gm, c, lm)
+            if launches is None:
+                launches = _launches_on_their_way(fabric)
+            unsent = _unheard(fabric, gm, c, lm, launches)
             for w in differ:
                 if w not in unsent:
                     seen = gm.search.views[c][w // per].free[w % per]
