@@ -8,8 +8,8 @@ is in place: a set cut short (SIGTERM, a full disk) says so, and a complete set 
 from __future__ import annotations
 
 import csv
-import json
 import functools
+import json
 import math
 import os
 import re
@@ -247,8 +247,8 @@ def plot_cdfs(
     if clipped:
         fig.text(0.01, 0.01, f"values <= 0 (e.g. a zero delay) are drawn at {floor:g} on the log axis",
                  fontsize=8, color="0.3")
-    # The margins tight_layout finds for this figure (its labels are the same size whatever the data), fixed:
-    # finding them draws the whole figure once more, a quarter of the plot's cost.
+    # The margins tight_layout finds for this figure, fixed (its labels are the same size whatever the data):
+    # finding them draws the whole figure once more (docs/performance.md, What a run's results cost).
     fig.subplots_adjust(left=0.095, right=0.965, bottom=0.155 if clipped else 0.125, top=0.92 if title else 0.965)
     fmt = Path(path).suffix.lstrip(".") or "png"
     with atomic_write(path, "wb") as f:
@@ -312,8 +312,8 @@ def plain_power(label: str) -> str:
 
 @functools.cache
 def _plain_powers():
-    """matplotlib's log-axis tick formatter (the same ticks labelled) writing ``plain_power`` text: laying
-    out mathtext took a third of a CDF plot's cost (its parser is built on first use)."""
+    """matplotlib's log-axis tick formatter (the same ticks labelled) writing ``plain_power`` text: mathtext's
+    parser is built on first use and lays out every label (docs/performance.md, What a run's results cost)."""
     from matplotlib.ticker import LogFormatterSciNotation
 
     class PlainPowers(LogFormatterSciNotation):
