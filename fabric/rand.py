@@ -116,32 +116,22 @@ class Stream:
         return math.exp(mu + sigma * z)
 
     def pick(self, table: "Weights") -> int:
-        """``weighted_index(weights)`` for the weights ``table`` was made from: the same draw, the same
-        index, found by bisection instead of a pass over the weights."""
+        """An index i of the weights ``table`` was made from, with probability weights[i] / sum(weights): one
+        draw scaled by the total, and the first positive weight whose running sum passes it, found by
+        bisection (the last positive weight if rounding leaves the draw past them all)."""
         x = self.random() * table.total
         i = bisect_right(table.sums, x)
         return i if i < len(table.sums) else table.last
 
     def weighted_index(self, weights) -> int:
-        """An index i with probability weights[i] / sum(weights); weights non-negative, sum > 0."""
-        total = sum(weights)
-        if total <= 0:
-            raise ValueError("weighted_index needs a positive total weight")
-        x = self.random() * total
-        acc = 0.0
-        last = 0
-        for i, w in enumerate(weights):
-            if w > 0:
-                acc += w
-                last = i
-                if x < acc:
-                    return i
-        return last
+        """An index i with probability weights[i] / sum(weights); weights non-negative, sum > 0. One draw;
+        ``pick`` on ``Weights(weights)``, which is made once where the same weights are drawn from often."""
+        return self.pick(Weights(weights))
 
 
 class Weights:
-    """Weights made ready for many draws (``Stream.pick``): the running sums ``weighted_index`` adds up,
-    in its order, so a bisection finds the index its pass would stop at. Made once per distinct weights."""
+    """Weights made ready for draws (``Stream.pick``): their total and running sums, zero weights
+    repeating the sum before them, so the first sum past a draw is at a positive weight."""
 
     __slots__ = ("sums", "total", "last")
 
@@ -156,7 +146,7 @@ class Weights:
             if w > 0:
                 acc += w
                 last = i
-            sums.append(acc)  # the first sum above a draw is at a positive weight: the others repeat
+            sums.append(acc)
         self.sums = sums
         self.total = total
         self.last = last

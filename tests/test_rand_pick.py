@@ -1,4 +1,5 @@
-"""``Stream.pick`` over ``Weights``: the index ``weighted_index`` gives, from the same draw, for any weights."""
+"""``Stream.pick`` over ``Weights`` (and ``weighted_index``, which is it): the index a pass over the weights
+gives, from the same one draw, for any weights."""
 
 import pytest
 from hypothesis import given
@@ -9,13 +10,29 @@ from fedemu.fabric.rand import Stream, Weights
 _WEIGHT = st.one_of(st.integers(0, 50), st.just(0), st.floats(0.0, 1e6, allow_nan=False, allow_infinity=False))
 
 
+def passed(stream: Stream, weights) -> int:
+    """The model: one draw scaled by the total, then the first positive weight whose running sum passes it
+    (the last positive weight when rounding leaves the draw past them all)."""
+    x = stream.random() * sum(weights)
+    acc, last = 0.0, 0
+    for i, w in enumerate(weights):
+        if w > 0:
+            acc += w
+            last = i
+            if x < acc:
+                return i
+    return last
+
+
 @given(weights=st.lists(_WEIGHT, min_size=1, max_size=120).filter(lambda w: sum(w) > 0),
        seed=st.integers(0, 2**32), draws=st.integers(1, 40))
-def test_pick_gives_weighted_index_from_the_same_draw(weights, seed, draws):
+def test_pick_gives_the_index_of_a_pass_from_the_same_draw(weights, seed, draws):
     table = Weights(weights)
-    a, b = Stream(seed, "w"), Stream(seed, "w")
-    assert [a.pick(table) for _ in range(draws)] == [b.weighted_index(weights) for _ in range(draws)]
-    assert a.counter == b.counter
+    a, b, c = Stream(seed, "w"), Stream(seed, "w"), Stream(seed, "w")
+    expected = [passed(c, weights) for _ in range(draws)]
+    assert [a.pick(table) for _ in range(draws)] == expected
+    assert [b.weighted_index(weights) for _ in range(draws)] == expected
+    assert a.counter == b.counter == c.counter == draws
 
 
 def test_the_ends_of_the_range():
@@ -25,5 +42,8 @@ def test_the_ends_of_the_range():
     assert table.last == 3
     s = Stream(1, "ends")
     assert {s.pick(table) for _ in range(400)} == {1, 3}
-    with pytest.raises(ValueError, match="positive total weight"):
-        Weights([0, 0.0])
+    for zero in ([0, 0.0], []):
+        with pytest.raises(ValueError, match="positive total weight"):
+            Weights(zero)
+        with pytest.raises(ValueError, match="positive total weight"):
+            s.weighted_index(zero)
