@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from itertools import chain
 
+from fedemu.policies.bitvec import bit_list
 from fedemu.policies.worker_choice import among
 
 ORDERS = ("rotate", "fixed")  # the search orders (above); the first is the default
@@ -308,10 +309,8 @@ class PartitionSearch:
         has: dict[int, None] = {}
         for view, b in free:
             cons = view.worker_constraints
-            while b:
-                low = b & -b
-                b ^= low
-                has[cons[low.bit_length() - 1]] = None
+            for local in bit_list(b):
+                has[cons[local]] = None
         return key, free, examined, tuple(has)
 
     def _fold(self) -> None:

@@ -50,7 +50,7 @@ class Dispatch:
         if cfg.reserved:
             self.is_low[n - cfg.reserved:] = False
         self.low_bits = sum(1 << i for i in range(n) if self.is_low[i])  # the low-priority workers, as bits
-        self.worker_bits = [sum(1 << c for c in dict.fromkeys(w.constraints)) for w in workers]
+        self.worker_bits = self.view.worker_constraints  # each worker's constraint ids, as bits
         self.worker_cons = [tuple(dict.fromkeys(w.constraints)) for w in workers]
         self.cons_free = [0] * self.view.num_constraints  # idle workers providing each constraint id
         for local in range(n):
