@@ -131,20 +131,15 @@ def from_int(n: int, x: int) -> np.ndarray:
 _SPARSE = 8  # up to this many set bits, peeling them off in Python beats unpacking with numpy
 
 
-def bit_list(x: int) -> list[int]:
-    """The set bits of a non-negative int, ascending, as a list: one step per set bit (for a few of them)."""
-    out = []
-    while x:
-        low = x & -x
-        out.append(low.bit_length() - 1)
-        x ^= low
-    return out
-
-
 def int_indices(x: int) -> np.ndarray:
     """The set bits of a non-negative int as an ascending intp array."""
     if x.bit_count() <= _SPARSE:
-        return np.array(bit_list(x), dtype=np.intp)
+        out = []
+        while x:
+            low = x & -x
+            out.append(low.bit_length() - 1)
+            x ^= low
+        return np.array(out, dtype=np.intp)
     raw = np.frombuffer(x.to_bytes((x.bit_length() + 7) >> 3, "little"), dtype=np.uint8)
     return np.flatnonzero(np.unpackbits(raw, bitorder="little"))
 

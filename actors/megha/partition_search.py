@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from itertools import chain
 
-from fedemu.policies.bitvec import bit_list
 from fedemu.policies.worker_choice import among
 
 ORDERS = ("rotate", "fixed")  # the search orders (above); the first is the default
@@ -307,10 +306,14 @@ class PartitionSearch:
         free = [(flat[q], b & flat[q].available_bits) for q, b in bits.items()]
         free = [(view, b) for view, b in free if b]
         has: dict[int, None] = {}
+        # int_indices' loop over the set bits, written out: calling a helper per partition here cost 0.3% of
+        # a Megha run's instructions (YH1_sub's first 200 jobs, cachegrind)
         for view, b in free:
             cons = view.worker_constraints
-            for local in bit_list(b):
-                has[cons[local]] = None
+            while b:
+                low = b & -b
+                b ^= low
+                has[cons[low.bit_length() - 1]] = None
         return key, free, examined, tuple(has)
 
     def _fold(self) -> None:
