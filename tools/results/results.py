@@ -168,43 +168,65 @@ def _seconds(us: np.ndarray, present: np.ndarray) -> np.ndarray:
     return np.where(present, us / US, np.nan)
 
 
-def _cells(column: np.ndarray, negative_blank: bool = False) -> list:
-    """A column as CSV cells: floats as Python floats (their repr reads back exactly), NaN as an empty cell;
-    bools as 0/1; with ``negative_blank`` (the worker: -1, never placed) a negative number as an empty cell."""
+def _text(column: np.ndarray, negative_blank: bool = False) -> list[str]:
+    """A column as CSV cells, the text ``csv.writer`` would write for it: a float by its repr (which reads
+    back exactly), NaN empty; a bool 0/1; with ``negative_blank`` (the worker: -1, never placed) a negative
+    number empty. A column with few distinct values (most of a run's: its tasks share arrival times and
+    delays) has each value formatted once; they are told apart by their bits, so -0.0 stays itself."""
     if column.dtype == bool:
-        return column.astype(np.int64).tolist()
-    out = column.tolist()
-    missing = np.isnan(column) if column.dtype.kind == "f" else column < 0 if negative_blank else ()
+        column = column.astype(np.int64)
+    floats = column.dtype.kind == "f"
+    bits = column.view(np.int64) if floats and column.dtype.itemsize == 8 else column
+    distinct, where = np.unique(bits, return_inverse=True)
+    if distinct.size * 4 <= column.size:
+        values = (distinct.view(column.dtype) if bits is not column else distinct).tolist()
+        if floats:
+            cells = ["" if v != v else repr(v) for v in values]
+        else:
+            cells = ["" if negative_blank and v < 0 else str(v) for v in values]
+        return list(map(cells.__getitem__, where.tolist()))
+    if floats:
+        out = list(map(repr, column.tolist()))
+        missing = np.isnan(column)
+    else:
+        out = list(map(str, column.tolist()))
+        missing = column < 0 if negative_blank else ()
     for i in np.flatnonzero(missing).tolist():
-        out[i] = None
+        out[i] = ""
     return out
 
 
 def _write_csv(path: Path, header, rows) -> None:
+    """A small CSV of plain rows (the series: NaN, if any, written as ``nan``)."""
     with atomic_write(path, "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(header)
         w.writerows(rows)
 
 
-CSV_CHUNK = 8192  # rows made Python objects at once: a table's cells as lists would cost ~30 bytes each
+CSV_CHUNK = 8192  # rows made Python objects at once (a whole table of cells would cost tens of bytes a cell)
 
 
-def _column_rows(cols: dict, header, blank=frozenset()):
-    """The rows of ``cols`` in ``header`` order, as CSV cells (``_cells``), ``CSV_CHUNK`` rows at a time."""
+def _write_columns(path: Path, header, cols: dict, blank=frozenset(), chunk: int = CSV_CHUNK) -> None:
+    """A CSV of ``cols`` in ``header`` order, ``CSV_CHUNK`` rows at a time, byte for byte what ``csv.writer``
+    writes for the same cells (``_text``): no cell of a number needs quoting, so rows are joined by commas.
+    ``chunk``: rows at a time."""
     n = len(cols[header[0]])
-    for a in range(0, n, CSV_CHUNK):
-        yield from zip(*(_cells(cols[name][a:a + CSV_CHUNK], name in blank) for name in header))
+    with atomic_write(path, "w", newline="") as f:
+        f.write(",".join(header) + "\n")
+        for a in range(0, n, chunk):
+            cells = [_text(cols[name][a:a + chunk], name in blank) for name in header]
+            f.write("\n".join(map(",".join, zip(*cells))) + "\n")
 
 
 def write_jobs_csv(path, jobs: dict) -> None:
     """jobs.csv from ``metrics.job_table``; completion/jrt/delay cells are empty for unfinished jobs."""
-    _write_csv(Path(path), JOBS_HEADER, _column_rows(job_columns(jobs), JOBS_HEADER))
+    _write_columns(Path(path), JOBS_HEADER, job_columns(jobs))
 
 
 def write_tasks_csv(path, tasks: dict) -> None:
     """tasks.csv from ``metrics.task_table``; cells of things that have not happened are empty."""
-    _write_csv(Path(path), TASKS_HEADER, _column_rows(task_columns(tasks), TASKS_HEADER, {"worker"}))
+    _write_columns(Path(path), TASKS_HEADER, task_columns(tasks), {"worker"})
 
 
 def write_utilization_csv(path, times_s: np.ndarray, util: np.ndarray) -> None:
