@@ -15,8 +15,9 @@ _FLOAT = st.one_of(st.floats(width=64), st.sampled_from([0.0, -0.0, 0.0015, 1e-0
 _INT = st.integers(-3, 2**40)
 
 
-def csv_writer_text(header, cols: dict, blank) -> str:
-    """The model: ``csv.writer`` over Python cells, NaN and (in ``blank`` columns) negative numbers as None."""
+def csv_writer_text(header, cols: dict, blank, nan: str) -> str:
+    """The model: ``csv.writer`` over Python cells; NaN as None when ``nan`` is empty (what has not
+    happened), else as a float (``nan``); in ``blank`` columns negative numbers as None."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(header)
@@ -26,7 +27,7 @@ def csv_writer_text(header, cols: dict, blank) -> str:
         if column.dtype == bool:
             cells = [int(v) for v in column.tolist()]
         elif column.dtype.kind == "f":
-            cells = [None if v != v else v for v in column.tolist()]
+            cells = [None if v != v and not nan else v for v in column.tolist()]
         else:
             cells = [None if name in blank and v < 0 else v for v in column.tolist()]
         rows.append(cells)
@@ -53,17 +54,21 @@ def tables(draw):
     return ("i", "f", "worker", "b", "g"), cols
 
 
-@given(table=tables(), chunk=st.integers(1, 50))
-def test_columns_are_written_as_csv_writer_writes_their_cells(table, chunk, tmp_path_factory):
+@given(table=tables(), chunk=st.one_of(st.just(64), st.integers(1, 50)), nan=st.sampled_from(["", "nan"]), as_dict=st.booleans())
+def test_columns_are_written_as_csv_writer_writes_their_cells(table, chunk, nan, as_dict, tmp_path_factory):
     header, cols = table
     path = tmp_path_factory.mktemp("csv") / "t.csv"
-    results._write_columns(path, header, cols, {"worker"}, chunk=chunk)
-    assert path.read_text() == csv_writer_text(header, cols, {"worker"})
+    given_cols = cols if as_dict else tuple(cols[name] for name in header)
+    results._write_columns(path, header, given_cols, {"worker"}, nan=nan, chunk=chunk)
+    assert path.read_text() == csv_writer_text(header, cols, {"worker"}, nan)
 
 
-@pytest.mark.parametrize("values, expected", [
-    ([0.0, -0.0, 0.0, -0.0, 0.0, 0.0, 0.0, 0.0], ["0.0", "-0.0", "0.0", "-0.0", "0.0", "0.0", "0.0", "0.0"]),
-    ([5e-05] * 4 + [float("nan")] * 4, ["5e-05"] * 4 + [""] * 4),
+@pytest.mark.parametrize("values, nan, expected", [
+    ([0.0, -0.0, 0.0, -0.0, 0.0, 0.0, 0.0, 0.0], "", ["0.0", "-0.0", "0.0", "-0.0", "0.0", "0.0", "0.0", "0.0"]),
+    ([5e-05] * 4 + [float("nan")] * 4, "", ["5e-05"] * 4 + [""] * 4),
+    ([5e-05] * 4 + [float("nan")] * 4, "nan", ["5e-05"] * 4 + ["nan"] * 4),
+    ([1.5, float("nan")], "nan", ["1.5", "nan"]),
 ])
-def test_few_valued_floats_keep_their_repr_and_sign(values, expected):
-    assert results._text(np.array(values)) == expected
+def test_floats_keep_their_repr_and_sign(values, nan, expected):
+    """Few distinct values (each formatted once) and many (each cell formatted)."""
+    assert results._text(np.array(values), nan=nan) == expected

@@ -7,7 +7,6 @@ is in place: a set cut short (SIGTERM, a full disk) says so, and a complete set 
 
 from __future__ import annotations
 
-import csv
 import functools
 import json
 import math
@@ -168,11 +167,12 @@ def _seconds(us: np.ndarray, present: np.ndarray) -> np.ndarray:
     return np.where(present, us / US, np.nan)
 
 
-def _text(column: np.ndarray, negative_blank: bool = False) -> list[str]:
+def _text(column: np.ndarray, negative_blank: bool = False, nan: str = "") -> list[str]:
     """A column as CSV cells, the text ``csv.writer`` would write for it: a float by its repr (which reads
-    back exactly), NaN empty; a bool 0/1; with ``negative_blank`` (the worker: -1, never placed) a negative
-    number empty. A column with few distinct values (most of a run's: its tasks share arrival times and
-    delays) has each value formatted once; they are told apart by their bits, so -0.0 stays itself."""
+    back exactly), NaN as ``nan`` (empty: what has not happened); a bool 0/1; with ``negative_blank`` (the
+    worker: -1, never placed) a negative number empty. A column with few distinct values (most of a run's:
+    its tasks share arrival times and delays) has each value formatted once; they are told apart by their
+    bits, so -0.0 stays itself."""
     if column.dtype == bool:
         column = column.astype(np.int64)
     floats = column.dtype.kind == "f"
@@ -181,7 +181,7 @@ def _text(column: np.ndarray, negative_blank: bool = False) -> list[str]:
     if distinct.size * 4 <= column.size:
         values = (distinct.view(column.dtype) if bits is not column else distinct).tolist()
         if floats:
-            cells = ["" if v != v else repr(v) for v in values]
+            cells = [nan if v != v else repr(v) for v in values]
         else:
             cells = ["" if negative_blank and v < 0 else str(v) for v in values]
         return list(map(cells.__getitem__, where.tolist()))
@@ -192,30 +192,24 @@ def _text(column: np.ndarray, negative_blank: bool = False) -> list[str]:
         out = list(map(str, column.tolist()))
         missing = column < 0 if negative_blank else ()
     for i in np.flatnonzero(missing).tolist():
-        out[i] = ""
+        out[i] = nan if floats else ""
     return out
-
-
-def _write_csv(path: Path, header, rows) -> None:
-    """A small CSV of plain rows (the series: NaN, if any, written as ``nan``)."""
-    with atomic_write(path, "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(header)
-        w.writerows(rows)
 
 
 CSV_CHUNK = 8192  # rows made Python objects at once (a whole table of cells would cost tens of bytes a cell)
 
 
-def _write_columns(path: Path, header, cols: dict, blank=frozenset(), chunk: int = CSV_CHUNK) -> None:
-    """A CSV of ``cols`` in ``header`` order, ``CSV_CHUNK`` rows at a time, byte for byte what ``csv.writer``
-    writes for the same cells (``_text``): no cell of a number needs quoting, so rows are joined by commas.
-    ``chunk``: rows at a time."""
+def _write_columns(path: Path, header, cols, blank=frozenset(), nan: str = "", chunk: int = CSV_CHUNK) -> None:
+    """A CSV of the columns ``cols`` (in ``header`` order), byte for byte what ``csv.writer`` writes for the
+    same cells (``_text``; ``blank``: the columns whose negative numbers are empty): no cell of a number needs
+    quoting, so rows are joined by commas. ``chunk``: rows at a time."""
+    if not isinstance(cols, dict):
+        cols = dict(zip(header, cols))
     n = len(cols[header[0]])
     with atomic_write(path, "w", newline="") as f:
         f.write(",".join(header) + "\n")
         for a in range(0, n, chunk):
-            cells = [_text(cols[name][a:a + chunk], name in blank) for name in header]
+            cells = [_text(cols[name][a:a + chunk], name in blank, nan) for name in header]
             f.write("\n".join(map(",".join, zip(*cells))) + "\n")
 
 
@@ -231,12 +225,12 @@ def write_tasks_csv(path, tasks: dict) -> None:
 
 def write_utilization_csv(path, times_s: np.ndarray, util: np.ndarray) -> None:
     """utilization.csv: one row per bucket (start time in s, mean utilization in that bucket)."""
-    _write_csv(Path(path), UTILIZATION_HEADER, zip(times_s.tolist(), util.tolist()))
+    _write_columns(Path(path), UTILIZATION_HEADER, (times_s, util), nan="nan")
 
 
 def write_balance_csv(path, times_s: np.ndarray, imbalance: np.ndarray, variance: np.ndarray) -> None:
     """balance.csv: one row per sample (time in s, Qin's imbalance, TEBAS's utilization variance)."""
-    _write_csv(Path(path), BALANCE_HEADER, zip(times_s.tolist(), imbalance.tolist(), variance.tolist()))
+    _write_columns(Path(path), BALANCE_HEADER, (times_s, imbalance, variance), nan="nan")
 
 
 def _ecdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
