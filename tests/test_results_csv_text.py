@@ -72,3 +72,8 @@ def test_columns_are_written_as_csv_writer_writes_their_cells(table, chunk, nan,
 def test_floats_keep_their_repr_and_sign(values, nan, expected):
     """Few distinct values (each formatted once) and many (each cell formatted)."""
     assert results._text(np.array(values), nan=nan) == expected
+
+
+def test_a_float32_column_keeps_its_sign_and_its_values_repr():
+    column = np.array([0.0, -0.0, 0.1, 0.1] * 4, dtype=np.float32)
+    assert results._text(column) == [repr(v) for v in column.tolist()]

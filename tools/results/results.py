@@ -176,7 +176,7 @@ def _text(column: np.ndarray, negative_blank: bool = False, nan: str = "") -> li
     if column.dtype == bool:
         column = column.astype(np.int64)
     floats = column.dtype.kind == "f"
-    bits = column.view(np.int64) if floats and column.dtype.itemsize == 8 else column
+    bits = column.view(f"i{column.dtype.itemsize}") if floats else column
     distinct, where = np.unique(bits, return_inverse=True)
     if distinct.size * 4 <= column.size:
         values = (distinct.view(column.dtype) if bits is not column else distinct).tolist()
