@@ -1,5 +1,5 @@
-"""jobs.csv and tasks.csv are written column by column (``results._write_columns``): byte for byte what
-``csv.writer`` writes for the same cells, for any values, in any chunking."""
+"""A run's CSVs (jobs, tasks, utilization, balance) are written column by column (``results._write_columns``):
+byte for byte what ``csv.writer`` writes for the same cells, for any values, in any chunking."""
 
 import csv
 import io
@@ -38,6 +38,7 @@ def csv_writer_text(header, cols: dict, blank, nan: str) -> str:
 @st.composite
 def tables(draw):
     n = draw(st.integers(0, 40))
+
     def column(values):
         if draw(st.booleans()):  # few distinct values: formatted once each
             distinct = draw(st.lists(values, min_size=1, max_size=draw(st.integers(1, 6))))
@@ -54,7 +55,8 @@ def tables(draw):
     return ("i", "f", "worker", "b", "g"), cols
 
 
-@given(table=tables(), chunk=st.one_of(st.just(64), st.integers(1, 50)), nan=st.sampled_from(["", "nan"]), as_dict=st.booleans())
+@given(table=tables(), chunk=st.one_of(st.just(64), st.integers(1, 50)), nan=st.sampled_from(["", "nan"]),
+       as_dict=st.booleans())
 def test_columns_are_written_as_csv_writer_writes_their_cells(table, chunk, nan, as_dict, tmp_path_factory):
     header, cols = table
     path = tmp_path_factory.mktemp("csv") / "t.csv"
