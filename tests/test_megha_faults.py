@@ -206,7 +206,8 @@ def test_views_converge_allows_a_launch_its_gm_no_longer_tracks_only_while_it_is
     runner.build_run(module, "default", fabric, dict(params_mod.resolve_scenario(module, dict(JOBS))))
     fabric.run_blocking(139_595)
     gm = fabric.actor(fabric.addr("gm-2"))
-    on_way = [(fabric.names[dst], m) for src, dst, m in fabric.in_flight(live=True) if src == gm.id and isinstance(m, Launch)]
+    on_way = [(fabric.names[dst], m) for src, dst, m in fabric.in_flight(live=True)
+              if src == gm.id and isinstance(m, Launch)]
     assert [(lm, m.worker) for lm, m in on_way] == [("lm-1", 63), ("lm-2", 56)]
     assert views_converge(fabric) == []
     for _, m in on_way:
