@@ -98,11 +98,13 @@ def build_hybrid(ctx: Context, prefix: str, *, scheduler=HawkScheduler, long_sch
     long_name = f"{prefix}-long-0"
     cutoff_us = seconds_to_us(float(ctx.params["short_cutoff_s"]))
     rtt_us = 2 * seconds_to_us(float(ctx.params["latency_ms"]) / 1000)
+    # The cluster's description, read only: one view and one cache of probe pools for every scheduler and each
+    # of its incarnations (what a scheduler learns at run time is its own, and a crash loses it).
+    view = PartitionView(workers, num_resources=num_resources)
     common = dict(reserved=reserved, probe_ratio=cfg.probe_ratio, cutoff_us=cutoff_us, recorder=ctx.recorder,
-                  feasible=ctx.feasible, **(scheduler_keys or {}))
+                  feasible=ctx.feasible, pools={}, **(scheduler_keys or {}))
 
     def make(index):
-        view = PartitionView(workers, num_resources=num_resources)
         if index == len(names):
             return long_scheduler(node_names, view, rtt_us=rtt_us, index=index, **common)
         return scheduler(node_names, view, index=index, **common)

@@ -84,7 +84,7 @@ class HawkScheduler(Recovering, ReportingFrontEnd, Actor):
     only); the first ``reserved`` positions are the reserved (short-only) partition."""
 
     def __init__(self, node_names: list[str], view, *, reserved: int, probe_ratio: float, min_probes: int,
-                 cutoff_us: int, recorder, feasible, index: int = 0) -> None:
+                 cutoff_us: int, recorder, feasible, index: int = 0, pools: dict | None = None) -> None:
         super().__init__()
         self.index = index  # this front end's number (the submitter's target index)
         self.node_names = node_names
@@ -98,7 +98,7 @@ class HawkScheduler(Recovering, ReportingFrontEnd, Actor):
         self.feasible = feasible
         self.jobs: dict[int, OpenJob] = {}
         self.seen: dict[int, int] = {}  # node -> the last request it sent here (a lower one is asked again)
-        self.pools: dict[tuple, list] = {}
+        self.pools: dict[tuple, list] = {} if pools is None else pools  # (the plug-in shares one: see ``pool``)
         self.probes = self.requests = self.assigns = self.cancels = 0
         self.pick = None
         self.recovery = self.recover(PlacementRecovery(self))
@@ -110,7 +110,9 @@ class HawkScheduler(Recovering, ReportingFrontEnd, Actor):
 
     def pool(self, key: tuple, long: bool) -> list:
         """The positions a group of ``key`` (constraints, demand) may go to: every suitable worker for a short
-        job; for a long one the suitable workers of the general partition (all suitable ones if it has none)."""
+        job; for a long one the suitable workers of the general partition (all suitable ones if it has none). A
+        pool follows from the cluster alone (the plug-in shares one cache among the schedulers and their
+        incarnations); callers never change it."""
         pool = self.pools.get((key, long))
         if pool is None:
             if len(self.pools) >= _CACHE_LIMIT:

@@ -72,10 +72,14 @@ def build(ctx: Context) -> list[str]:
     node_names = [f"w-{w.worker_id}" for w in workers]
     names = [f"sparrow-{i}" for i in range(cfg.schedulers)]
 
+    # The cluster's description, read only: one view and one cache of probe pools for every scheduler and each
+    # of its incarnations (what a scheduler learns at run time is its own, and a crash loses it).
+    view = PartitionView(workers, num_resources=num_resources)
+    pools: dict = {}
+
     def make(index):
-        view = PartitionView(workers, num_resources=num_resources)
         return SparrowScheduler(node_names, view, probe_ratio=ratio, recorder=ctx.recorder, feasible=ctx.feasible,
-                                index=index)
+                                index=index, pools=pools)
 
     for i, name in enumerate(names):
         ctx.add(name, lambda i=i: make(i))

@@ -93,7 +93,8 @@ class SparrowScheduler(Recovering, ReportingFrontEnd, Actor):
     """``node_names[p]`` names the node actor of the p-th worker of ``view`` (a PartitionView of every
     worker, used read-only to find the workers satisfying a task's constraints and demand)."""
 
-    def __init__(self, node_names: list[str], view, *, probe_ratio: float, recorder, feasible, index: int = 0) -> None:
+    def __init__(self, node_names: list[str], view, *, probe_ratio: float, recorder, feasible, index: int = 0,
+                 pools: dict | None = None) -> None:
         super().__init__()
         self.index = index  # this front end's number (the submitter's target index)
         self.node_names = node_names
@@ -104,7 +105,7 @@ class SparrowScheduler(Recovering, ReportingFrontEnd, Actor):
         self.feasible = feasible
         self.jobs: dict[int, _OpenJob] = {}
         self.seen: dict[int, int] = {}  # node -> the last request it sent here (a lower one is asked again)
-        self.pools: dict[tuple, object] = {}
+        self.pools: dict[tuple, object] = {} if pools is None else pools  # (the plug-in shares one: see ``_pool``)
         self.probes = self.requests = self.assigns = self.cancels = 0
         self.pick = None
         self.recovery = self.recover(ProbeRecovery(self))
@@ -117,7 +118,8 @@ class SparrowScheduler(Recovering, ReportingFrontEnd, Actor):
     def _pool(self, key: tuple):
         """The positions of the nodes a probe group of ``key`` (constraints, demand) may go to, kept as 4-byte
         ints (a list of Python ints took 36 bytes a node: 49 MB for the pools of 10 schedulers over 10,000
-        nodes on YH1_sub's first 1,000 jobs)."""
+        nodes on YH1_sub's first 1,000 jobs). A pool follows from the cluster alone, never from what this scheduler
+        learnt, so the plug-in gives every scheduler and incarnation one cache (and one read-only ``view``)."""
         pool = self.pools.get(key)
         if pool is None:
             if len(self.pools) >= _CACHE_LIMIT:
