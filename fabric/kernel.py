@@ -424,6 +424,7 @@ class Fabric(Routing):
         actor._key = self._keys[idx]
         actor._tie = self._ties[idx]
         actor._fifo = self.network.sender_fifo(idx)
+        actor._sender = (idx, actor._key, actor._tie, actor._fifo, actor._outbox)  # what the fast send reads
         self._actors[idx] = actor
         if self.cost_model is not None:
             cls = type(actor)
@@ -478,15 +479,21 @@ class Fabric(Routing):
         stop = parking.STOP
         while True:
             mb = actor._mailbox
-            if actor._pos >= len(mb):
+            pos = actor._pos
+            if pos >= len(mb):
                 if idle(actor):
                     woke = (yield from parking.wait()) if park is None else (yield park).unwrap()
                     if woke is stop:
                         return
                 mb = actor._mailbox
-            while actor._pos < len(mb):
-                entry = mb[actor._pos]
-                actor._pos += 1
+                pos = actor._pos
+            # ``pos`` mirrors ``actor._pos``, which nothing else moves while a handler runs (a timer merged
+            # into the mailbox goes after it). Read back, an actor's slot costs more: every kind of actor
+            # passes here, so CPython cannot specialize the access to one class.
+            while pos < len(mb):
+                entry = mb[pos]
+                pos += 1
+                actor._pos = pos
                 actor._now = entry[0]
                 if entry[4] == LOCAL:  # a timer merged into this window fired
                     self._local_fired(actor, entry)
@@ -501,16 +508,18 @@ class Fabric(Routing):
         the fabric to wake it, False when it was the last busy actor and has mail in the next window
         (it ran the fabric step itself: no trio round trip). The handled entries are let go now,
         while they are still in the cache."""
-        if actor._pos:
-            actor.received += actor._pos
+        pos = actor._pos
+        if pos:
+            actor.received += pos
             actor._pos = 0
             actor._mailbox.clear()
         actor._parked = True
         self._running -= 1
-        if self._running == 0 and self._advance(actor):
-            return False
-        if actor._crashed:
-            raise ActorCrashed()
+        if self._running == 0:
+            if self._advance(actor):
+                return False
+            if actor._crashed:  # (only ``_advance`` run by this actor sets it: ``_crash``)
+                raise ActorCrashed()
         return True
 
     # ---- delivery -----------------------------------------------------------------------
