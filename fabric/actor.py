@@ -44,8 +44,8 @@ class Actor:
     # The fabric's per-actor fields live in slots (compact, and the fastest attribute access);
     # subclasses keep their own state in an ordinary ``__dict__`` unless they declare slots too.
     # The fields every message touches come first, so that they share as few cache lines as can be.
-    __slots__ = ("_mailbox", "_pos", "_now", "_outbox", "_seq", "_sender", "id", "fabric", "_key", "_tie", "_fifo",
-                 "_parked", "_task", "_crashed", "received", "name", "incarnation", "_rng", "_seq0", "_timers",
+    __slots__ = ("_mailbox", "_pos", "_now", "_outbox", "_seq", "id", "fabric", "_key", "_tie", "_fifo", "_parked",
+                 "_task", "_crashed", "received", "name", "incarnation", "_rng", "_seq0", "_timers",
                  # single-server actors only (``service``): role costs (None: takes no time), busy until,
                  # arrival of the entry being handled, nanoseconds charged, backlog, held effects, resume
                  "_cost", "_busy", "_arrived", "_charged", "_backlog", "_deferred", "_resume_at", "__dict__")
@@ -65,7 +65,6 @@ class Actor:
         self._key = 0  # the network stream key of this actor's sends
         self._tie = 0  # the tie key of this actor's sends (``ties``)
         self._fifo = None  # the network's FIFO state of this actor's links
-        self._sender = None  # (id, _key, _tie, _fifo, _outbox), set with them (``fastpath``)
         self._parked = False
         self._crashed = False
         self._task = None

@@ -34,10 +34,7 @@ def make_send(fabric):
         if not 0 <= dst < len(actors):
             fabric._bad_dst(actor, dst, msg)
         net = fabric.network
-        now, seq = actor._now, actor._seq
-        # (actor.id, actor._key, actor._tie, actor._fifo, actor._outbox) in one read: every kind of actor
-        # sends from here, so each of its slots read apart costs CPython's unspecialized attribute lookup
-        idx, key, tie, clamp, outbox = actor._sender
+        now = actor._now
         fixed = net.fixed
         if fixed is not None:  # plain, constant latency
             at = now + fixed
@@ -46,22 +43,24 @@ def make_send(fabric):
             if jitter is None:  # not a plain network
                 return routed(actor, dst, msg)
             lo, span, fifo = jitter  # plain, uniform latency
-            # lo + (rand.draw(key, seq * DRAWS_PER_SEND) * span >> 64), inlined
-            z = (key + (seq * DRAWS_PER_SEND + 1) * GOLDEN) & MASK
+            # lo + (rand.draw(actor._key, actor._seq * DRAWS_PER_SEND) * span >> 64), inlined
+            z = (actor._key + (actor._seq * DRAWS_PER_SEND + 1) * GOLDEN) & MASK
             z = ((z ^ (z >> 30)) * MIX1) & MASK
             z = ((z ^ (z >> 27)) * MIX2) & MASK
             at = now + lo + ((z ^ (z >> 31)) * span >> 64)
-            if fifo:  # ``clamp``: the network's sender_fifo(idx)
+            if fifo:
+                clamp = actor._fifo  # the network's sender_fifo(actor.id)
                 if now >= clamp.latest:  # SenderFifo.clamp's first branch, inlined
                     clamp.table = None
                     clamp.last_dst = dst
                     clamp.latest = at
                 else:
                     at = clamp.clamp(now, dst, at)
+        idx, seq = actor.id, actor._seq
         tag = msg._fedemu_tag
-        outbox.append((SEND, now, idx, seq, dst, at, tag, msg._fedemu_fields(msg)))
+        actor._outbox.append((SEND, now, idx, seq, dst, at, tag, msg._fedemu_fields(msg)))
         by_kind[tag] = by_kind.get(tag, 0) + 1
-        entry = (at, (at + 1) * tie & TIE_MASK, idx, seq, 0, dst, msg)  # rank: RANK_MESSAGE + ties.tie
+        entry = (at, (at + 1) * actor._tie & TIE_MASK, idx, seq, 0, dst, msg)  # rank: RANK_MESSAGE + ties.tie
         b = at // queue.width  # EventQueue.push into an existing later bucket, inlined
         if b > queue.index:
             bucket = queue.buckets.get(b)

@@ -424,7 +424,6 @@ class Fabric(Routing):
         actor._key = self._keys[idx]
         actor._tie = self._ties[idx]
         actor._fifo = self.network.sender_fifo(idx)
-        actor._sender = (idx, actor._key, actor._tie, actor._fifo, actor._outbox)  # what the fast send reads
         self._actors[idx] = actor
         if self.cost_model is not None:
             cls = type(actor)

@@ -39,7 +39,6 @@ def world(seed: int, link: Link) -> tuple[Fabric, list[Actor]]:
         actor = Actor()
         actor.fabric, actor.id, actor.name = fabric, i, f"a{i}"
         actor._key, actor._fifo = fabric._keys[i], fabric.network.sender_fifo(i)
-        actor._sender = (i, actor._key, actor._tie, actor._fifo, actor._outbox)
         fabric._actors[i] = actor
         actors.append(actor)
     return fabric, actors
