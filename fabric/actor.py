@@ -44,7 +44,7 @@ class Actor:
     # The fabric's per-actor fields live in slots (compact, and the fastest attribute access);
     # subclasses keep their own state in an ordinary ``__dict__`` unless they declare slots too.
     # The fields every message touches come first, so that they share as few cache lines as can be.
-    __slots__ = ("_mailbox", "_pos", "_now", "_outbox", "_seq", "id", "fabric", "_key", "_tie", "_fifo", "_parked",
+    __slots__ = ("_mailbox", "_pos", "_now", "_outbox", "_seq", "id", "fabric", "_fifo", "_parked",
                  "_task", "_crashed", "received", "name", "incarnation", "_rng", "_seq0", "_timers",
                  # single-server actors only (``service``): role costs (None: takes no time), busy until,
                  # arrival of the entry being handled, nanoseconds charged, backlog, held effects, resume
@@ -62,8 +62,6 @@ class Actor:
         self._outbox: list = []  # journal records of this window's effects, in emission order
         self._now = 0
         self._seq = 0
-        self._key = 0  # the network stream key of this actor's sends
-        self._tie = 0  # the tie key of this actor's sends (``ties``)
         self._fifo = None  # the network's FIFO state of this actor's links
         self._parked = False
         self._crashed = False

@@ -24,9 +24,13 @@ from .ties import TIE_MASK
 
 def make_send(fabric):
     """The fabric's ``_send(actor, dst, msg)``: route ``actor``'s send number ``actor._seq`` now,
-    queue it, and put its SEND record in the actor's outbox (see ``routing``)."""
+    queue it, and put its SEND record in the actor's outbox (see ``routing``). A sender's keys are read from
+    the fabric's lists by its index, not from the actor: every kind of actor sends through here, and a
+    slot read at a site that sees several classes is not specialized (docs/performance.md)."""
     queue = fabric._queue  # rebucketing keeps the object
     actors = fabric._actors
+    keys = fabric._keys  # each sender's network stream key and tie key, by index (lists the fabric keeps)
+    tie_keys = fabric._ties
     by_kind = fabric.sent_by_kind
     routed = fabric._send_routed
 
@@ -35,6 +39,7 @@ def make_send(fabric):
             fabric._bad_dst(actor, dst, msg)
         net = fabric.network
         now = actor._now
+        idx, seq = actor.id, actor._seq
         fixed = net.fixed
         if fixed is not None:  # plain, constant latency
             at = now + fixed
@@ -43,8 +48,8 @@ def make_send(fabric):
             if jitter is None:  # not a plain network
                 return routed(actor, dst, msg)
             lo, span, fifo = jitter  # plain, uniform latency
-            # lo + (rand.draw(actor._key, actor._seq * DRAWS_PER_SEND) * span >> 64), inlined
-            z = (actor._key + (actor._seq * DRAWS_PER_SEND + 1) * GOLDEN) & MASK
+            # lo + (rand.draw(keys[idx], seq * DRAWS_PER_SEND) * span >> 64), inlined
+            z = (keys[idx] + (seq * DRAWS_PER_SEND + 1) * GOLDEN) & MASK
             z = ((z ^ (z >> 30)) * MIX1) & MASK
             z = ((z ^ (z >> 27)) * MIX2) & MASK
             at = now + lo + ((z ^ (z >> 31)) * span >> 64)
@@ -56,11 +61,10 @@ def make_send(fabric):
                     clamp.latest = at
                 else:
                     at = clamp.clamp(now, dst, at)
-        idx, seq = actor.id, actor._seq
         tag = msg._fedemu_tag
         actor._outbox.append((SEND, now, idx, seq, dst, at, tag, msg._fedemu_fields(msg)))
         by_kind[tag] = by_kind.get(tag, 0) + 1
-        entry = (at, (at + 1) * actor._tie & TIE_MASK, idx, seq, 0, dst, msg)  # rank: RANK_MESSAGE + ties.tie
+        entry = (at, (at + 1) * tie_keys[idx] & TIE_MASK, idx, seq, 0, dst, msg)  # rank: RANK_MESSAGE + ties.tie
         b = at // queue.width  # EventQueue.push into an existing later bucket, inlined
         if b > queue.index:
             bucket = queue.buckets.get(b)

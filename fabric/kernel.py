@@ -421,8 +421,6 @@ class Fabric(Routing):
         actor.incarnation = self._incarnations[idx]
         actor._now = self.now
         actor._seq = actor._seq0 = self._seq[idx]
-        actor._key = self._keys[idx]
-        actor._tie = self._ties[idx]
         actor._fifo = self.network.sender_fifo(idx)
         self._actors[idx] = actor
         if self.cost_model is not None:
@@ -476,15 +474,14 @@ class Fabric(Routing):
         idle = self._idle
         park = parking.PARK
         stop = parking.STOP
+        mb = actor._mailbox  # (one list for the incarnation's life: emptied in place, never replaced)
         while True:
-            mb = actor._mailbox
             pos = actor._pos
             if pos >= len(mb):
                 if idle(actor):
                     woke = (yield from parking.wait()) if park is None else (yield park).unwrap()
                     if woke is stop:
                         return
-                mb = actor._mailbox
                 pos = actor._pos
             # ``pos`` mirrors ``actor._pos``, which nothing else moves while a handler runs (a timer merged
             # into the mailbox goes after it). Read back, an actor's slot costs more: every kind of actor
@@ -497,9 +494,9 @@ class Fabric(Routing):
                 if entry[4] == LOCAL:  # a timer merged into this window fired
                     self._local_fired(actor, entry)
                 msg = entry[6]
-                handler = cache.get(msg.__class__)
+                handler = cache.get(type(msg))  # (``msg.__class__`` is a generic lookup on every kind of message)
                 if handler is None:
-                    handler = actor._resolve(msg.__class__)
+                    handler = actor._resolve(type(msg))
                 handler(actor, msg, entry[2])
 
     def _idle(self, actor: Actor) -> bool:

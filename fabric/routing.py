@@ -83,7 +83,7 @@ class Routing:
         self.sent_by_kind[tag] = self.sent_by_kind.get(tag, 0) + 1
         if self._opened is not None:
             self._opened(idx, dst, now)
-        self._push((at, RANK_MESSAGE + ties.tie(actor._tie, at), idx, seq, 0, dst, msg))
+        self._push((at, RANK_MESSAGE + ties.tie(self._ties[idx], at), idx, seq, 0, dst, msg))
 
     def _set_timer(self, actor: Actor, at: int, msg) -> None:
         """Set ``actor``'s timer number ``actor._seq``: into its own sorted mailbox when it falls in

@@ -38,7 +38,7 @@ def world(seed: int, link: Link) -> tuple[Fabric, list[Actor]]:
         fabric.add(f"a{i}", Actor)
         actor = Actor()
         actor.fabric, actor.id, actor.name = fabric, i, f"a{i}"
-        actor._key, actor._fifo = fabric._keys[i], fabric.network.sender_fifo(i)
+        actor._fifo = fabric.network.sender_fifo(i)
         fabric._actors[i] = actor
         actors.append(actor)
     return fabric, actors
