@@ -42,11 +42,26 @@ def test_bad_input_is_one_line_and_exit_2(argv, says, capsys, tmp_path, monkeypa
     assert says in err and "\n" not in err
 
 
+def test_a_run_that_fails_or_overstays_stops_the_bench_with_its_command(tmp_path):
+    import sys
+
+    with pytest.raises(RuntimeError, match="exited with 3"):
+        paired.measure([sys.executable, "-c", "raise SystemExit(3)"], {}, tmp_path)
+    with pytest.raises(RuntimeError, match="stopped after 0.5 s"):
+        paired.measure([sys.executable, "-c", "import time; time.sleep(30)"], {}, tmp_path, limit_s=0.5)
+    cpu, peak = paired.measure([sys.executable, "-c", "sum(range(10**6))"], {}, tmp_path)
+    assert cpu > 0 and peak > 1000  # KiB: the child's own, not this process's
+
+
 @pytest.mark.skipif(not paired.YH1.exists(), reason="../shared/data absent")
-def test_a_round_runs_both_trees_and_agrees_on_the_digest(tmp_path):
+def test_a_round_runs_both_trees_and_agrees_on_the_digest(tmp_path, capsys):
     out = tmp_path / "rows.tsv"
-    rows = paired.run(paired.ROOT, 1, ("pigeon",), ("src",), paired.YH1, 2, out=out, say=lambda _: None)
+    argv = ["--base", str(paired.ROOT), "--rounds", "1", "--cases", "pigeon", "--conditions", "src", "--jobs", "2",
+            "--out", str(out)]
+    assert paired.main(argv) == 0
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
     assert [(r[3], r[4]) for r in rows] == [("base", "trio"), ("this", "trio"), ("this", "direct")]
-    assert all(r[5] > 0 and r[6] > 0 for r in rows)
+    assert all(float(r[5]) > 0 and int(r[6]) > 0 for r in rows)
     assert len({r[7] for r in rows}) == 1  # the same tree twice, on either engine: one digest
-    assert len(out.read_text().splitlines()) == 3
+    printed = capsys.readouterr().out
+    assert printed.count("\tpigeon\t") == 3 and f"digest {rows[0][7][:8]}" in printed

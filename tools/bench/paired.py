@@ -13,6 +13,8 @@ older tree's run of the same round and condition, and the median of those (docs/
 The cases need the YH1_sub trace (``../shared/data``); ``--trace`` names another copy.
 
     python -m fedemu.tools.bench.paired --base ../old/fedemu --rounds 3 --out rows.tsv
+
+A run that fails, or runs past an hour, stops the bench with its command (exit 1).
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
+from fedemu.fabric.atomic import write_text
 from fedemu.fabric.errors import ConfigError
 
 from .digests import ROOT, YH1
@@ -37,6 +41,7 @@ CASES = {  # issue 47's shapes: Sparrow at 10,000 workers, Pigeon at 1,000 (10 x
 }
 CONDITIONS = ("src", "cache")
 ENGINES = ("trio", "direct")
+RUN_LIMIT_S = 3600  # a run past this is stopped and the bench ends with its name (the cases take a minute at most)
 
 
 def command(case: str, trace: Path, jobs: int, engine: str | None, out: Path) -> list[str]:
@@ -48,16 +53,23 @@ def command(case: str, trace: Path, jobs: int, engine: str | None, out: Path) ->
     return cmd + (["--engine", engine] if engine else []) + ["--out", str(out)]
 
 
-def measure(cmd: list[str], env: dict, cwd: Path) -> tuple[float, int]:
-    """Run ``cmd`` to its end: (user + system CPU in seconds, peak resident memory in KiB)."""
+def measure(cmd: list[str], env: dict, cwd: Path, limit_s: float = RUN_LIMIT_S) -> tuple[float, int]:
+    """Run ``cmd`` to its end, or stop it after ``limit_s`` seconds: (user + system CPU in seconds, peak
+    resident memory in KiB)."""
     with open(os.devnull, "wb") as null:
         proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=null, stderr=subprocess.PIPE)
-        err = proc.stderr.read()
-        proc.stderr.close()
-        _, status, usage = os.wait4(proc.pid, 0)  # the child's own usage (Popen.wait would not give it)
+        timer = threading.Timer(limit_s, proc.kill)
+        timer.start()
+        try:
+            err = proc.stderr.read()
+            proc.stderr.close()
+            _, status, usage = os.wait4(proc.pid, 0)  # the child's own usage (Popen.wait would not give it)
+        finally:
+            timer.cancel()
         proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd[2:6])}... exited with {proc.returncode}: {err.decode()[-400:]}")
+        why = f"was stopped after {limit_s:g} s" if proc.returncode < 0 else f"exited with {proc.returncode}"
+        raise RuntimeError(f"{' '.join(cmd[2:])} {why}: {err.decode()[-400:]}")
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 
 
@@ -79,9 +91,9 @@ def _importable(checkout: Path, into: Path, name: str) -> Path:
     return root
 
 
-def run(base: Path, rounds: int, cases, conditions, trace: Path, jobs: int, out=None, say=print) -> list[tuple]:
-    """The rows ``(round, case, condition, tree, engine, cpu_s, peak_kib, digest)``; each also written to
-    ``out`` (a text file, one tab-separated row a line) as it comes."""
+def run(base: Path, rounds: int, cases, conditions, trace: Path, jobs: int, say=print) -> list[tuple]:
+    """The rows ``(round, case, condition, tree, engine, cpu_s, peak_kib, digest)``, each handed to ``say``
+    as a tab-separated line as it comes."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="fedemu-paired-") as tmp:
         tmp = Path(tmp)
@@ -105,12 +117,12 @@ def run(base: Path, rounds: int, cases, conditions, trace: Path, jobs: int, out=
                         digest = json.loads((folder / "summary.json").read_text())["digest"]
                         row = (r, case, condition, tree, engine or "trio", round(cpu, 2), peak, digest)
                         rows.append(row)
-                        line = "\t".join(map(str, row))
-                        say(line)
-                        if out is not None:
-                            with open(out, "a") as f:
-                                f.write(line + "\n")
+                        say(_line(row))
     return rows
+
+
+def _line(row) -> str:
+    return "\t".join(map(str, row))
 
 
 def paired(rows) -> dict:
@@ -166,7 +178,8 @@ def main(argv=None) -> int:
     parser.add_argument("--conditions", default=",".join(CONDITIONS), help="comma-separated, of src, cache")
     parser.add_argument("--trace", default=str(YH1), help="the YH1_sub trace (default: ../shared/data's)")
     parser.add_argument("--jobs", type=int, default=0, help="the trace's first jobs (0: all, the issue's cases)")
-    parser.add_argument("--out", help="a file the rows are appended to, one a line, as they come")
+    parser.add_argument("--out", help="a file for the rows, one tab-separated row a line (written at the end; "
+                        "standard output has each row as it comes)")
     args = parser.parse_args(argv)
     try:
         cases = _names(args.cases, CASES, "cases")
@@ -181,7 +194,13 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"paired: {e}", file=sys.stderr)
         return 2
-    rows = run(base, args.rounds, cases, conditions, trace, args.jobs, out=args.out)
+    try:
+        rows = run(base, args.rounds, cases, conditions, trace, args.jobs, say=lambda line: print(line, flush=True))
+    except RuntimeError as e:  # a run failed or ran past its limit: the bench stops there
+        print(f"paired: {e}", file=sys.stderr)
+        return 1
+    if args.out:
+        write_text(args.out, "".join(_line(row) + "\n" for row in rows))
     print(report(rows))
     return 0
 
