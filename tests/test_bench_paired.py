@@ -1,6 +1,8 @@
 """The whole-process table's tool (``tools.bench.paired``): ratios read from pairs, bad input in one line,
 and, with the trace present, a round of real runs of two trees."""
 
+import sys
+
 import pytest
 
 from fedemu.tools.bench import paired
@@ -43,8 +45,6 @@ def test_bad_input_is_one_line_and_exit_2(argv, says, capsys, tmp_path, monkeypa
 
 
 def test_a_run_that_fails_or_overstays_stops_the_bench_with_its_command(tmp_path):
-    import sys
-
     with pytest.raises(RuntimeError, match="exited with 3"):
         paired.measure([sys.executable, "-c", "raise SystemExit(3)"], {}, tmp_path)
     with pytest.raises(RuntimeError, match="stopped after 0.5 s"):
@@ -65,3 +65,8 @@ def test_a_round_runs_both_trees_and_agrees_on_the_digest(tmp_path, capsys):
     assert len({r[7] for r in rows}) == 1  # the same tree twice, on either engine: one digest
     printed = capsys.readouterr().out
     assert printed.count("\tpigeon\t") == 3 and f"digest {rows[0][7][:8]}" in printed
+
+
+def test_a_run_killed_by_a_signal_is_not_said_to_overstay(tmp_path):
+    with pytest.raises(RuntimeError, match="exited with -9"):
+        paired.measure([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"], {}, tmp_path)

@@ -58,7 +58,13 @@ def measure(cmd: list[str], env: dict, cwd: Path, limit_s: float = RUN_LIMIT_S) 
     resident memory in KiB)."""
     with open(os.devnull, "wb") as null:
         proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=null, stderr=subprocess.PIPE)
-        timer = threading.Timer(limit_s, proc.kill)
+        stopped = []
+
+        def stop() -> None:
+            stopped.append(limit_s)
+            proc.kill()
+
+        timer = threading.Timer(limit_s, stop)
         timer.start()
         try:
             err = proc.stderr.read()
@@ -68,7 +74,7 @@ def measure(cmd: list[str], env: dict, cwd: Path, limit_s: float = RUN_LIMIT_S) 
             timer.cancel()
         proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
-        why = f"was stopped after {limit_s:g} s" if proc.returncode < 0 else f"exited with {proc.returncode}"
+        why = f"was stopped after {limit_s:g} s" if stopped else f"exited with {proc.returncode}"
         raise RuntimeError(f"{' '.join(cmd[2:])} {why}: {err.decode()[-400:]}")
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 
