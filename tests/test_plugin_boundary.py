@@ -27,6 +27,7 @@ PRESETS = {
     "scenarios/fairness.py": "the 2022 Megha paper's fairness experiment: a Megha run by definition",
     "tools/bench/bench_megha.py": "Megha's own benchmark, and one fixed case per scheduler",
     "tools/bench/digests.py": "a fixed list of runs, one or more per scheduler",
+    "tools/bench/paired.py": "issue 47's whole-process cases: one fixed shape per scheduler",
     "tools/reproduce/experiments/megha_2022.py": "the papers' experiments: the schedulers each one compares",
     "tools/reproduce/experiments/megha_2023.py": "the papers' experiments: the schedulers each one compares",
     "tools/reproduce/experiments/pigeon_2019.py": "the papers' experiments: the schedulers each one compares",

@@ -56,23 +56,22 @@ def command(case: str, trace: Path, jobs: int, engine: str | None, out: Path) ->
 def measure(cmd: list[str], env: dict, cwd: Path, limit_s: float = RUN_LIMIT_S) -> tuple[float, int]:
     """Run ``cmd`` to its end, or stop it after ``limit_s`` seconds: (user + system CPU in seconds, peak
     resident memory in KiB)."""
-    with open(os.devnull, "wb") as null:
-        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=null, stderr=subprocess.PIPE)
-        stopped = []
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stopped = []
 
-        def stop() -> None:
-            stopped.append(limit_s)
-            proc.kill()
+    def stop() -> None:
+        stopped.append(limit_s)
+        proc.kill()
 
-        timer = threading.Timer(limit_s, stop)
-        timer.start()
-        try:
-            err = proc.stderr.read()
-            proc.stderr.close()
-            _, status, usage = os.wait4(proc.pid, 0)  # the child's own usage (Popen.wait would not give it)
-        finally:
-            timer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
+    timer = threading.Timer(limit_s, stop)
+    timer.start()
+    try:
+        err = proc.stderr.read()
+        proc.stderr.close()
+        _, status, usage = os.wait4(proc.pid, 0)  # the child's own usage (Popen.wait would not give it)
+    finally:
+        timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
         why = f"was stopped after {limit_s:g} s" if stopped else f"exited with {proc.returncode}"
         raise RuntimeError(f"{' '.join(cmd[2:])} {why}: {err.decode()[-400:]}")
