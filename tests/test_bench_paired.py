@@ -25,10 +25,11 @@ def test_ratios_are_read_in_pairs_of_the_same_round_and_condition():
     assert got[("pigeon", "direct")]["ratios"] == [0.5, 0.6, 0.8]
     assert got[("pigeon", "peak_kib")] == {"base trio": 200, "this trio": 120, "this direct": 100}
     assert got[("pigeon", "digests")] == ["d1"]
-    assert "digest d1" in paired.report(rows)
+    assert "digest d1" in paired.report(rows) and paired.differing(rows) == []
     rows.append(_row(3, "pigeon", "src", "this", "trio", 1.0, digest="d2"))  # no base run in its round: no ratio
     assert paired.paired(rows)[("pigeon", "trio")]["ratios"] == [0.8, 0.9, 0.9]
     assert "DIFFERS: d1, d2" in paired.report(rows)
+    assert paired.differing(rows) == ["pigeon"]
 
 
 @pytest.mark.parametrize("argv, says", [
