@@ -91,6 +91,11 @@ class Actor:
         this actor while it was busy (a single server under a cost model, see ``service``)."""
         return self._now if self._cost is None else self._arrived
 
+    @property
+    def timed(self) -> bool:
+        """Whether a cost model gives this actor service times (its ``charge`` counts)."""
+        return self._cost is not None
+
     def charge(self, unit: str, count: int = 1) -> None:
         """Report ``count`` units of work (partitions searched, workers scanned, changes applied, ...)
         done by the handler running now; the cost model turns them into service time. A no-op for an

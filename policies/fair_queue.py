@@ -176,15 +176,23 @@ class FairQueue:
             self.streak += 1
         return item, placement
 
-    def reopen(self) -> None:
-        """Make parked keys eligible again (call when what callers accept may have changed)."""
+    def reopen(self, refused=None) -> None:
+        """Make parked keys eligible again (call when what callers accept may have changed). With
+        ``refused``, the keys for which ``refused(key)`` is true stay parked: the caller knows it would
+        refuse them again (so a pass skips them, in the same order as if it had offered them)."""
         for cls in (HIGH, LOW):
             parked = self._parked[cls]
             if parked:  # one heapify, not a push each (a pass parks every signature it cannot place)
                 heads = self._heads[cls]
-                heads.extend(parked)
+                if refused is None:
+                    heads.extend(parked)
+                    parked.clear()
+                else:
+                    kept = []
+                    for entry in parked:
+                        (kept if refused(entry[1]) else heads).append(entry)
+                    parked[:] = kept
                 heapify(heads)
-                parked.clear()
 
     def pop(self, accept=None):
         """One WFQ step: ``(cls, item, placement)`` from the due class first, else the other; or None."""

@@ -240,6 +240,13 @@ class PartitionView:
                 return True
         return False
 
+    def having(self, constraints: tuple[int, ...] = ()) -> int:
+        """The workers having every one of ``constraints`` (all of them for none), as bits of an int."""
+        mask = self._masks.get(constraints, False)
+        if mask is False:
+            mask = self._build_mask(constraints)
+        return self._all if mask is None else mask
+
     def constraint_bits(self, constraints: tuple[int, ...] = ()) -> int:
         """``constraints`` as bits of an int (bit c for id c): a worker has them all when they are
         among its ``worker_constraints``. ConfigError for an id out of range, like ``suitable``."""

@@ -167,6 +167,12 @@ class KeyedQueueMachine(RuleBasedStateMachine):
         self.fq.reopen()
         self.parked.clear()
 
+    @rule(still=st.sets(st.integers(0, 4)))
+    def reopen_some(self, still):
+        """The caller knows it would refuse the keys in ``still`` again: they stay parked."""
+        self.fq.reopen(lambda key: key in still)
+        self.parked &= still
+
     @invariant()
     def sizes(self):
         assert len(self.fq) == self.fq.size(HIGH) == len(self.items)

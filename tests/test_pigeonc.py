@@ -184,3 +184,97 @@ def test_long_task_runs_on_an_idle_worker_no_short_task_matches():
     assert long_task.worker == 1 and long_task.start_us == US + 1000  # timer + 2 hops of 0.5 ms
     assert long_task.start_us < short[1].start_us
     assert fabric.actor(1).statistics().served_low == 1
+
+
+def _dispatch(workers, aware=True, reserved=0, policy="random", make=None):
+    """A master's dispatch of ``workers`` on a host of its own, with no cost model."""
+    from types import SimpleNamespace
+
+    from fedemu.actors.pigeon.dispatch import Dispatch
+    from fedemu.fabric.rand import Stream
+    from fedemu.policies.worker_choice import get_worker_choice
+
+    recorder = SimpleNamespace(task_dispatched=lambda *a: None, count=lambda *a: None)
+    host = SimpleNamespace(timed=False, charge=lambda *a: None, now=0, fabric=SimpleNamespace(event_log=None))
+    cfg = SimpleNamespace(workers=workers, member_names=[f"m{i}" for i in range(len(workers) + 1)],
+                          recorder=recorder, policy=get_worker_choice(policy), aware=aware, num_resources=1,
+                          reserved=reserved, weight=2)
+    return (make or Dispatch)(host, cfg, Stream(7, "choice"))
+
+
+def test_a_status_that_gives_a_worker_more_room_offers_a_key_refused_for_room_again():
+    """A worker still available for one unit whose status gives it a second: the key of a two-unit task,
+    refused when it had one, is offered again (a gain that changes no availability)."""
+    from fedemu.actors.common.front_end import Pending
+    from fedemu.policies.fair_queue import HIGH
+
+    dispatch = _dispatch((WorkerSpec(0, 0, (3,), (1,)),))
+    placed = []
+    launch = lambda cls, task, local: placed.append(task.job_id)  # noqa: E731
+    dispatch.refresh(0, [1])  # the status says one unit is free
+    dispatch.enqueue(Pending(1, 0, 1, (1,), (2,), 0), HIGH)
+    dispatch.run(launch)
+    assert placed == [] and dispatch.fq.rejected == 1
+    dispatch.refresh(0, [2])  # still available, with room for two now
+    dispatch.run(launch)
+    assert placed == [1]
+
+
+def _every_key(host, cfg, choice):
+    """A master's dispatch as it was before the refusal memo: every pass offers every queued key again."""
+    from fedemu.actors.pigeon.dispatch import Dispatch
+
+    class Offered(Dispatch):
+        def _reopen(self):
+            self.gained = 0
+            self.fq.reopen()
+
+    return Offered(host, cfg, choice)
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_a_pass_skips_only_keys_it_would_refuse_again(data):
+    """The dispatch offers a pass only the refused keys some worker that gained free capacity since could
+    serve. Against a dispatch that offers every key each pass, under any sequence of arrivals, releases,
+    statuses and passes (PigeonC and Pigeon with reserved workers, one or two units of demand): the same
+    tasks on the same workers in the same order with the same draws, and never more offers refused."""
+    from fedemu.actors.common.front_end import Pending
+    from fedemu.policies.fair_queue import HIGH, LOW
+
+    n = data.draw(st.integers(1, 6))
+    caps = [data.draw(st.integers(1, 3)) for _ in range(n)]
+    workers = tuple(WorkerSpec(i, 0, (caps[i],), tuple(data.draw(st.sets(st.integers(0, 3), max_size=3))))
+                    for i in range(n))
+    aware = data.draw(st.booleans())
+    reserved = 0 if aware else data.draw(st.integers(0, n - 1))
+    policy = data.draw(st.sampled_from(["random", "min-constraints"]))
+    made = [(_dispatch(workers, aware, reserved, policy, make), []) for make in (None, _every_key)]
+    running: list[tuple] = []  # (local, demand) of each task placed and not yet released
+    for step in range(data.draw(st.integers(1, 40))):
+        op = data.draw(st.sampled_from(["task", "task", "release", "status", "pass"]))
+        if op == "task":
+            constraints = data.draw(st.lists(st.integers(0, 3), max_size=2).map(tuple))
+            demand, cls = (data.draw(st.integers(1, 2)),), data.draw(st.sampled_from([HIGH, LOW]))
+            for dispatch, _ in made:
+                dispatch.admit(demand)
+                dispatch.enqueue(Pending(step, 0, 1, constraints, demand, 0), cls)
+        elif op == "release" and running:
+            local, demand = running.pop(data.draw(st.integers(0, len(running) - 1)))
+            for dispatch, _ in made:
+                dispatch.release(local, demand)
+        elif op == "status":
+            local = data.draw(st.integers(0, n - 1))
+            held = sum(d[0] for w, d in running if w == local)
+            free = data.draw(st.integers(0, caps[local] - held))  # (a status may say less is free than is)
+            for dispatch, _ in made:
+                dispatch.refresh(local, [free])
+        if op in ("task", "release", "pass"):  # an arrival or an idle notice runs a pass (and a tick may)
+            before = len(made[0][1])
+            for dispatch, launched in made:
+                dispatch.run(lambda cls, task, local, out=launched: out.append((cls, task.job_id, local, task.demand)))
+            assert made[0][1] == made[1][1]
+            running += [(local, demand) for _, _, local, demand in made[0][1][before:]]
+    (memo, placed), (every, _) = made
+    assert memo.fq.rejected <= every.fq.rejected
+    assert list(memo.queued) == list(every.queued)

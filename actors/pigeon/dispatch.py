@@ -13,6 +13,11 @@ Choices where the papers are silent:
 - Arrivals and idle notices both run one dispatch pass: while some queued task fits an idle worker,
   serve the class WFQ prefers, else the other. After a pass no queued task fits any idle worker.
 - PigeonC serves the oldest task of a class that fits some idle worker; Pigeon is FIFO per class.
+- A pass offers again only the (constraints, demand) keys that the last pass refused and that some worker
+  which gained free capacity since could serve: the others would be refused again (between passes a
+  worker only gains by a release or a status; within one it only loses). The same tasks are placed on the
+  same workers with the same draws; only under a cost model is every key offered, as each offer is
+  charged.
 - Pigeon ignores constraints, as published; a task placed on a machine lacking one of its constraints
   is counted as ``constraint_violations``.
 """
@@ -61,6 +66,7 @@ class Dispatch:
         self.accept = (self._match_high, self._match_low) if cfg.reserved else (self._match_any, self._match_any)
         self.choice = choice
         self.queued: dict[tuple, tuple] = {}  # (job, index) -> (Pending, class), in arrival order
+        self.gained = 0  # the workers that gained free capacity since the last pass, as bits
 
     def __len__(self) -> int:
         """Tasks in the queues (a task dropped from ``queued`` stays there until its turn comes)."""
@@ -84,7 +90,10 @@ class Dispatch:
 
     def refresh(self, local: int, free: list) -> None:
         """Worker ``local`` has ``free`` (what the master believes it runs taken off its capacity)."""
-        change = self.view.update(local, free)
+        view = self.view
+        change = view.update(local, free)
+        if change is not None and view.grew:
+            self.gained |= 1 << local
         if change:
             self._count(local, change)
 
@@ -93,6 +102,7 @@ class Dispatch:
         view = self.view
         before = view.is_available(local)
         view.release(local, demand)
+        self.gained |= 1 << local
         if not before and view.is_available(local):
             self._count(local, 1)
 
@@ -120,6 +130,7 @@ class Dispatch:
         queued = self.queued
         recorder = self.recorder
         h = self.h
+        self._reopen()
         while len(fq):
             if self.unit_gate and view.free_count == 0:
                 break
@@ -149,7 +160,16 @@ class Dispatch:
                     break
             else:
                 break
-        fq.reopen()
+
+    def _reopen(self) -> None:
+        """Offer again the keys the last pass refused, except those no worker that gained since could
+        serve (every key under a cost model: offers are charged)."""
+        gained, self.gained = self.gained, 0
+        if self.h.timed:
+            self.fq.reopen()
+        elif gained:
+            having = self.view.having
+            self.fq.reopen(lambda key: not having(key[0]) & gained)
 
     def _blocked(self, constraints) -> bool:
         cons_free = self.cons_free
