@@ -276,5 +276,6 @@ def test_a_pass_skips_only_keys_it_would_refuse_again(data):
             assert made[0][1] == made[1][1]
             running += [(local, demand) for _, _, local, demand in made[0][1][before:]]
     (memo, placed), (every, _) = made
+    assert memo.choice.counter == every.choice.counter  # the same draws from the same stream
     assert memo.fq.rejected <= every.fq.rejected
     assert list(memo.queued) == list(every.queued)
