@@ -12,6 +12,8 @@ import math
 from array import array
 from bisect import bisect_right
 
+import numpy as np
+
 _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
 MIX1, MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # splitmix64's multipliers (fastpath inlines mix64)
@@ -73,6 +75,17 @@ class Stream:
     def random(self) -> float:
         """A float in [0, 1)."""
         return (self.bits64() >> 11) / _TWO_53
+
+    def randoms(self, n: int) -> np.ndarray:
+        """The next ``n`` values of ``random()`` at once, as float64: the same numbers, in order (numpy's
+        uint64 arithmetic wraps as ``& MASK`` does), for draws made by the thousand."""
+        c = np.arange(self.counter + 1, self.counter + n + 1, dtype=np.uint64)
+        self.counter += n
+        z = np.uint64(self.key) + c * np.uint64(_GOLDEN)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(MIX1)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(MIX2)
+        z ^= z >> np.uint64(31)
+        return (z >> np.uint64(11)).astype(np.float64) / _TWO_53
 
     def randrange(self, n: int) -> int:
         """An integer in [0, n), n >= 1 (multiply-shift; bias below 2**-40 for n < 2**24)."""

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import attrs
+import numpy as np
 
 from fedemu.fabric.errors import ConfigError, unknown_name
 from fedemu.fabric.rand import Stream
@@ -352,15 +353,22 @@ def build_cluster(
         always = [c for c, f in enumerate(fractions) if f >= 1.0]
         maybe = [(c, f) for c, f in enumerate(fractions) if 0.0 < f < 1.0]
         draws = stream.child(f"cluster-{index}")
+        # Worker j's draws are numbers j * len(maybe) ... of the stream, one per maybe-constraint in order:
+        # drawn at once (``randoms``), the same numbers as a draw a constraint.
+        draws = draws.randoms(workers_per_cluster * len(maybe)).reshape(workers_per_cluster, len(maybe))
+        got = (draws < np.array([f for _, f in maybe], dtype=np.float64)).tolist()
+        ids = [c for c, _ in maybe]
         workers = []
-        for j in range(workers_per_cluster):
-            provided = always + [c for c, f in maybe if draws.random() < f]
+        for j, row in enumerate(got):
+            provided = [c for c, g in zip(ids, row) if g]
+            if always:
+                provided = sorted(always + provided)
             workers.append(
                 WorkerSpec(
                     worker_id=index * workers_per_cluster + j,
                     cluster=index,
                     capacity=capacity,
-                    constraints=tuple(sorted(provided)),
+                    constraints=tuple(provided),
                 )
             )
         specs.append(ClusterSpec(index=index, profile=profile, workers=tuple(workers)))
@@ -389,7 +397,6 @@ def _assign_model(jobs: Iterable[Job], model: TaskModel, stream: Stream) -> Iter
     raw 64-bit words (whose sequence numpy keeps stable across versions), turned into uniforms here.
     A task's type is the top two bits' worth (``types`` equal parts), its cluster the first whose
     cumulative weight exceeds a uniform, each constraint a uniform below its percentage / 100."""
-    import numpy as np
 
     bits = np.random.PCG64(stream.bits64())
     per_type = np.array(model.weights, dtype=float).T  # [type][cluster]

@@ -217,6 +217,31 @@ def test_build_cluster_is_deterministic_and_clusters_are_independent():
     assert more.clusters[:3] == a.clusters
 
 
+def _machines_drawn_one_by_one(clusters, per_cluster, table, stream):
+    """The model: each worker of cluster i, in turn, draws once per constraint its profile gives to some
+    machines and not all (in constraint order) from ``cluster-{i}``, and has it when the draw is below
+    the fraction; a constraint of fraction 1 it always has."""
+    out = []
+    for i in range(clusters):
+        fractions = table.fractions(table.profiles[i % len(table.profiles)])
+        draws = stream.child(f"cluster-{i}")
+        for _ in range(per_cluster):
+            out.append(tuple(c for c, f in enumerate(fractions) if f >= 1.0 or (0.0 < f < 1.0 and draws.random() < f)))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32), clusters=st.integers(1, 5), per_cluster=st.integers(1, 60),
+       scarcity=st.sampled_from([0.05, 0.3, 1.0, 4.0]))
+def test_build_cluster_draws_as_a_draw_per_constraint_would(seed, clusters, per_cluster, scarcity):
+    """The machines' constraints, drawn a cluster at a time, are those of a draw per worker and constraint
+    (a scarcity under 1 makes some fractions 1: those constraints are had without a draw)."""
+    table = TABLE.with_scarcity(scarcity)
+    cluster = build_cluster(clusters=clusters, workers_per_cluster=per_cluster, table=table, stream=Stream(seed, "m"))
+    got = [w.constraints for w in cluster.workers()]
+    assert got == _machines_drawn_one_by_one(clusters, per_cluster, table, Stream(seed, "m"))
+
+
 def test_build_cluster_explicit_profiles_and_capacity():
     cluster = build_cluster(
         clusters=2,

@@ -47,3 +47,14 @@ def test_the_ends_of_the_range():
             Weights(zero)
         with pytest.raises(ValueError, match="positive total weight"):
             s.weighted_index(zero)
+
+
+@given(seed=st.integers(0, 2**64 - 1), name=st.text(max_size=8), start=st.integers(0, 2**62), n=st.integers(0, 300))
+def test_randoms_are_the_next_draws_of_random(seed, name, start, n):
+    """``randoms(n)`` is ``n`` calls of ``random()`` at once: the same floats, bit for bit, and the counter
+    where those calls leave it, so the draw after them is the same too."""
+    a, b = Stream(seed, name), Stream(seed, name)
+    a.counter = b.counter = start
+    assert a.randoms(n).tolist() == [b.random() for _ in range(n)]
+    assert a.counter == b.counter == start + n
+    assert a.random() == b.random()
