@@ -57,6 +57,18 @@ def test_unknown_scenario(capsys):
     assert code == 2 and err.startswith("fedemu: error: unknown scenario 'nosuch'; known: ") and "demo" in err
 
 
+@pytest.mark.parametrize("name", ["default", "demo", "nosuch", "constraints", "__init__", "", ".", "..", "a/b",
+                                  "../scenarios/default", "default.py", "demo\x00", "DEFAULT", " demo"])
+def test_a_name_is_known_as_the_whole_list_says(name):
+    """``is_known`` reads one file where ``known_scenarios`` reads them all: the same answer, whatever the
+    name (modules that are not scenarios, paths, names no file can have)."""
+    from fedemu.tools.run import runner
+
+    assert runner.is_known(name) == (name in runner.known_scenarios())
+    for known in runner.known_scenarios():
+        assert runner.is_known(known)
+
+
 def test_check_determinism_on_the_demo(capsys, tmp_path):
     main(["run", "demo", "--journal", str(tmp_path / "j"), "--quiet", "--set", "duration_ms=300"])
     capsys.readouterr()

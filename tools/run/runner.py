@@ -54,7 +54,7 @@ def scenario_ref(ref: str) -> str:
 
     A name the project knows wins over a file of that name in the working directory."""
     name = ref.split(".", 1)[1] if ref.startswith("scenarios.") else ref
-    if name in known_scenarios():
+    if is_known(name):
         return f"scenarios.{name}"
     path = Path(ref)
     if not (ref.endswith(".py") or os.sep in ref or path.exists()):
@@ -69,7 +69,7 @@ def scenario_ref(ref: str) -> str:
     if path.suffix != ".py":
         raise ConfigError(f"scenario file {ref!r} is not a .py file")
     resolved = path.resolve()
-    if resolved.parent == SCENARIO_DIR and resolved.stem in known_scenarios():
+    if resolved.parent == SCENARIO_DIR and is_known(resolved.stem):
         return f"scenarios.{resolved.stem}"
     return str(resolved)
 
@@ -97,7 +97,18 @@ def known_scenarios() -> list[str]:
     return list(_scenarios_among(files))
 
 
-@functools.lru_cache(maxsize=4)
+def is_known(name: str) -> bool:
+    """Whether ``name`` is in ``known_scenarios()``, from its own file alone (a run parses one, not all)."""
+    path = SCENARIO_DIR / f"{name}.py"
+    try:
+        if os.sep in name or name.startswith(".") or not path.is_file():
+            return False
+        return bool(_scenarios_among(((path, path.stat().st_mtime_ns),)))
+    except (OSError, ValueError):  # a name no file can have (a NUL in it)
+        return False
+
+
+@functools.lru_cache(maxsize=16)
 def _scenarios_among(files: tuple) -> tuple[str, ...]:
     """The scenario modules among ``files`` ((path, mtime) pairs: a changed file is parsed again); the
     fault search resolves a scenario name for each of its many runs."""
