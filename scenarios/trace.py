@@ -15,6 +15,7 @@ before it is held in memory.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Iterator
@@ -168,10 +169,25 @@ def _parse_line(path, lineno: int, fields: list[str]) -> tuple[int, tuple[int, .
     n = _num_tasks(path, lineno, fields)
     arrival_us = seconds_to_us(_seconds(path, lineno, fields, 0))
     _seconds(path, lineno, fields, 2)  # the trace's own mean is checked but not used: Job derives it
-    durations = tuple(
-        max(MIN_TASK_US, seconds_to_us(_seconds(path, lineno, fields, i))) for i in range(3, n + 3)
-    )
-    return arrival_us, durations
+    seconds = _plain_seconds(fields[3:])
+    if seconds is None:  # some duration is not a plain number in range: the field-by-field read names it
+        seconds = [_seconds(path, lineno, fields, i) for i in range(3, n + 3)]
+    return arrival_us, tuple(us if us > MIN_TASK_US else MIN_TASK_US for us in map(seconds_to_us, seconds))
+
+
+def _plain_seconds(tokens: list[str]) -> list[float] | None:
+    """The tokens as numbers of seconds when every one is what ``_seconds`` accepts, else None: a line's
+    durations read at once (a trace has a hundred thousand of them), the same floats."""
+    if any(map(str.__contains__, tokens, itertools.repeat("_"))):
+        return None
+    try:
+        values = list(map(float, tokens))
+    except ValueError:
+        return None
+    total = sum(values)  # NaN if any is NaN (or they hold both infinities), infinite if any is
+    if total != total or total == math.inf or total == -math.inf:
+        return None
+    return values if min(values) >= 0 and max(values) <= MAX_TRACE_S else None
 
 
 def _jobs(path, limit: int | None, first_job_id: int, fill=None, users: int | None = None) -> Iterator[Job]:

@@ -243,3 +243,30 @@ def test_fuzzed_trace_files_load_or_give_a_file_line_error(tmp_path_factory, dat
     for job in jobs:
         assert 0 <= job.arrival_us <= bound
         assert all(1 <= d <= bound for d in job.durations_us)
+
+
+_TOKEN = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.floats(0, 2e7).map(repr),
+    st.integers(-5, 10**8).map(str),
+    st.sampled_from(["1_0", "nan", "-inf", "inf", "1e7", "1e7000", "-0.0", "0x10", "", "1e", " 3", "٣", "+2", "2."]),
+)
+
+
+@settings(max_examples=300)
+@given(tokens=st.lists(_TOKEN, min_size=1, max_size=6))
+def test_a_lines_durations_read_at_once_are_those_read_one_by_one(tokens):
+    """``_plain_seconds`` gives the floats ``_seconds`` gives field by field when it accepts every one, and
+    None (the field-by-field read then names the bad one) when it refuses any."""
+    from fedemu.scenarios.trace import _plain_seconds, _seconds
+
+    fields = ["0", str(len(tokens)), "1", *tokens]
+    at_once = _plain_seconds(tokens)
+    one_by_one = []
+    for i in range(3, len(fields)):
+        try:
+            one_by_one.append(_seconds("t.tr", 1, fields, i))
+        except TraceError:
+            assert at_once is None
+            return
+    assert at_once is not None and [repr(v) for v in at_once] == [repr(v) for v in one_by_one]
