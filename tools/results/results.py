@@ -248,36 +248,10 @@ LINE_STYLES = (("-", "o", 2.6), ("--", "s", 1.8), (":", "^", 1.8), ("-.", "D", 1
                ((0, (3, 1, 1, 1)), "P", 1.2), ((0, (1, 1)), "X", 1.2))
 
 
-def plot_cdfs(
-    path, series: dict, xlabel: str, log: bool = True, *, title: str | None = None,
-    floor: float = DELAY_FLOOR_S,
-) -> None:
-    """One figure with the empirical CDF of each labelled series (Agg backend, no pyplot state).
-
-    With ``log`` the x axis is logarithmic and values <= 0 are drawn at ``floor``; the legend counts
-    them and a note under the plot says so.
-    """
-    fig = agg_figure(figsize=(7, 4.8))
-    ax = fig.add_subplot()
-    clipped = draw_cdfs(ax, series, xlabel, log, title=title, floor=floor)
-    if clipped:
-        fig.text(0.01, 0.01, f"values <= 0 (e.g. a zero delay) are drawn at {floor:g} on the log axis",
-                 fontsize=8, color="0.3")
-    # The margins tight_layout finds for this figure, fixed (its labels are the same size whatever the data):
-    # finding them draws the whole figure once more (docs/performance.md, What a run's results cost).
-    fig.subplots_adjust(left=0.095, right=0.965, bottom=0.155 if clipped else 0.125, top=0.92 if title else 0.965)
-    fmt = Path(path).suffix.lstrip(".") or "png"
-    with atomic_write(path, "wb") as f:
-        fig.savefig(f, format=fmt, dpi=110, metadata={"Software": None} if fmt == "png" else None)
-
-
-def draw_cdfs(ax, series: dict, xlabel: str, log: bool = True, *, title: str | None = None,
-              floor: float = DELAY_FLOOR_S) -> bool:
-    """Draw the empirical CDF of each labelled series onto the matplotlib axis ``ax`` (after the curves it
-    holds already, each in a style of its own); returns whether values <= 0 were drawn at ``floor``."""
-    drawn = len(ax.get_lines())  # the curves an earlier call drew: the styles go on from there
-    plotted = 0
-    clipped = False
+def cdf_curves(series: dict, log: bool, floor: float) -> tuple[list, bool]:
+    """The empirical CDF of each non-empty labelled series as ``(legend text, x, p)``, and whether any value
+    <= 0 was drawn at ``floor`` (``log`` only; the legend text counts them)."""
+    curves, clipped = [], False
     for label, values in series.items():
         v = np.asarray(values, dtype=np.float64).reshape(-1)
         if v.size == 0:
@@ -289,12 +263,62 @@ def draw_cdfs(ax, series: dict, xlabel: str, log: bool = True, *, title: str | N
                 text += f", {zeros} at <= 0"
                 clipped = True
             v = np.maximum(v, floor)
-        x, p = _ecdf_points(v)
+        curves.append((text + ")", *_ecdf_points(v)))
+    return curves, clipped
+
+
+def plot_cdfs(
+    path, series: dict, xlabel: str, log: bool = True, *, title: str | None = None,
+    floor: float = DELAY_FLOOR_S,
+) -> None:
+    """One figure with the empirical CDF of each labelled series (a PNG drawn by ``chart``, not matplotlib).
+
+    With ``log`` the x axis is logarithmic and values <= 0 are drawn at ``floor``; the legend counts
+    them and a note under the plot says so.
+    """
+    _write_png(path, cdf_chart(series, xlabel, log, title=title, floor=floor))
+
+
+def cdf_chart(series: dict, xlabel: str, log: bool = True, *, title: str | None = None,
+              floor: float = DELAY_FLOOR_S):
+    """``plot_cdfs``'s figure as a ``chart.Chart``: a step curve per non-empty series, each in a style of its own
+    (LINE_STYLES, tab10 colours), the legend lower right, "no data" when there is none."""
+    from fedemu.tools.results import chart
+
+    panel = chart.Panel(ylim=(0.0, 1.02), ylabel="CDF", legend="lower right")
+    curves, clipped = cdf_curves(series, log, floor)
+    for i, (text, x, p) in enumerate(curves):
+        style, marker, width = LINE_STYLES[i % len(LINE_STYLES)]
+        start, step = _marks(x.size, i)
+        look = chart.Style(chart.TAB10[i % len(chart.TAB10)], width, chart.dash_pattern(style), marker)
+        panel.step(x, p, look, text, slice(start, None, step))
+    if not panel.series:
+        panel.message = "no data"
+    note = f"values <= 0 (e.g. a zero delay) are drawn at {floor:g} on the log axis" if clipped else ""
+    return chart.Chart(7, 4.8, [panel], xlog=log and bool(panel.series), title=title or "", xlabel=xlabel, note=note)
+
+
+def _write_png(path, figure) -> None:
+    """A ``chart.Chart`` as a PNG file at ``path`` (a suffix other than .png is a ValueError: PNG is all it writes)."""
+    if Path(path).suffix.lower() not in ("", ".png"):
+        raise ValueError(f"{path}: the plots are written as PNG only (.png)")
+    png = figure.png()
+    with atomic_write(path, "wb") as f:
+        f.write(png)
+
+
+def draw_cdfs(ax, series: dict, xlabel: str, log: bool = True, *, title: str | None = None,
+              floor: float = DELAY_FLOOR_S) -> bool:
+    """Draw the empirical CDF of each labelled series onto the matplotlib axis ``ax`` (after the curves it
+    holds already, each in a style of its own); returns whether values <= 0 were drawn at ``floor``."""
+    drawn = len(ax.get_lines())  # the curves an earlier call drew: the styles go on from there
+    curves, clipped = cdf_curves(series, log, floor)
+    for plotted, (text, x, p) in enumerate(curves):
         style, marker, width = LINE_STYLES[(drawn + plotted) % len(LINE_STYLES)]
-        ax.step(x, p, where="post", label=text + ")", linestyle=style, linewidth=width, marker=marker,
+        ax.step(x, p, where="post", label=text, linestyle=style, linewidth=width, marker=marker,
                 markevery=_marks(x.size, drawn + plotted), markersize=5, markerfacecolor="none",
                 zorder=2 + drawn + plotted)
-        plotted += 1
+    plotted = len(curves)
     if log and plotted:
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(_plain_powers()(10))
@@ -343,25 +367,25 @@ def plot_balance(path, times_s: np.ndarray, imbalance: np.ndarray, variance: np.
                  title: str | None = None) -> None:
     """imbalance.png: Qin's imbalance Im(t) over time (max minus mean machine load, eq. 1) with its mean,
     and TEBAS's utilization variance below it (eqs. 10-12), one point per balance.csv sample."""
-    fig = agg_figure(figsize=(7, 5.2))
-    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": (3, 2)})
-    for ax, values, label in ((top, imbalance, "imbalance Im(t)"), (bottom, variance, "utilization variance")):
+    _write_png(path, balance_chart(times_s, imbalance, variance, title=title))
+
+
+def balance_chart(times_s: np.ndarray, imbalance: np.ndarray, variance: np.ndarray, *, title: str | None = None):
+    """``plot_balance``'s figure as a ``chart.Chart``: two panels sharing the time axis, each series with a
+    dashed line at its mean and the legend upper right, "no data" in a panel with none."""
+    from fedemu.tools.results import chart
+
+    panels = [chart.Panel(height=3), chart.Panel(height=2)]
+    for panel, values, label in zip(panels, (imbalance, variance), ("imbalance Im(t)", "utilization variance")):
         if values.size:
-            ax.plot(times_s, values, linewidth=1.2, label=label)
-            ax.axhline(float(values.mean()), color="0.4", linestyle="--", linewidth=1,
-                       label=f"mean {float(values.mean()):.4g}")
-            ax.legend(loc="upper right", fontsize=8)
+            mean = float(values.mean())
+            panel.line(times_s, values, chart.Style(chart.TAB10[0], 1.2), label)
+            panel.hline(mean, chart.Style("#666666", 1.0, chart.dash_pattern("--")), f"mean {mean:.4g}")
+            panel.legend, panel.legend_pt = "upper right", 8
         else:
-            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
-        ax.set_ylabel(label)
-        ax.grid(True, alpha=0.4)
-    bottom.set_xlabel("virtual time (s)")
-    if title:
-        top.set_title(title)
-    fig.tight_layout()
-    fmt = Path(path).suffix.lstrip(".") or "png"
-    with atomic_write(path, "wb") as f:
-        fig.savefig(f, format=fmt, dpi=110, metadata={"Software": None} if fmt == "png" else None)
+            panel.message = "no data"
+        panel.ylabel = label
+    return chart.Chart(7, 5.2, panels, title=title or "", xlabel="virtual time (s)")
 
 
 def agg_figure(**kwargs):
