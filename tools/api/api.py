@@ -13,13 +13,15 @@ import contextlib
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fedemu.fabric.errors import ConfigError
 
 from ..run import outdir, runner
-from .api_comparison import Comparison, loaded_comparison
 from .api_result import Result, loaded, tables_of
+
+if TYPE_CHECKING:  # imported where used: ``fedemu run`` needs none of a comparison's machinery
+    from .api_comparison import Comparison
 
 PathLike = str | os.PathLike
 
@@ -134,6 +136,7 @@ def sweep(scenario: str, *, schedulers, policies, seeds, overrides: dict, out=No
     ``say(text)`` gets the lines the command prints before the runs, ``note(result, finished, total)`` each
     run's end; ``plots``: each run's folder gets its own plots too; ``engine``: the runs' (``run``)."""
     from ..run import compare, pool
+    from .api_comparison import Comparison
 
     out = None if out is None else os.fspath(out)
     folder = None if out is None else Path(out)
@@ -187,6 +190,8 @@ def load(path: PathLike) -> Result | Comparison | Replay:
     if not folder.is_dir():
         raise ConfigError(f"{path}: no such folder or journal")
     if (folder / outdir.COMPARE_PLAN).is_file():
+        from .api_comparison import loaded_comparison
+
         return loaded_comparison(folder)
     return loaded(folder)
 
