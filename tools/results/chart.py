@@ -48,7 +48,7 @@ MARKERS = {  # matplotlib's marker outlines, in marker sizes, y up ("o" is a cir
                                              (-1, 2), (-2, 1), (-1, 0), (-2, -1))),
 }
 LEGEND_CORNERS = {"upper right": 0.0, "lower right": 1.0}  # where the box sits: its top at 0, its bottom at 1
-_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")  # results.plain_power reads it too
 
 
 def dash_pattern(linestyle) -> tuple[float, ...]:
@@ -156,7 +156,7 @@ def power_label(value: float) -> str:
     """``10⁻³`` for a power of ten, ``2×10⁻³`` for another value of a log axis."""
     exp = math.floor(math.log10(value) + 1e-9)
     coeff = round(value / 10.0 ** exp, 6)
-    power = "10" + str(exp).translate(_SUPERSCRIPT)
+    power = "10" + str(exp).translate(SUPERSCRIPT)
     return power if coeff == 1 else f"{coeff:g}×{power}"
 
 

@@ -336,18 +336,19 @@ def draw_cdfs(ax, series: dict, xlabel: str, log: bool = True, *, title: str | N
     return clipped
 
 
-_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 _POWER = re.compile(r"\$\\mathdefault\{(?:([0-9.]+)\\times)?(-?)([0-9]+)\^\{(-?[0-9]+)\}\}\$")
 
 
 def plain_power(label: str) -> str:
     """A log-axis tick label as matplotlib writes it in mathtext (``$\\mathdefault{2\\times10^{-3}}$``) as plain
     text with superscripts (``2×10⁻³``); any other label as it is."""
+    from fedemu.tools.results.chart import SUPERSCRIPT
+
     m = _POWER.fullmatch(label)
     if m is None:
         return label
     coeff, sign, base, exp = m.groups()
-    return f"{sign}{coeff + '×' if coeff else ''}{base}{exp.translate(_SUPERSCRIPT)}"
+    return f"{sign}{coeff + '×' if coeff else ''}{base}{exp.translate(SUPERSCRIPT)}"
 
 
 @functools.cache
