@@ -14,6 +14,7 @@ scheduler (``tests/test_plugin_boundary.py``).
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -140,6 +141,19 @@ class Histogram:
     when: str
     caption_role: str = ""
     caption: tuple[tuple[str, str], ...] = ()
+
+
+def deferred(module: str, name: str) -> Callable:
+    """The function ``name`` of ``module``, imported when first called. The registry imports every plug-in for its
+    declarations; a plug-in names its actor modules' functions (its checks) this way, and imports its actor
+    classes inside its build, so that a run imports only its own scheduler's actors."""
+
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"{module}.{name}, imported at the first call."
+    return call
 
 
 def _nothing(params) -> None:

@@ -6,6 +6,10 @@ Adding a scheduler: write its package (``actors/<name>/``, with a ``plugin.Sched
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
+from fedemu.fabric import messages
 from fedemu.fabric.errors import unknown_name
 from fedemu.fabric.log import Event
 
@@ -27,6 +31,18 @@ def get(name: str) -> Scheduler:
         return SCHEDULERS[name]
     except (KeyError, TypeError):
         raise unknown_name("scheduler", name, tuple(SCHEDULERS)) from None
+
+
+def import_actors() -> None:
+    """Import every module of the actors' packages. The plug-ins import their actors when a run builds them, so a
+    process holds only its own scheduler's message kinds; reading a journal of another needs them all
+    (``fabric.messages`` calls this the first time it meets a kind it does not know)."""
+    package = importlib.import_module(__package__)
+    for found in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+        importlib.import_module(found.name)
+
+
+messages.import_kinds = import_actors
 
 
 def _first_of_each(items, key) -> tuple:

@@ -3,6 +3,11 @@
 ``@message("gm.launch")`` makes a class a frozen, slotted attrs class and registers it, so the journal
 can write it as ``[tag, (field, ...)]`` and replay can rebuild it. Field values must be plain data
 (int, float, str, bytes, bool, None, tuples/lists of those) or other registered classes.
+
+A kind registers when its module is imported, and a run imports only its own scheduler's actors. So the first
+time a tag is looked up and not found, ``import_kinds`` (set by the actors' registry to import every
+scheduler's modules) is called, once, and the tag looked up again: a journal of any scheduler reads the same
+in any process.
 """
 
 from __future__ import annotations
@@ -16,6 +21,18 @@ from .errors import JournalError
 
 _BY_TAG: dict[str, type] = {}
 _NESTED_EXT = 1
+import_kinds = None  # a callable that imports the modules defining the kinds not imported yet (see above)
+
+
+def _kind(tag: str) -> type | None:
+    """The class registered under ``tag``; None if none is, even once every kind is imported."""
+    global import_kinds
+    cls = _BY_TAG.get(tag)
+    if cls is None and import_kinds is not None:
+        load, import_kinds = import_kinds, None
+        load()
+        cls = _BY_TAG.get(tag)
+    return cls
 
 
 def register(cls: type, tag: str) -> type:
@@ -128,14 +145,14 @@ def _ext_hook(code, data):
         tag, fields = msgpack.unpackb(data, use_list=False, ext_hook=_ext_hook, raw=False, strict_map_key=False)
         if not isinstance(tag, str) or not isinstance(fields, tuple):
             raise ValueError(f"a nested message is [tag, fields], got {tag!r:.60}, {fields!r:.60}")
-        cls = _BY_TAG.get(tag)
+        cls = _kind(tag)
         return Unregistered(tag, fields) if cls is None else cls(*fields)
     return msgpack.ExtType(code, data)
 
 
 def decode(tag: str, fields):
     """Rebuild a registered message from its tag and field tuple."""
-    cls = _BY_TAG.get(tag)
+    cls = _kind(tag)
     if cls is None:
         raise JournalError(f"unknown message tag {tag!r}; known: {', '.join(sorted(_BY_TAG)) or '(none)'}")
     return cls(*fields)

@@ -156,6 +156,52 @@ def test_python_dash_o_runs_megha():
     assert digest in proc.stdout.split()  # the same journal as without -O
 
 
+_ACTOR_MODULES = """
+import sys
+from fedemu.fabric.actor import Actor
+{run}
+found = sorted({{cls.__module__ for m in list(sys.modules.values()) for cls in vars(m).values()
+                 if isinstance(cls, type) and issubclass(cls, Actor) and cls.__module__.startswith("fedemu.actors.")}})
+print(" ".join(found))
+"""
+
+
+@pytest.mark.parametrize("name", [None, "pigeon", "sparrow"])
+def test_a_run_imports_only_its_own_schedulers_actors(name):
+    """The registry holds every plug-in's declarations, and no actor class (a plug-in imports its actors inside its
+    build and checks, ``actors.plugin.deferred``); a run loads its own scheduler's (and the common ones)."""
+    run = "import fedemu.actors.registry" if name is None else \
+        f"from fedemu.tools.run.runner import execute; execute('default', overrides={{'scheduler': {name!r}, 'jobs': 2}})"
+    proc = subprocess.run([sys.executable, "-c", _ACTOR_MODULES.format(run=run)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    modules = proc.stdout.split()
+    if name is None:
+        assert modules == []
+    else:
+        assert modules and all(m.startswith((f"fedemu.actors.{name}.", "fedemu.actors.common.")) for m in modules)
+
+
+def test_a_kind_of_a_scheduler_not_run_here_is_read_after_importing_the_actors():
+    """A journal of any scheduler reads in any process: the first unknown kind imports every actor module once
+    (``registry.import_actors``); a kind no module defines is still an error."""
+    code = """
+import sys
+from fedemu.actors import registry  # (sets messages.import_kinds)
+from fedemu.fabric import messages
+before = "fedemu.actors.megha.messages" in sys.modules
+msg = messages.decode("megha.launch_ok", (52, 1, 0, (), ()))
+print(before, type(msg).__module__, msg.job_id, "fedemu.actors.sparrow.node" in sys.modules)
+try:
+    messages.decode("no.such.kind", ())
+except Exception as e:
+    print(type(e).__name__)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "fedemu.actors.megha.messages", "52", "True", "JournalError"]
+
+
 def test_help_params_text_names_default_and_rule():
     text = describe(default, {"scheduler": "pigeon"})
     assert "fqw" in text and "an integer >= 1, inf, or 0 for the default" in text

@@ -17,14 +17,10 @@ from fedemu.fabric.faults import FAULT_KINDS
 from fedemu.model import param, whole_at_least
 
 from ..hawk.events import EVENTS as HAWK_EVENTS
-from ..hawk.node import node_books_balance, nodes_not_stuck
 from ..hawk.plugin import COUNTERS as HAWK_COUNTERS
-from ..hawk.plugin import PATHS, SEARCH, HybridParams, build_hybrid, panels, roles, size, submission, tour
+from ..hawk.plugin import CHECKS, PATHS, SEARCH, HybridParams, build_hybrid, panels, roles, size, submission, tour
 from ..plugin import Context, Scheduler
 from .events import EVENTS
-from .long_scheduler import EagleLongScheduler
-from .node import EagleNode
-from .scheduler import EagleScheduler
 
 _BOUND = {"ok": lambda v: v == math.inf or 0 <= v <= 1000, "expected": "a number from 0 to 1000, or inf (no bound)"}
 _ORDERS = ("srpt", "fifo")
@@ -57,6 +53,11 @@ COUNTERS = HAWK_COUNTERS + (
 
 def build(ctx: Context) -> list[str]:
     """Add every Eagle actor; returns the front ends' names (the long-job scheduler last)."""
+    # (imported here: the registry imports every plug-in, and a run only its own scheduler's actors)
+    from .long_scheduler import EagleLongScheduler
+    from .node import EagleNode
+    from .scheduler import EagleScheduler
+
     cfg: EagleParams = ctx.config
     bound = None if cfg.queue_order == "fifo" else cfg.srpt_bound
     return build_hybrid(ctx, "eagle", scheduler=EagleScheduler, long_scheduler=EagleLongScheduler, node=EagleNode,
@@ -67,7 +68,7 @@ def build(ctx: Context) -> list[str]:
 EAGLE = Scheduler("eagle", "Eagle (2016): Hawk plus Succinct State Sharing, Sticky Batch Probing and bounded "
                   "shortest-remaining-job-first queues",
                   build, config=EagleParams, counters=COUNTERS, takes_policy=False, survives=FAULT_KINDS,
-                  checks=(node_books_balance, nodes_not_stuck), roles=roles("eagle", "Eagle"),
+                  checks=CHECKS, roles=roles("eagle", "Eagle"),
                   events=HAWK_EVENTS + EVENTS,
                   search=SEARCH + (("min_probes", (1, 2, 20)), ("sticky", (False, True)),
                                    ("queue_order", _ORDERS), ("srpt_bound", (0.0, 1.0, 5.0, math.inf))),

@@ -21,11 +21,8 @@ from fedemu.fabric.faults import FAULT_KINDS
 from fedemu.model import finite_at_least, param, seconds_between, seconds_to_us, typed, whole_at_least
 from fedemu.policies.partition_view import PartitionView
 
-from ..plugin import FRONT_END_COUNTERS, Column, Context, Histogram, Role, Scheduler, Size, Submission, Table
+from ..plugin import FRONT_END_COUNTERS, Column, Context, Histogram, Role, Scheduler, Size, Submission, Table, deferred
 from .events import EVENTS
-from .long_scheduler import LongScheduler
-from .node import HawkNode, node_books_balance, nodes_not_stuck
-from .scheduler import HawkScheduler
 
 _SECONDS = seconds_between(0.001, 3600)
 _FRACTION = {"ok": lambda v: 0 <= v < 1, "expected": "a number in [0, 1)"}
@@ -85,7 +82,7 @@ def reserved_count(fraction: float, workers: int) -> int:
     return int(fraction * workers + 1e-9)
 
 
-def build_hybrid(ctx: Context, prefix: str, *, scheduler=HawkScheduler, long_scheduler=LongScheduler, node=HawkNode,
+def build_hybrid(ctx: Context, prefix: str, *, scheduler, long_scheduler, node,
                  scheduler_keys: dict | None = None, node_keys: dict | None = None) -> list[str]:
     """Add a hybrid scheduler's actors (``<prefix>-<i>``, ``<prefix>-long-0``, the nodes); returns the front ends'
     names, the long-job scheduler last. ``scheduler_keys`` and ``node_keys`` go to every scheduler and node."""
@@ -120,8 +117,14 @@ def build_hybrid(ctx: Context, prefix: str, *, scheduler=HawkScheduler, long_sch
 
 def build(ctx: Context) -> list[str]:
     """Add every Hawk actor; returns the front ends' names (the long-job scheduler last)."""
+    # (imported here: the registry imports every plug-in, and a run only its own scheduler's actors)
+    from .long_scheduler import LongScheduler
+    from .node import HawkNode
+    from .scheduler import HawkScheduler
+
     cfg: HawkParams = ctx.config
-    return build_hybrid(ctx, "hawk", scheduler_keys={"min_probes": 0},
+    return build_hybrid(ctx, "hawk", scheduler=HawkScheduler, long_scheduler=LongScheduler, node=HawkNode,
+                        scheduler_keys={"min_probes": 0},
                         node_keys={"steal_attempts": cfg.steal_attempts, "steal_limit": cfg.steal_limit})
 
 
@@ -167,10 +170,11 @@ def size(params: dict) -> Size:
 SEARCH = (("schedulers", range(1, 4)), ("probe_ratio", (1.0, 2.0, 3.0)), ("reserved_fraction", (0.0, 0.2, 0.5)))
 PATHS = ("tasks_relaunched", "probes_resent", "requests_retried", "duplicate_launches_suppressed",
          "repeated_completions", "lent_reported_lost", "long_views_rebuilt")
+CHECKS = (deferred("fedemu.actors.hawk.node", "node_books_balance"), deferred("fedemu.actors.hawk.node", "nodes_not_stuck"))
 
 HAWK = Scheduler("hawk", "Hawk (2015): long jobs placed centrally by least waiting time, short ones by "
                  "distributed batch probing; a short-only partition; work stealing",
                  build, config=HawkParams, counters=COUNTERS, takes_policy=False, survives=FAULT_KINDS,
-                 checks=(node_books_balance, nodes_not_stuck), roles=roles("hawk", "Hawk"), events=EVENTS,
+                 checks=CHECKS, roles=roles("hawk", "Hawk"), events=EVENTS,
                  search=SEARCH + (("steal_attempts", (0, 1, 10)),), paths=PATHS, size=size,
                  submission=submission, panels=panels("hawk"), tour=tour("hawk"))

@@ -126,15 +126,6 @@ class GangTimer:
 GANG_MISSES = 3  # waiting gangs a GM's pass may find no room for before it stops (the first blocks the rest
 # only after these: a bounded backfill)
 
-GANG_COUNTERS = (
-    ("gang_attempts", "gang placements a GM sent out (reservations, or one launch of a one-LM gang)"),
-    ("gang_refusals", "gang parts an LM refused to hold: its true state had not room for every task"),
-    ("gang_aborts", "gang attempts a GM released: a part was refused or not answered"),
-    ("gang_leases_expired", "gang holds an LM let go because neither a commit nor a release came in time"),
-    ("gang_commits_rechecked", "committed gang tasks an LM found no hold for and checked again (a lost hold)"),
-)
-
-
 def gang_order(workers, constraints: tuple, providers: dict | None = None) -> list[int]:
     """The order a gang's tasks are placed in: the most constrained first (more constraints, then fewer
     machines providing them), ties in task order. ``providers`` caches the machine count per constraint set."""

@@ -19,14 +19,8 @@ from fedemu.policies.fair_share import Shares
 from fedemu.actors.megha.partition_search import ORDERS as SPILL_ORDERS
 from fedemu.policies.partition_view import PartitionView
 
-from ..plugin import FRONT_END_COUNTERS, Column, Context, Role, Scheduler, Size, Submission, Table, Users
-from .checks import lm_matches_workers, one_active_lm, views_converge
+from ..plugin import FRONT_END_COUNTERS, Column, Context, Role, Scheduler, Size, Submission, Table, Users, deferred
 from .events import EVENTS
-from .gang import GANG_COUNTERS
-from .global_manager import GlobalManager
-from .gm_fairness import FairConfig
-from .local_manager import FaultTimes, LocalManager
-from .worker import MeghaWorker
 
 
 GM_QUEUES = ("fifo", "fewest-remaining")
@@ -138,7 +132,13 @@ COUNTERS = FRONT_END_COUNTERS + (
     ("preemption_attempts", "preemption requests GMs sent (users; Algorithm 2 under contention)"),
     ("preemptions", "tasks an LM preempted: stopped on their worker, their work lost, queued again at their GM"),
     ("preemptions_refused", "preemption requests an LM refused on verification (the GM's view was stale)"),
-) + GANG_COUNTERS
+    # gangs (``gang``)
+    ("gang_attempts", "gang placements a GM sent out (reservations, or one launch of a one-LM gang)"),
+    ("gang_refusals", "gang parts an LM refused to hold: its true state had not room for every task"),
+    ("gang_aborts", "gang attempts a GM released: a part was refused or not answered"),
+    ("gang_leases_expired", "gang holds an LM let go because neither a commit nor a release came in time"),
+    ("gang_commits_rechecked", "committed gang tasks an LM found no hold for and checked again (a lost hold)"),
+)
 
 
 def users_of(cfg: MeghaParams, gms: int):
@@ -180,6 +180,12 @@ def centralize(cluster):
 
 def add_actors(ctx: Context, cluster, gms: int) -> list[str]:
     """Add every Megha actor over ``cluster`` with ``gms`` GMs; returns the GM names."""
+    # (imported here: the registry imports every plug-in, and a run only its own scheduler's actors)
+    from .global_manager import GlobalManager
+    from .gm_fairness import FairConfig
+    from .local_manager import FaultTimes, LocalManager
+    from .worker import MeghaWorker
+
     for spec in cluster.clusters:
         if len(spec.workers) % gms:
             raise ValueError(f"cluster {spec.index} has {len(spec.workers)} workers, not a multiple of {gms} GMs")
@@ -259,7 +265,8 @@ def build_centralized(ctx: Context) -> list[str]:
 
 
 SURVIVES = ("crash", "restart", "partition", "heal", "slow", "restore", "loss")
-CHECKS = (lm_matches_workers, views_converge, one_active_lm)
+CHECKS = tuple(deferred("fedemu.actors.megha.checks", name)
+               for name in ("lm_matches_workers", "views_converge", "one_active_lm"))
 ROLES = (Role("gm", ("gm",), "a global manager (a front end)"),
          Role("lm", ("lm",), "a local manager (lm-<c>; its standby replica, lm-<c>-standby, is named by name)"))
 # what a fault search draws: standby LMs, gangs, users (2 or 3: fairness preempts under contention)

@@ -31,12 +31,7 @@ from fedemu.policies.fair_queue import check_weight
 
 from ..common.invariants import Violation
 from ..plugin import FRONT_END_COUNTERS, Column, Context, Role, Scheduler, Size, Table
-from .constraint_sets import ConstraintSetCounts, SubsetMergedCounts
-from .distributor import Distributor
 from .events import EVENTS
-from .group import GroupConfig
-from .master import GroupMember, Master
-from .worker import PigeonWorker
 
 PAPER_FQW = 20
 
@@ -157,6 +152,8 @@ def master_matches_workers(fabric) -> list[Violation]:
     live worker it counts as up with exactly the worker's true free capacity. A worker with a message
     still on its way between the two (a launch, an idle notice, a status), or whose status the master
     asked for, is not compared; nor is a group whose new master is still collecting statuses."""
+    from .master import GroupMember  # (a run imports only its own scheduler's actors)
+
     best: dict[int, GroupMember] = {}
     for idx in range(len(fabric.names)):
         actor = fabric.actor(idx)
@@ -194,6 +191,13 @@ SURVIVES = ("crash", "restart", "partition", "heal", "slow", "restore", "loss")
 
 def _build(ctx: Context, *, constraint_aware: bool) -> list[str]:
     """Add every Pigeon (or PigeonC) actor; returns the distributor names."""
+    # (imported here: the registry imports every plug-in, and a run only its own scheduler's actors)
+    from .constraint_sets import ConstraintSetCounts, SubsetMergedCounts
+    from .distributor import Distributor
+    from .group import GroupConfig
+    from .master import Master
+    from .worker import PigeonWorker
+
     cfg, cluster, recorder = ctx.config, ctx.cluster, ctx.recorder
     groups = groups_of(cluster, cfg.masters)
     weight = fair_queue_weight(cfg.fqw)

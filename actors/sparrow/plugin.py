@@ -17,10 +17,8 @@ from fedemu.fabric.faults import FAULT_KINDS
 from fedemu.model import finite_at_least, param, seconds_between, typed, whole_at_least
 from fedemu.policies.partition_view import PartitionView
 
-from ..plugin import FRONT_END_COUNTERS, Context, Histogram, Role, Scheduler, Size
+from ..plugin import FRONT_END_COUNTERS, Context, Histogram, Role, Scheduler, Size, deferred
 from .events import EVENTS
-from .node import SparrowNode, node_books_balance, nodes_not_stuck
-from .scheduler import SparrowScheduler
 
 _SECONDS = seconds_between(0.001, 3600)
 
@@ -65,6 +63,10 @@ COUNTERS = FRONT_END_COUNTERS + (
 
 def build(ctx: Context) -> list[str]:
     """Add every Sparrow actor; returns the scheduler names."""
+    # (imported here: the registry imports every plug-in, and a run only its own scheduler's actors)
+    from .node import SparrowNode
+    from .scheduler import SparrowScheduler
+
     workers = tuple(ctx.cluster.workers())
     num_resources = len(ctx.cluster.resources)
     cfg: SparrowParams = ctx.config
@@ -88,6 +90,8 @@ def build(ctx: Context) -> list[str]:
     return names
 
 
+CHECKS = (deferred("fedemu.actors.sparrow.node", "node_books_balance"),
+          deferred("fedemu.actors.sparrow.node", "nodes_not_stuck"))
 ROLES = (Role("sparrow", ("sparrow",), "a Sparrow scheduler (a front end); its node monitors are the workers"),)
 SEARCH = (("schedulers", range(1, 4)), ("probe_ratio", (1.0, 2.0, 3.0)))  # what a fault search draws
 PATHS = ("tasks_relaunched", "probes_resent", "requests_retried", "duplicate_launches_suppressed", "repeated_completions")
@@ -108,6 +112,6 @@ def size(params: dict) -> Size:
 
 SPARROW = Scheduler("sparrow", "Sparrow (2013): distributed schedulers, batch probing, late binding",
                     build, config=SparrowParams, counters=COUNTERS, takes_policy=False,
-                    survives=FAULT_KINDS, checks=(node_books_balance, nodes_not_stuck), roles=ROLES,
+                    survives=FAULT_KINDS, checks=CHECKS, roles=ROLES,
                     events=EVENTS, search=SEARCH, paths=PATHS, size=size, panels=PANELS,
                     tour=TOUR, retired=RETIRED_KEYS)
