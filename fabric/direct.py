@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections import deque
 
-import trio
-
 from . import parking
 from .collector import gc_paused
 
@@ -43,7 +41,7 @@ def run(fabric, until_us: int | None = None) -> None:
         finally:
             for task in tasks:  # those still parked (after an error) end here; the others are done
                 task.close()
-            fabric._reschedule, fabric._start_task, fabric._driver = trio.lowlevel.reschedule, None, None
+            fabric._reschedule, fabric._start_task, fabric._driver = None, None, None
             fabric._ended()
     if fabric._error is not None:
         raise fabric._error

@@ -38,7 +38,6 @@ import types
 
 import attrs
 import outcome
-import trio
 
 from . import parking, rand, service, ties
 from .collector import gc_paused
@@ -102,7 +101,11 @@ class Fabric(Routing):
         self._running = 0
         self._driver = None
         self.engine = "trio"  # see ``ENGINES`` and ``run_blocking``
-        self._reschedule = trio.lowlevel.reschedule  # how a parked task is woken (the direct engine's own when it runs)
+        # How a parked task is woken, and the exception a cancelled one raises: trio's (``run``) or the direct
+        # engine's, set as a run begins (trio is imported by a run on its engine only: ``parking``)
+        self._reschedule = None
+        self._cancelled: type[BaseException] = GeneratorExit
+        self._current_task = None  # trio's current_task, on its engine
         self._start_task = None  # the direct engine's: start an actor's task (trio's: the nursery)
         self._driver_waiting = False
         self._woken = ()
@@ -237,6 +240,8 @@ class Fabric(Routing):
 
             direct.run(self, until_us)
         elif self.engine == "trio":
+            import trio
+
             trio.run(self.run, until_us)
         else:
             raise ConfigError(f"unknown engine {self.engine!r}; known: {', '.join(ENGINES)}")
@@ -252,6 +257,11 @@ class Fabric(Routing):
         For the whole run the process's cyclic garbage collector is off (``gc_paused``: objects
         that exist at the start are frozen, collection is disabled, and both are undone at the end),
         because its passes over every live actor and task find nothing to free and cost time."""
+        import trio
+
+        parking.use_trio()
+        self._reschedule, self._cancelled = trio.lowlevel.reschedule, trio.Cancelled
+        self._current_task = trio.lowlevel.current_task
         self._driver = trio.lowlevel.current_task()
         self._begin(until_us)
         with gc_paused():
@@ -299,7 +309,7 @@ class Fabric(Routing):
                 self._advance(None)
             if self._driver_waiting:
                 await parking.wait()
-        except trio.Cancelled:
+        except self._cancelled:  # (trio's Cancelled: this is the trio engine's driver)
             raise
         except BaseException as e:  # surface the driver's own error unwrapped
             self._error = e
@@ -439,13 +449,13 @@ class Fabric(Routing):
     async def _actor_main(self, actor: Actor) -> None:
         """The actor's trio task: ``on_start``, then its handlers (``_handle``) until the run ends."""
         if self._start_task is None:  # (the direct engine set it when it made the task)
-            actor._task = trio.lowlevel.current_task()
+            actor._task = self._current_task()
         try:
             if self._actors[actor.id] is actor:  # else it crashed before its task first ran
                 await (self._handle(actor) if actor._cost is None else service.serve(self, actor))
         except ActorCrashed:
             pass
-        except (trio.Cancelled, GeneratorExit):  # trio's cancellation, or the task's coroutine closed
+        except (self._cancelled, GeneratorExit):  # trio's cancellation, or the task's coroutine closed
             raise
         except BaseException as e:  # a bug in an actor (or the fabric step it ran) ends the run
             if self._error is None:

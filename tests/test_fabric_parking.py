@@ -14,7 +14,22 @@ from test_fabric_properties import FIXED_WORLD
 
 def test_this_trio_has_the_trap_the_fast_park_uses():
     """The version bound in pyproject.toml covers trios where this holds; if it fails, the bound is wrong."""
-    assert parking.PARK is not None and parking.wait is not parking.wait_public
+    parking.use_trio()  # (what a trio run does as it begins)
+    assert parking.PARK is not None and parking.PARK is not parking.UNARMED and parking.wait is not parking.wait_public
+
+
+def test_a_run_on_the_direct_engine_does_not_import_trio():
+    """trio is the reference engine's; the direct engine steps the same tasks without it (``parking.use_trio``)."""
+    code = ("import sys; from fedemu.tools.run.runner import execute; "
+            "r = execute('default', overrides={'jobs': 3}, engine='direct'); "
+            "print('trio' in sys.modules, r.digest)")
+    direct = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert direct.returncode == 0, direct.stderr
+    imported, digest = direct.stdout.split()
+    assert imported == "False"
+    trio_run = subprocess.run([sys.executable, "-c", code.replace("'direct'", "'trio'")], capture_output=True,
+                              text=True, timeout=120)
+    assert trio_run.stdout.split() == ["True", digest]
 
 
 def test_the_public_fallback_gives_the_same_run(monkeypatch):

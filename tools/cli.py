@@ -23,10 +23,23 @@ from .run import outdir
 MAX_SECONDS = MAX_TRACE_S  # no run's virtual time goes beyond the largest time a trace may give
 
 
+def _progress(args):
+    """The run's progress hook, as a context manager: the live view's (``tools.live.tui``, imported only when
+    ``--tui``, ``--paused`` or ``--pace`` asks for it), the bar's, or None with ``--quiet``."""
+    if args.tui or args.paused or args.pace is not None:
+        from .live.tui import progress_for
+
+        return progress_for(args)
+    if args.quiet:
+        return None
+    from .run.progress import progress_bar
+
+    return progress_bar()
+
+
 def _cmd_run(args) -> int:
     from .api import api
     from .run import params, runner
-    from .live.tui import progress_for
 
     overrides = params.parse_overrides(args.set)
     if args.help_params:
@@ -48,7 +61,7 @@ def _cmd_run(args) -> int:
         raise ConfigError(f"{view[0]} paces the run on trio's engine; --engine {args.engine} is for runs without "
                           "a live view: give one of them")
     result, _, _ = api.execute_run(args.scenario, args.seed, overrides, out=args.out, journal=journal, log=args.log,
-                                   log_level=args.log_level or "info", faults=faults, progress=progress_for(args),
+                                   log_level=args.log_level or "info", faults=faults, progress=_progress(args),
                                    engine=args.engine)
     with contextlib.redirect_stdout(sys.stderr) if args.log == STDOUT else contextlib.nullcontext():
         _print_summary(result.summary)  # with --log -, standard output holds the event log alone
