@@ -260,7 +260,7 @@ class Fabric(Routing):
         import trio
 
         parking.use_trio()
-        self._reschedule, self._cancelled = trio.lowlevel.reschedule, trio.Cancelled
+        self._reschedule, self._cancelled = parking.trio_reschedule(), trio.Cancelled
         self._current_task = trio.lowlevel.current_task
         self._driver = trio.lowlevel.current_task()
         self._begin(until_us)

@@ -86,6 +86,20 @@ PARK = UNARMED
 wait = _wait_trap
 
 
+def trio_reschedule():
+    """How to wake a parked task in this trio run: the run's own ``Runner.reschedule``, which
+    ``trio.lowlevel.reschedule`` looks up and calls on every wake-up (a frame fewer per wake-up: about
+    1% of a sparse run on trio); the public call when this trio keeps its runner elsewhere."""
+    import trio
+
+    try:
+        from trio._core._run import GLOBAL_RUN_CONTEXT
+
+        return GLOBAL_RUN_CONTEXT.runner.reschedule
+    except (ImportError, AttributeError):
+        return trio.lowlevel.reschedule
+
+
 def use_trio() -> None:
     """A trio run begins: from now on a park yields trio's trap (or takes the public call, if this trio has none)."""
     global PARK, wait

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import tempfile
 
+import trio
+
 from fedemu.fabric import parking
 
 from fabric_helpers import per_actor, run_fabric
@@ -48,6 +50,28 @@ def test_the_public_fallback_gives_the_same_run(monkeypatch):
     assert digest_public == digest
     assert per_actor(trace_public) == per_actor(trace_trap)
     assert len(calls) > 20  # the actors really parked through the public call
+
+
+def test_the_public_reschedule_gives_the_same_run(monkeypatch):
+    """Waking through trio's public ``reschedule`` (the fallback of ``parking.trio_reschedule``) gives the
+    run that waking through the run's own ``Runner.reschedule`` gives."""
+
+    async def which():
+        return parking.trio_reschedule()
+
+    assert trio.run(which) is not trio.lowlevel.reschedule  # this trio has its runner where the fast wake finds it
+    trace_runner, trace_public = [], []
+    _, digest = run_fabric(FIXED_WORLD.seed, FIXED_WORLD.build(trace_runner))
+    calls = []
+
+    def counted(task, value=None):
+        calls.append(1)
+        return trio.lowlevel.reschedule(task, value) if value is not None else trio.lowlevel.reschedule(task)
+
+    monkeypatch.setattr(parking, "trio_reschedule", lambda: counted)
+    _, digest_public = run_fabric(FIXED_WORLD.seed, FIXED_WORLD.build(trace_public))
+    assert digest_public == digest and per_actor(trace_public) == per_actor(trace_runner)
+    assert len(calls) > 20  # the actors really were woken through the public call
 
 
 SCRIPT = """
