@@ -429,11 +429,20 @@ def _assign_model(jobs: Iterable[Job], model: TaskModel, stream: Stream) -> Iter
         yield attrs.evolve(job, constraints=tuple(per_task))
 
 
-def _gap(stream: Stream, log_q: float) -> int:
+GAP_BATCH = 256  # uniforms drawn at once for the gaps
+
+
+def _uniforms(stream: Stream) -> Iterator[float]:
+    """``stream.random()``'s values in order, drawn ``GAP_BATCH`` at a time (``Stream.randoms``, the same numbers)."""
+    while True:
+        yield from stream.randoms(GAP_BATCH).tolist()
+
+
+def _gap(uniforms: Iterator[float], log_q: float) -> int:
     """How many tasks to skip before the next that requests a constraint: geometric, P(skip >= k) = q**k."""
     if log_q == -math.inf:
         return 0
-    return int(math.log(1.0 - stream.random()) / log_q)
+    return int(math.log(1.0 - next(uniforms)) / log_q)
 
 
 def _assign(jobs: Iterable[Job], table: ConstraintTable, stream: Stream) -> Iterator[Job]:
@@ -442,9 +451,10 @@ def _assign(jobs: Iterable[Job], table: ConstraintTable, stream: Stream) -> Iter
     Exactly the distribution of independent per-task coin flips, but only requests cost any work.
     """
     cap = stream.child("cap")
+    uniforms = _uniforms(stream)  # (the stream is the assignment's own: what it draws ahead is never used)
     k = table.max_task_constraints
     log_q = [math.log1p(-p) if p < 1.0 else -math.inf for p in table.task_probability]
-    heap = [(_gap(stream, log_q[c]), c) for c, p in enumerate(table.task_probability) if p > 0.0]
+    heap = [(_gap(uniforms, log_q[c]), c) for c, p in enumerate(table.task_probability) if p > 0.0]
     heapq.heapify(heap)
     first = 0  # global index of the current job's first task
     for job in jobs:
@@ -461,7 +471,7 @@ def _assign(jobs: Iterable[Job], table: ConstraintTable, stream: Stream) -> Iter
             while heap and heap[0][0] == t:
                 c = heap[0][1]
                 chosen.append(c)
-                heapq.heapreplace(heap, (t + 1 + _gap(stream, log_q[c]), c))
+                heapq.heapreplace(heap, (t + 1 + _gap(uniforms, log_q[c]), c))
             if len(chosen) > k:
                 chosen = sorted(cap.sample(chosen, k))
             per_task[t - first] = tuple(chosen)

@@ -324,6 +324,51 @@ def test_task_constraints_properties(seed, fanout):
     assert sum(1 for c in constrained if len(c) <= 2) / len(constrained) > 0.85
 
 
+def _assigned_a_draw_at_a_time(jobs, table, stream):
+    """The assignment as written before its uniforms were drawn in batches: one ``stream.random()`` a gap."""
+    import heapq
+
+    def gap(log_q):
+        return 0 if log_q == -math.inf else int(math.log(1.0 - stream.random()) / log_q)
+
+    cap = stream.child("cap")
+    log_q = [math.log1p(-p) if p < 1.0 else -math.inf for p in table.task_probability]
+    heap = [(gap(log_q[c]), c) for c, p in enumerate(table.task_probability) if p > 0.0]
+    heapq.heapify(heap)
+    first, out = 0, []
+    for job in jobs:
+        per_task = [()] * job.num_tasks
+        while heap and heap[0][0] < first + job.num_tasks:
+            t, chosen = heap[0][0], []
+            while heap and heap[0][0] == t:
+                c = heap[0][1]
+                chosen.append(c)
+                heapq.heapreplace(heap, (t + 1 + gap(log_q[c]), c))
+            if len(chosen) > table.max_task_constraints:
+                chosen = sorted(cap.sample(chosen, table.max_task_constraints))
+            per_task[t - first] = tuple(chosen)
+        out.append(per_task)
+        first += job.num_tasks
+    return out
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(min_value=0, max_value=2**64 - 1), st.integers(min_value=1, max_value=80),
+       st.sampled_from([None, 1.0, 0.5]))
+def test_task_constraints_drawn_in_batches_are_those_drawn_one_at_a_time(seed, fanout, every):
+    """Batches of ``Stream.randoms`` across job boundaries (and tables with a certain constraint, which draws
+    no gap) give the assignment a draw per gap gives."""
+    table = TABLE
+    if every is not None:
+        data = _raw()
+        data["max_task_constraints"] = 2
+        data["constraints"][4]["task_probability"] = every
+        table = ConstraintTable.from_mapping(data)
+    jobs = list(syn_jobs(fanout, jobs=max(1, 3_000 // fanout)))
+    out = [list(j.constraints) for j in assign_task_constraints(jobs, table, Stream(seed, "tasks"))]
+    assert out == _assigned_a_draw_at_a_time(jobs, table, Stream(seed, "tasks"))
+
+
 def test_per_constraint_request_rates_match_the_table():
     jobs = syn_jobs(100, jobs=1000)
     tasks = [c for j in assign_task_constraints(jobs, TABLE, Stream(5, "tasks")) for c in j.constraints]

@@ -270,3 +270,25 @@ def test_a_lines_durations_read_at_once_are_those_read_one_by_one(tokens):
             assert at_once is None
             return
     assert at_once is not None and [repr(v) for v in at_once] == [repr(v) for v in one_by_one]
+
+
+_SECONDS = st.one_of(
+    st.floats(0, 1e7),
+    st.integers(0, 10**13).map(lambda us: (us + 0.5) / US_PER_S),  # a half microsecond, as near as floats get
+    st.integers(0, 10**7).map(float),
+    st.sampled_from([0.0, -0.0, 5e-7, 1.5e-6, 2.5e-6, 1e-6, 1e7]),
+)
+
+
+@settings(max_examples=300)
+@given(seconds=st.lists(_SECONDS, max_size=40))
+def test_a_lines_durations_in_microseconds_at_once_are_those_one_by_one(seconds):
+    """``durations_us`` (numpy from ``VECTOR_FROM`` durations on) gives what ``seconds_to_us`` floored at
+    MIN_TASK_US gives for each duration: the same integers, halves rounded to even."""
+    from fedemu.model import seconds_to_us
+    from fedemu.scenarios.trace import MIN_TASK_US, VECTOR_FROM, durations_us
+
+    expected = [max(seconds_to_us(s), MIN_TASK_US) for s in seconds]
+    got = durations_us(seconds)
+    assert type(got) is tuple and all(type(us) is int for us in got) and list(got) == expected
+    assert list(durations_us(seconds * VECTOR_FROM)) == expected * VECTOR_FROM  # the numpy path, whatever the size
