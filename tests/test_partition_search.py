@@ -206,6 +206,17 @@ def counting_search(capacity: int):
     return search, views, asked
 
 
+def test_a_signature_is_found_by_its_number_as_by_itself():
+    """``key`` numbers signatures in the order first seen; ``find_key`` of a number is ``find`` of its signature,
+    memo included (a queue keyed by number hands the search ints, which hash at no cost)."""
+    search, views, asked = counting_search(1)
+    a, b = ((1,), (1,)), ((0,), (1,))
+    assert [search.key(a), search.key(b), search.key(((1,), (1,)))] == [0, 1, 0] and search.signatures == [a, b]
+    assert search.find_key(0) is None and len(asked) == 4 and search.memo[a] is search._entries[0]
+    assert search.find(a) is None and len(asked) == 4  # the same memo entry: nothing changed anywhere
+    assert search.find_key(search.key(b)) == (0, 0, 0) and len(asked) == 5
+
+
 def test_memo_skips_searches_until_something_changes():
     """A signature found nowhere is not searched again (no view asked) until an update arrives."""
     search, views, asked = counting_search(1)

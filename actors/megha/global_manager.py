@@ -272,7 +272,7 @@ class GlobalManager(JobFrontEnd, Actor):
     def requeue(self, task: Pending, front: bool = False) -> None:
         task.since_us = self.arrived
         if front:
-            self.queue.push_front(HIGH, task, (task.constraints, task.demand))
+            self.queue.push_front(HIGH, task, self.search.key((task.constraints, task.demand)))
         else:
             self.enqueue(task)
 
@@ -284,7 +284,7 @@ class GlobalManager(JobFrontEnd, Actor):
     # ---- queue and matching ------------------------------------------------------------
     def enqueue(self, task: Pending) -> None:
         left = self.open_jobs.get(task.job_id)  # ranked by its job's tasks not yet done (gm_queue)
-        self.queue.push(HIGH, task, (task.constraints, task.demand), left[0] if left else 0)
+        self.queue.push(HIGH, task, self.search.key((task.constraints, task.demand)), left[0] if left else 0)
 
     def schedule(self) -> None:
         """One pass over the queue (the users' queues, with users), then over the waiting gangs. With
@@ -319,7 +319,7 @@ class GlobalManager(JobFrontEnd, Actor):
             self.recorder.count("reschedules", refused)
             return
         rejected = queue.rejected
-        take, find = queue.take, search.find
+        take, find = queue.take, search.find_key
         while search.total_free > 0:
             got = take(HIGH, find)
             if got is None:

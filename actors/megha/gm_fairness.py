@@ -237,7 +237,7 @@ class GmFairness:
             for u in turn:
                 if search.total_free <= 0 or not queue.by_user[u].sizes[HIGH]:
                     continue
-                got = queue.take(u, search.find)
+                got = queue.take(u, search.find_key)
                 if got is not None:
                     gm.launch(got[0], *got[1])
                     queue.turn = u + 1
@@ -252,7 +252,7 @@ class GmFairness:
                 if self._use()[u] >= self.fair.shares.fractions[u]:
                     continue  # at or over its share: Algorithm 2 preempts nothing for it (preempt_order)
                 while queue.by_user[u].sizes[HIGH]:
-                    got = queue.take(u, lambda sig, u=u: self._plan(u, sig))
+                    got = queue.take(u, lambda k, u=u: self._plan(u, search.signatures[k]))
                     if got is None:
                         break
                     self._preempt(got[0], *got[1])

@@ -73,6 +73,12 @@ class PartitionSearch:
         self.gain_local: list[int] = []  # beside it: the local index of the worker that gained
         self.log_base = 0  # the number of the log's first gain (gains are numbered from 0; ``_fold`` moves it)
         self.memo: dict[tuple, list] = {}  # signature -> its entry (``_entry``): gains folded in, dirty partitions, ...
+        # each signature's number (``key``), and by number the signature and its memo entry (None until searched):
+        # a queue keyed by number hands ``find_key`` an int, which hashes at no cost, where a signature's nested
+        # tuple is hashed afresh at every look-up (4.5% of a Megha run, most of its offers refusals)
+        self.keys: dict[tuple, int] = {}
+        self.signatures: list[tuple] = []
+        self._entries: list[list | None] = []
         self._internal = [lm * n_p + home for lm in range(self.num_lms)]  # our partition in LM 0, 1, ...
         self._external = [lm * n_p + p for lm in range(self.num_lms) for p in self.external_order]
         self._flat = [view for row in views for view in row]  # by partition id
@@ -169,6 +175,15 @@ class PartitionSearch:
         free = view.free[local].tolist()
         self.total_free += view.update(local, [max(0, f - d) for f, d in zip(free, demand)]) or 0
 
+    def key(self, signature: tuple) -> int:
+        """The number of ``signature`` = (constraints, demand), given at its first sight (``find_key``)."""
+        k = self.keys.get(signature)
+        if k is None:
+            k = self.keys[signature] = len(self.signatures)
+            self.signatures.append(signature)
+            self._entries.append(None)
+        return k
+
     def find(self, signature: tuple):
         """(lm, partition, local) of a worker suitable for ``signature`` = (constraints, demand), or None:
         internal partitions first, then external ones, skipping what the memo knows to be empty.
@@ -176,14 +191,19 @@ class PartitionSearch:
         A partition with no worker free for the unit demand is skipped unasked, so the demand must
         cover the unit demand, or take nothing the unit demand needs (then every worker stays free
         for it): a run's tasks share one demand vector of whole numbers, so either holds."""
+        return self.find_key(self.key(signature))
+
+    def find_key(self, k: int):
+        """``find`` for the signature numbered ``k`` (``key``)."""
         if not self.total_free:
             return None  # no worker anywhere is free for the unit demand (an overloaded datacenter)
         log = self.gain_log
         now = self.log_base + len(log)  # gains so far
-        entry = self.memo.get(signature)
+        entry = self._entries[k]
         if entry is None:
             dirty = self._every
-            entry = self.memo[signature] = self._entry(signature, now)
+            signature = self.signatures[k]
+            entry = self._entries[k] = self.memo[signature] = self._entry(signature, now)
         else:
             dirty = entry[1]
             seen = entry[0]
@@ -203,7 +223,7 @@ class PartitionSearch:
                             self.scanned += tail[2]
                             entry[0] = now
                             return None
-                    elif self._refused_since(entry, signature, now, tail):
+                    elif self._refused_since(entry, self.signatures[k], now, tail):
                         return None
                 bit = self._bit
                 if now - seen > self.tail_limit:  # a long tail: each partition, by when it last gained
@@ -237,7 +257,7 @@ class PartitionSearch:
             internal, external = self._internal, self._external
             ri, cut = self.rr_internal, self.rr_external * len(self.external_order)
             live = chain(internal[ri:], internal[:ri], external[cut:], external[:cut])
-        constraints, demand = signature
+        constraints, demand = self.signatures[k]
         for q in live:
             if not dirty & bit[q]:
                 continue  # found empty since it last gained
