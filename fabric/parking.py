@@ -8,7 +8,7 @@ message class is trio-internal; if a trio release moves it, ``wait`` falls back 
 (``wait_public``), at about twice the cost per park but with the same results.
 
 trio is imported by the first run on its engine (``use_trio``): a run on the direct engine, which steps the
-same tasks and ignores what they yield, never imports it (about 0.4 billion instructions a process).
+same tasks and ignores what they yield, never imports it (about 0.2 billion instructions of a run).
 """
 
 from __future__ import annotations
