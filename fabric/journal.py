@@ -4,9 +4,9 @@ Layout (version 2): a header map (``format``, ``version`` and the run's seed, sc
 actors), the CRC-32 of the header's bytes, then frames. A frame is a 17-byte head (kind ``R`` for a
 block of records or ``F`` for the footer, the payload's length and CRC-32, and the CRC-32 of those 13
 bytes) followed by its payload. A block's payload is whole records (arrays ``[code, time_us, ...]``);
-the footer's is a map with counts and the blake2b digest of all blocks' payloads. Records are packed
-into one reusable buffer and hashed (and, when recording, framed and written) in 1 MiB blocks; with
-recording off the digest is still computed. The checksums frame the record bytes, they are not part
+the footer's is a map with counts and the blake2b digest of all blocks' payloads. Records wait in a list
+and are packed a batch at a time (``packing``) into a buffer, hashed (and, when recording, framed and
+written) in 1 MiB blocks; with recording off the digest is still computed. The checksums frame the record bytes, they are not part
 of what the digest covers, so a run's digest does not depend on the layout.
 
 Reads are bounded (a journal is data from anywhere, docs/trust.md): a frame holds at most
@@ -25,7 +25,7 @@ import zlib
 
 import msgpack
 
-from . import messages
+from . import messages, packing
 from .atomic import PendingFile
 from .errors import JournalError
 from .inputs import open_regular
@@ -75,9 +75,10 @@ class Journal:
         self.path = None if path is None else os.fspath(path)
         self._pending = None if path is None else PendingFile(self.path, "wb")  # renamed into place at close
         self._file = None if path is None else self._pending.file
-        self._packer = messages.new_packer()
+        self._records: list = []  # appended as they come, packed a batch at a time (``packing``)
+        self._buffer = bytearray()  # packed records not yet hashed and written
         self._digest = hashlib.blake2b(digest_size=16)
-        self.pack = self._packer.pack
+        self.pack = self._records.append
         self.bytes = 0
         self.header: dict | None = None
 
@@ -90,28 +91,38 @@ class Journal:
         self.header = full
 
     def append(self, record: tuple) -> None:
-        """Pack one record (the fabric calls ``pack`` directly and ``maybe_drain`` once per window)."""
+        """Add one record (the fabric calls ``pack`` directly and ``maybe_drain`` once every 16 windows)."""
         self.pack(record)
 
     def maybe_drain(self) -> None:
-        """Hash and write the buffered records once they pass FLUSH_BYTES."""
-        buf = self._packer.getbuffer()
-        size = len(buf)
-        buf.release()
-        if size >= FLUSH_BYTES:
+        """Pack the records added since; hash and write the buffer once it passes FLUSH_BYTES."""
+        if self._records:
+            self._pack()
+        if len(self._buffer) >= FLUSH_BYTES:
             self._drain()
 
+    def _pack(self) -> None:
+        """Pack the waiting records into the buffer. One that cannot be journalled raises msgpack's error,
+        and is dropped with those after it (as before batches, when it raised as it was added)."""
+        try:
+            packing.pack_into(self._records, self._buffer)
+        finally:
+            self._records.clear()
+
     def _drain(self) -> None:
-        buf = self._packer.getbuffer()
-        if len(buf):
+        if self._records:
+            self._pack()
+        buf = self._buffer
+        if buf:
             self._digest.update(buf)
             self.bytes += len(buf)
             if self._file is not None:
+                view = memoryview(buf)
                 for start, end in _blocks(buf):
-                    self._file.write(frame_head(BLOCK, buf[start:end]))
-                    self._file.write(buf[start:end])
-        buf.release()
-        self._packer.reset()
+                    self._file.write(frame_head(BLOCK, view[start:end]))
+                    self._file.write(view[start:end])
+                view.release()
+            self._buffer = bytearray()
 
     @property
     def digest(self) -> str:

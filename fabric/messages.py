@@ -20,7 +20,7 @@ import msgpack
 from .errors import JournalError
 
 _BY_TAG: dict[str, type] = {}
-_NESTED_EXT = 1
+NESTED_EXT = 1  # the ext code of a message nested in a field
 import_kinds = None  # a callable that imports the modules defining the kinds not imported yet (see above)
 
 
@@ -122,7 +122,7 @@ def _default(obj):
     """msgpack hook: nested registered messages become ext records; numpy scalars become Python numbers."""
     tag = getattr(obj, "_fedemu_tag", None)
     if tag is not None:
-        return msgpack.ExtType(_NESTED_EXT, msgpack.packb((tag, obj._fedemu_fields(obj)), default=_default))
+        return msgpack.ExtType(NESTED_EXT, msgpack.packb((tag, obj._fedemu_fields(obj)), default=_default))
     if isinstance(obj, (frozenset, set)):
         return sorted(obj)
     item = getattr(obj, "item", None)  # numpy scalar
@@ -141,7 +141,7 @@ class Unregistered:
 
 
 def _ext_hook(code, data):
-    if code == _NESTED_EXT:  # ``unpackb`` bounds every length by the ext's own bytes
+    if code == NESTED_EXT:  # ``unpackb`` bounds every length by the ext's own bytes
         tag, fields = msgpack.unpackb(data, use_list=False, ext_hook=_ext_hook, raw=False, strict_map_key=False)
         if not isinstance(tag, str) or not isinstance(fields, tuple):
             raise ValueError(f"a nested message is [tag, fields], got {tag!r:.60}, {fields!r:.60}")
