@@ -44,14 +44,19 @@ def _head_bytes(n: int) -> int:
     return 1 if n < 16 else 3 if n < 1 << 16 else 5
 
 
-def pack_into(records: list, out: bytearray) -> None:
-    """Append the msgpack bytes of ``records`` (each packed on its own) to ``out``. A record that cannot be
-    journalled raises msgpack's error, with the records before it in ``out``."""
+def pack_into(records: list, chunks: list) -> None:
+    """Append the msgpack bytes of ``records`` (each packed on its own, one after the other) to ``chunks``, as
+    one bytes-like chunk. A record that cannot be journalled raises msgpack's error, the records before it
+    appended first."""
     try:
         data = ormsgpack.packb(records, default=_default, option=_OPTIONS)
     except Exception:  # noqa: BLE001 - refused, or ormsgpack's own error: msgpack decides, record by record
         packb = messages.packb
-        for record in records:
-            out += packb(record)
+        done = []
+        try:
+            for record in records:
+                done.append(packb(record))
+        finally:
+            chunks.append(b"".join(done))
         return
-    out += memoryview(data)[_head_bytes(len(records)):]
+    chunks.append(memoryview(data)[_head_bytes(len(records)):])

@@ -104,12 +104,11 @@ class Routing:
 
     def _flush(self, actors) -> None:
         """Journal what each actor emitted, in the given (deterministic) wake order."""
-        append = self.journal.pack
+        extend = self.journal.extend
         for actor in actors:
             out = actor._outbox
             if out:
-                for record in out:
-                    append(record)
+                extend(out)
                 out.clear()
 
     def _drop(self, cause: str) -> None:
