@@ -101,6 +101,22 @@ def test_a_second_reproduction_reuses_every_finished_run(tiny_run, tmp_path):
     assert again == verdicts and numbers(out) == before
 
 
+def test_a_run_process_derives_what_the_report_would(tiny_run, monkeypatch):
+    """``run_and_derive`` reads a run's derived figures where the run ran, the same as the report reads them;
+    when they cannot be had there, it leaves them to the report."""
+    out, _, _ = tiny_run
+    spec = [s for s in rp.plan(tiny(), "1", out, rp.code_version()) if s["experiment"] == "syn_250"][0]
+    res = rp.run_and_derive(spec)
+    assert res.get("cached") and repr(res["derived"]) == repr(rp.derived(Path(spec["out_dir"]), res["summary"]))
+
+    def unreadable(*_):
+        raise OSError("tasks.csv: unreadable")
+
+    monkeypatch.setattr(rp, "derived", unreadable)
+    res = rp.run_and_derive(spec)
+    assert res.get("cached") and "derived" not in res
+
+
 def test_a_changed_parameter_or_seed_is_a_new_run(tmp_path):
     [e] = [e for e in tiny() if e.name == "syn_250"]
     code = rp.code_version()
